@@ -1,0 +1,37 @@
+# kvalign's vocabulary: install demo test lint bench
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test lint format bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install kvalign with dev extras
+
+demo: $(STAMP)  ## the main job on a bundled real config (no network); the pair is flagged on purpose
+	HF_HUB_OFFLINE=1 $(BIN)/kvalign check nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 \
+		--prefill-tp 8 --decode-tp 1 || test $$? -eq 1
+
+test: $(STAMP)  ## unit, golden, property and CLI tests
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+
+lint: $(STAMP)  ## ruff + mypy
+	$(BIN)/ruff check kvalign tests
+	$(BIN)/ruff format --check kvalign tests
+	$(BIN)/mypy kvalign
+
+format: $(STAMP)
+	$(BIN)/ruff format kvalign tests
+	$(BIN)/ruff check --fix kvalign tests
+
+bench: $(STAMP)  ## wall time of the main commands (see BENCHMARKS.md)
+	$(BIN)/python benchmarks/bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info

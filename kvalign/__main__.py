@@ -1,0 +1,5 @@
+"""``python -m kvalign``."""
+
+from kvalign.cli import main
+
+main()

@@ -1,0 +1,371 @@
+"""The ``kvalign`` command line: parse options → Settings → analyse → render → exit code.
+
+No arithmetic here. Exit codes: 0 nothing flagged, 1 a pair flagged, 2 bad input or
+usage, 70 internal error (a bug: please report it).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from enum import Enum
+from typing import Annotated, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+
+from kvalign import __version__
+from kvalign.errors import InvalidSettings, KvalignError
+from kvalign.pd import Report, analyze
+from kvalign.report import (
+    check_markdown,
+    check_table,
+    matrix_markdown,
+    matrix_table,
+    models_table,
+    to_json,
+)
+from kvalign.settings import Settings
+from kvalign.sources import catalog, load_model
+
+EXIT_OK, EXIT_FLAGGED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
+
+app = typer.Typer(
+    name="kvalign",
+    help=(
+        "Predict the KV-cache block size vLLM picks for hybrid attention + state-space "
+        "models at each tensor-parallel size, and audit prefill/decode pairs "
+        "(block_size_ratio, prefix-cache drift) before you deploy."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+class OutputFormat(str, Enum):
+    """``--format`` values."""
+
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+class AlignmentChoice(str, Enum):
+    """``--alignment`` values."""
+
+    vllm = "vllm"
+    tp_stable = "tp-stable"
+
+
+class GdnBackendChoice(str, Enum):
+    """``--gdn-prefill-backend`` values."""
+
+    auto = "auto"
+    triton = "triton"
+    flashinfer = "flashinfer"
+
+
+def _stdout() -> Console:
+    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
+    return Console(width=width, soft_wrap=False, highlight=False)
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    Console(stderr=True, highlight=False).print(f"kvalign: error: {message}", markup=False)
+    raise typer.Exit(code)
+
+
+T = TypeVar("T")
+
+
+def _guarded(action: Callable[[], T]) -> T:
+    """Run ``action``; typed errors become one line on stderr + exit 2, bugs exit 70."""
+    try:
+        return action()
+    except KvalignError as exc:
+        _fail(str(exc), exc.exit_code)
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except Exception as exc:  # a bug: no traceback, no locals
+        if os.environ.get("KVALIGN_DEBUG"):
+            raise
+        _fail(
+            f"internal error ({type(exc).__name__}: {exc}); rerun with KVALIGN_DEBUG=1 "
+            "and report it",
+            EXIT_INTERNAL,
+        )
+
+
+def parse_tp_list(text: str, option: str) -> list[int]:
+    """``"1,2,4"`` → ``[1, 2, 4]`` (order kept, duplicates dropped).
+
+    Raises:
+        InvalidSettings: empty, non-integer or non-positive entries.
+    """
+    values: list[int] = []
+    for part in text.split(","):
+        item = part.strip()
+        if not item.isdigit() or int(item) < 1:
+            raise InvalidSettings(
+                f"{option}: {item!r} is not a positive integer (expected e.g. 8 or 1,2,4)"
+            )
+        if int(item) not in values:
+            values.append(int(item))
+    return values
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kvalign {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """kvalign: hybrid KV-cache block alignment for P/D disaggregated vLLM."""
+
+
+# ---- shared options -------------------------------------------------------------------
+ModelArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="MODEL",
+        help="Bundled model id (see `kvalign models`), a directory with config.json, "
+        "a config.json path, or a Hugging Face hub id.",
+        show_default=False,
+    ),
+]
+DtypeOpt = Annotated[str, typer.Option("--dtype", help="Model dtype (auto = config's).")]
+KvDtypeOpt = Annotated[
+    str, typer.Option("--kv-cache-dtype", help="auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2.")
+]
+BlockOpt = Annotated[
+    int | None,
+    typer.Option("--block-size", min=1, help="vLLM --block-size in tokens (default: unset)."),
+]
+PrefixOpt = Annotated[
+    bool,
+    typer.Option(
+        "--enable-prefix-caching/--no-enable-prefix-caching",
+        help="Prefix caching (vLLM 0.33 default: on).",
+    ),
+]
+MambaDtypeOpt = Annotated[
+    str, typer.Option("--mamba-cache-dtype", help="Conv-state dtype: auto, float32, float16, bfloat16.")
+]
+SsmDtypeOpt = Annotated[
+    str,
+    typer.Option("--mamba-ssm-cache-dtype", help="SSM/recurrent-state dtype (auto = model default)."),
+]
+SpecOpt = Annotated[
+    int, typer.Option("--num-speculative-tokens", min=0, help="Speculative tokens (MTP/EAGLE).")
+]
+BackendOpt = Annotated[
+    str, typer.Option("--attention-backend", help="vLLM attention backend name.")
+]
+GpuOpt = Annotated[
+    str | None,
+    typer.Option("--gpu", help="GPU model, e.g. H100, B200 (capability-dependent rules)."),
+]
+GdnOpt = Annotated[
+    GdnBackendChoice,
+    typer.Option("--gdn-prefill-backend", help="GDN prefill kernel (Qwen3-Next/3.5 checkpoints)."),
+]
+AlignOpt = Annotated[
+    AlignmentChoice,
+    typer.Option("--alignment", help="vllm = 0.33 per-rank rule; tp-stable = the PR 45575 proposal."),
+]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Output format.")]
+RevisionOpt = Annotated[
+    str | None, typer.Option("--revision", help="Hub revision (branch, tag, commit).")
+]
+TrustOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-remote-code",
+        help="Let transformers run a hub repo's config code for unknown model types (off).",
+    ),
+]
+
+
+def _report(
+    model: str,
+    prefill: list[int],
+    decode: list[int],
+    settings: Settings,
+    revision: str | None,
+    trust_remote_code: bool,
+) -> Report:
+    if trust_remote_code:
+        Console(stderr=True).print(
+            "kvalign: warning: --trust-remote-code lets a hub repository run code on this machine",
+            markup=False,
+        )
+    geometry = load_model(model, revision=revision, trust_remote_code=trust_remote_code)
+    return analyze(geometry, settings, prefill, decode)
+
+
+@app.command()
+def check(
+    model: ModelArg,
+    prefill_tp: Annotated[
+        str, typer.Option("--prefill-tp", help="Prefill TP size(s), comma-separated.")
+    ] = "1",
+    decode_tp: Annotated[
+        str, typer.Option("--decode-tp", help="Decode TP size(s), comma-separated.")
+    ] = "1",
+    dtype: DtypeOpt = "auto",
+    kv_cache_dtype: KvDtypeOpt = "auto",
+    block_size: BlockOpt = None,
+    enable_prefix_caching: PrefixOpt = True,
+    mamba_cache_dtype: MambaDtypeOpt = "auto",
+    mamba_ssm_cache_dtype: SsmDtypeOpt = "auto",
+    num_speculative_tokens: SpecOpt = 0,
+    attention_backend: BackendOpt = "FLASH_ATTN",
+    gpu: GpuOpt = None,
+    gdn_prefill_backend: GdnOpt = GdnBackendChoice.auto,
+    alignment: AlignOpt = AlignmentChoice.vllm,
+    output_format: FormatOpt = OutputFormat.table,
+    revision: RevisionOpt = None,
+    trust_remote_code: TrustOpt = False,
+) -> None:
+    """Check every prefill × decode TP pair: block sizes, block_size_ratio, prefix drift.
+
+    Exit 0 when no pair is flagged, 1 when a pair is flagged, 2 on bad input.
+    """
+
+    def run() -> int:
+        prefill = parse_tp_list(prefill_tp, "--prefill-tp")
+        decode = parse_tp_list(decode_tp, "--decode-tp")
+        settings = Settings(
+            dtype=dtype,
+            kv_cache_dtype=kv_cache_dtype,
+            block_size=block_size,
+            enable_prefix_caching=enable_prefix_caching,
+            mamba_cache_dtype=mamba_cache_dtype,
+            mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
+            num_speculative_tokens=num_speculative_tokens,
+            attention_backend=attention_backend,
+            gpu=gpu,
+            gdn_prefill_backend=gdn_prefill_backend.value,  # type: ignore[arg-type]
+            alignment=alignment.value,  # type: ignore[arg-type]
+        )
+        report = _report(model, prefill, decode, settings, revision, trust_remote_code)
+        invalid = report.invalid_tps
+        if invalid:
+            details = "; ".join(f"TP {r.tp}: {r.reason}" for r in invalid)
+            raise InvalidSettings(f"{report.geometry.model_id}: invalid tensor parallel size ({details})")
+        if output_format is OutputFormat.json:
+            typer.echo(to_json(report))
+        elif output_format is OutputFormat.markdown:
+            typer.echo(check_markdown(report), nl=False)
+        else:
+            _stdout().print(check_table(report))
+        return EXIT_FLAGGED if report.flagged else EXIT_OK
+
+    raise typer.Exit(_guarded(run))
+
+
+@app.command()
+def matrix(
+    model: ModelArg,
+    tp: Annotated[
+        str, typer.Option("--tp", help="TP sizes for both axes, comma-separated.")
+    ] = "1,2,4,8",
+    dtype: DtypeOpt = "auto",
+    kv_cache_dtype: KvDtypeOpt = "auto",
+    block_size: BlockOpt = None,
+    enable_prefix_caching: PrefixOpt = True,
+    mamba_cache_dtype: MambaDtypeOpt = "auto",
+    mamba_ssm_cache_dtype: SsmDtypeOpt = "auto",
+    num_speculative_tokens: SpecOpt = 0,
+    attention_backend: BackendOpt = "FLASH_ATTN",
+    gpu: GpuOpt = None,
+    gdn_prefill_backend: GdnOpt = GdnBackendChoice.auto,
+    alignment: AlignOpt = AlignmentChoice.vllm,
+    output_format: FormatOpt = OutputFormat.table,
+    revision: RevisionOpt = None,
+    trust_remote_code: TrustOpt = False,
+) -> None:
+    """Full prefill × decode grid for a runbook. TP sizes the model rejects show as INVALID.
+
+    Exit 0 when no valid pair is flagged, 1 when one is, 2 on bad input.
+    """
+
+    def run() -> int:
+        tps = parse_tp_list(tp, "--tp")
+        settings = Settings(
+            dtype=dtype,
+            kv_cache_dtype=kv_cache_dtype,
+            block_size=block_size,
+            enable_prefix_caching=enable_prefix_caching,
+            mamba_cache_dtype=mamba_cache_dtype,
+            mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
+            num_speculative_tokens=num_speculative_tokens,
+            attention_backend=attention_backend,
+            gpu=gpu,
+            gdn_prefill_backend=gdn_prefill_backend.value,  # type: ignore[arg-type]
+            alignment=alignment.value,  # type: ignore[arg-type]
+        )
+        report = _report(model, tps, tps, settings, revision, trust_remote_code)
+        if output_format is OutputFormat.json:
+            typer.echo(to_json(report))
+        elif output_format is OutputFormat.markdown:
+            typer.echo(matrix_markdown(report), nl=False)
+        else:
+            _stdout().print(matrix_table(report))
+        return EXIT_FLAGGED if report.flagged else EXIT_OK
+
+    raise typer.Exit(_guarded(run))
+
+
+@app.command()
+def models(
+    output_format: FormatOpt = OutputFormat.table,
+) -> None:
+    """List the bundled model configs (usable offline by their hub id)."""
+
+    def run() -> int:
+        import json
+
+        entries = catalog.entries()
+        kinds: dict[str, str] = {}
+        for entry in entries:
+            model_type = ""
+            try:
+                with entry.config_path.open(encoding="utf-8") as handle:
+                    raw = json.load(handle)
+                model_type = str(raw.get("model_type", ""))
+            except (OSError, ValueError):
+                model_type = "(unreadable)"
+            kinds[entry.model_id] = model_type
+        if output_format is OutputFormat.json:
+            payload = [
+                {"id": e.model_id, "model_type": kinds[e.model_id], "config_path": str(e.config_path)}
+                for e in entries
+            ]
+            typer.echo(json.dumps(payload, indent=2))
+        elif output_format is OutputFormat.markdown:
+            lines = ["| Model | Type |", "|---|---|"]
+            lines += [f"| {e.model_id} | {kinds[e.model_id]} |" for e in entries]
+            typer.echo("\n".join(lines))
+        else:
+            _stdout().print(models_table(entries, kinds))
+        return EXIT_OK
+
+    raise typer.Exit(_guarded(run))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,34 @@
+"""Mamba2 state layout (Nemotron-H, Falcon-H1, Granite-4.0-H, Bamba, Zamba2, Mamba2).
+
+Per rank: conv ``(K-1+num_spec, (I + 2*G'*N)/TP)``, ssm ``(H/TP, P, N)``, where the group
+count is padded for head shards: ``G' = G`` if ``G % TP == 0`` else ``TP`` (``G + TP - G``).
+Mirrors vLLM 0.33 ``MambaStateShapeCalculator.mamba2_state_shape`` and
+``extra_groups_for_head_shards``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kvalign.families.base import Shape, conv_shape, divide
+
+SYMBOLS = ("I", "G", "H", "P", "N", "K")
+
+
+def padded_groups(groups: int, tp: int) -> int:
+    """Group count after shard padding: ``G`` when ``G % TP == 0``, else ``TP``."""
+    return groups if groups % tp == 0 else groups + (tp - groups)
+
+
+def shapes(p: Mapping[str, int], tp: int, num_spec: int) -> tuple[Shape, ...]:
+    """Per-rank state tensor shapes (elements). Raises ``IndivisibleTP``."""
+    groups = padded_groups(p["G"], tp)
+    conv_dim = p["I"] + 2 * groups * p["N"]
+    conv = conv_shape(divide(conv_dim, tp, "conv dim I + 2*G'*N"), p["K"] - 1 + num_spec)
+    ssm = (divide(p["H"], tp, "mamba heads H"), p["P"], p["N"])
+    return conv, ssm
+
+
+def dtypes(conv: str, ssm: str) -> tuple[str, ...]:
+    """State dtypes: conv state, then ssm state."""
+    return conv, ssm

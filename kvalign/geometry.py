@@ -1,0 +1,96 @@
+"""Typed model of what a model's config says about KV-cache and state geometry.
+
+``sources/`` builds a :class:`ModelGeometry` from a config; ``alignment`` does arithmetic
+on it. Every quantity remembers the config key it came from (``provenance``) so the
+output can explain itself. Nothing in this module reads files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+Family = Literal["mamba1", "mamba2", "gdn", "kda", "shortconv", "linear_attention"]
+
+FAMILIES: tuple[Family, ...] = ("mamba1", "mamba2", "gdn", "kda", "shortconv", "linear_attention")
+
+
+@dataclass(frozen=True)
+class AttentionGeometry:
+    """Unsharded attention geometry of the model's full-attention layers.
+
+    Attributes:
+        num_attention_heads: total query heads (vLLM checks ``heads % TP == 0``).
+        total_kv_heads: total KV heads (``num_key_value_heads``), ignored for MLA.
+        head_size: K head size in elements; for MLA ``kv_lora_rank + qk_rope_head_dim``.
+        use_mla: multi-head latent attention: one latent vector per token, 1 KV head per rank.
+    """
+
+    num_attention_heads: int
+    total_kv_heads: int
+    head_size: int
+    use_mla: bool = False
+
+    @property
+    def head_size_v(self) -> int:
+        """V head size in elements: ``head_size`` for ordinary attention, 0 for MLA."""
+        return 0 if self.use_mla else self.head_size
+
+
+@dataclass(frozen=True)
+class StateGeometry:
+    """Unsharded recurrent-state geometry of the model's mamba-like layers.
+
+    Attributes:
+        family: state layout family (see ``kvalign.families``).
+        params: the family's symbols (e.g. ``I``, ``G``, ``H``, ``P``, ``N``, ``K`` for
+            mamba2) as integers, unsharded.
+    """
+
+    family: Family
+    params: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class ModelGeometry:
+    """Everything the block-size arithmetic needs to know about one model.
+
+    Attributes:
+        model_id: how the user named the model (hub id, path, catalog name).
+        model_type: the config's ``model_type`` (of the text sub-config for VL wrappers).
+        architecture: first entry of ``architectures`` (vLLM's model class), or ``""``.
+        config_path: where the config was read from (for messages).
+        source: ``catalog``, ``local`` or ``hub``.
+        loader: ``transformers`` (config class) or ``raw-json`` (types only vLLM ships).
+        model_dtype: the config's dtype (``bfloat16``, ``float16``, ``float32``).
+        attention: attention geometry, or ``None`` for attention-free models.
+        state: state geometry, or ``None`` for pure-attention models.
+        ssm_dtype_default: what ``mamba_ssm_cache_dtype=auto`` becomes for this model
+            before alignment (Nemotron-H: config value or float32; Qwen3.5: ``mamba_ssm_dtype``).
+        provenance: symbol → config key it was read from (``text_config.`` prefix for VL).
+        notes: human-readable remarks about how the config was read.
+    """
+
+    model_id: str
+    model_type: str
+    architecture: str
+    config_path: str
+    source: str
+    loader: str
+    model_dtype: str
+    attention: AttentionGeometry | None
+    state: StateGeometry | None
+    ssm_dtype_default: str | None = None
+    provenance: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def attention_free(self) -> bool:
+        """True for models with no attention layers (vLLM does no block alignment)."""
+        return self.attention is None
+
+    @property
+    def is_hybrid(self) -> bool:
+        """True when both attention and recurrent-state layers exist."""
+        return self.attention is not None and self.state is not None

@@ -1,0 +1,232 @@
+"""Prefill/decode pair analysis: ``block_size_ratio``, divisibility, prefix-cache drift.
+
+Mirrors the NIXL connector of vLLM 0.33 (pull mode: decode reads from prefill):
+``vllm/distributed/kv_transfer/kv_connector/utils.py`` ``block_size_ratio`` (local =
+decode, remote = prefill: ``decode_block // prefill_block``, asserting divisibility) and
+``vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py``
+``_split_remote_blocks`` (non-multiples split into gcd-sized units, at most
+``MAX_HYBRID_BLOCK_SPLIT`` units per block). No I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from kvalign.alignment import RankResult, analyze_rank, checkpoint_alignment, common_block_size
+from kvalign.geometry import ModelGeometry
+from kvalign.settings import Settings
+
+#: vLLM 0.33 ``_MAX_HYBRID_BLOCK_SPLIT``: most gcd units a block may be split into.
+MAX_HYBRID_BLOCK_SPLIT = 128
+
+Verdict = Literal["ok", "drift", "ratio", "split", "incompatible", "invalid", "attention-free"]
+
+#: verdicts that make ``kvalign check`` exit 1.
+FLAGGED: frozenset[str] = frozenset({"drift", "ratio", "split", "incompatible"})
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """One prefill TP × decode TP pair under the chosen alignment.
+
+    Attributes:
+        prefill_tp, decode_tp: tensor parallel sizes.
+        prefill_block_size, decode_block_size: logical block sizes (tokens).
+        prefill_kernel_block_size, decode_kernel_block_size: kernel (transfer) block sizes.
+        block_size_ratio: ``decode_kernel // prefill_kernel`` when divisible, else ``None``.
+        divisible: ``decode_kernel % prefill_kernel == 0``.
+        prefix_cache_drift: logical block sizes differ (prefixes hash on different grids).
+        split_unit: for non-divisible pairs, the gcd unit NIXL would transfer in (tokens).
+        verdict: ``ok``, ``drift``, ``ratio`` (heterogeneous blocks, divisible), ``split``
+            (non-divisible, gcd split path), ``incompatible`` (hard failure), ``invalid``
+            (a side's TP is invalid), ``attention-free``.
+        reason: one line explaining the verdict.
+    """
+
+    prefill_tp: int
+    decode_tp: int
+    prefill_block_size: int | None
+    decode_block_size: int | None
+    prefill_kernel_block_size: int | None
+    decode_kernel_block_size: int | None
+    block_size_ratio: int | None
+    divisible: bool | None
+    prefix_cache_drift: bool | None
+    split_unit: int | None
+    verdict: Verdict
+    reason: str
+
+    @property
+    def flagged(self) -> bool:
+        """Whether this pair makes ``check`` exit 1."""
+        return self.verdict in FLAGGED
+
+
+def analyze_pair(prefill: RankResult, decode: RankResult, alignment: str) -> PairResult:
+    """Compare one prefill rank result with one decode rank result."""
+    if not prefill.valid or not decode.valid:
+        bad = prefill if not prefill.valid else decode
+        side = "prefill" if bad is prefill else "decode"
+        return PairResult(
+            prefill.tp, decode.tp, None, None, None, None, None, None, None, None,
+            "invalid", f"{side} TP {bad.tp} is invalid: {bad.reason}",
+        )  # fmt: skip
+    if prefill.attention_free:
+        return PairResult(
+            prefill.tp, decode.tp, None, None, None, None, None, None, None, None,
+            "attention-free", "attention-free model: no block alignment, no KV blocks to match",
+        )  # fmt: skip
+    p_block, d_block = prefill.logical(alignment), decode.logical(alignment)
+    p_kernel, d_kernel = prefill.kernel(alignment), decode.kernel(alignment)
+    assert p_block is not None and d_block is not None
+    drift = p_block != d_block
+    if p_kernel is None or d_kernel is None:
+        return PairResult(
+            prefill.tp, decode.tp, p_block, d_block, p_kernel, d_kernel, None, False, drift,
+            None, "incompatible",
+            "no kernel block size the backend supports divides the logical block size",
+        )  # fmt: skip
+    divisible = d_kernel % p_kernel == 0
+    ratio = d_kernel // p_kernel if divisible else None
+    unit: int | None = None
+    if divisible and ratio == 1:
+        if drift:
+            verdict: Verdict = "drift"
+            reason = (
+                f"kernel blocks match ({p_kernel}) but logical blocks differ "
+                f"({p_block} vs {d_block}): prefix-cache granularity drift"
+            )
+        else:
+            verdict, reason = "ok", f"same block size {p_block} on both sides"
+    elif divisible:
+        verdict = "ratio"
+        reason = (
+            f"block_size_ratio {ratio}: decode kernel block {d_kernel} = {ratio} x prefill "
+            f"{p_kernel}; heterogeneous-block handling on the decode path"
+        )
+    else:
+        unit = math.gcd(p_kernel, d_kernel)
+        splits = max(p_kernel // unit, d_kernel // unit)
+        if splits <= MAX_HYBRID_BLOCK_SPLIT:
+            verdict = "split"
+            reason = (
+                f"decode kernel block {d_kernel} is not a multiple of prefill {p_kernel}: "
+                f"NIXL splits into {unit}-token units ({splits} per block); hard failure "
+                "on releases without the split path"
+            )
+        else:
+            verdict = "incompatible"
+            reason = (
+                f"decode kernel block {d_kernel} is not a multiple of prefill {p_kernel} and "
+                f"a {unit}-token split needs {splits} > {MAX_HYBRID_BLOCK_SPLIT} units: "
+                "NIXL transfer fails"
+            )
+    return PairResult(
+        prefill.tp, decode.tp, p_block, d_block, p_kernel, d_kernel, ratio, divisible,
+        drift, unit, verdict, reason,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """Smallest common ``--block-size`` that makes every pool agree (spec §7).
+
+    Attributes:
+        block_size: tokens, or ``None`` when nothing applies (attention-free, no valid TP).
+        padding_pct: Mamba page padding % per TP at that block size.
+        needed: whether any pair is flagged (else the recommendation is optional).
+        text: one line for humans.
+    """
+
+    block_size: int | None
+    padding_pct: dict[int, float]
+    needed: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class Report:
+    """The full result of ``check``/``matrix``: what every layer above reads."""
+
+    geometry: ModelGeometry
+    settings: Settings
+    prefill_tps: tuple[int, ...]
+    decode_tps: tuple[int, ...]
+    ranks: dict[int, RankResult]
+    pairs: tuple[PairResult, ...]
+    recommendation: Recommendation
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def flagged(self) -> bool:
+        """Whether any pair is flagged (``check`` exits 1)."""
+        return any(pair.flagged for pair in self.pairs)
+
+    @property
+    def invalid_tps(self) -> list[RankResult]:
+        """Requested TP sizes vLLM would reject for this model."""
+        return [r for r in self.ranks.values() if not r.valid]
+
+
+def _recommend(
+    geometry: ModelGeometry, settings: Settings, tps: list[int], flagged: bool
+) -> Recommendation:
+    found = common_block_size(geometry, settings, tps)
+    if found is None:
+        return Recommendation(None, {}, False, "no --block-size change applies to this model")
+    block, padding = found
+    verb = "set" if flagged else "optional: set"
+    cost = ", ".join(f"TP {tp} {pct:.2f}%" for tp, pct in sorted(padding.items()))
+    text = (
+        f"{verb} --block-size {block} on every prefill and decode pool: all sides then use "
+        f"{block}-token blocks (Mamba page padding: {cost})"
+    )
+    return Recommendation(block, padding, flagged, text)
+
+
+def analyze(
+    geometry: ModelGeometry,
+    settings: Settings,
+    prefill_tps: list[int],
+    decode_tps: list[int],
+) -> Report:
+    """Analyse every prefill × decode TP pair for one model and settings.
+
+    Raises:
+        InvalidSettings, NotModelled: see :func:`kvalign.alignment.analyze_rank`.
+    """
+    tps = sorted(set(prefill_tps) | set(decode_tps))
+    ranks = {tp: analyze_rank(geometry, settings, tp) for tp in tps}
+    pairs = tuple(
+        analyze_pair(ranks[p], ranks[d], settings.alignment)
+        for p in prefill_tps
+        for d in decode_tps
+    )
+    flagged = any(pair.flagged for pair in pairs)
+    notes = list(geometry.notes)
+    if geometry.state is not None and geometry.state.family == "gdn":
+        notes.append(checkpoint_alignment(geometry, settings)[1])
+    if geometry.is_hybrid:
+        first = next((r for r in ranks.values() if r.valid), None)
+        if first is not None and first.backend != settings.attention_backend.upper():
+            notes.append(f"MLA model: attention runs on {first.backend}")
+        overridden = sorted(r.tp for r in ranks.values() if r.block_size_overridden)
+        if overridden:
+            notes.append(
+                f"--block-size {settings.block_size} is overridden by hybrid alignment at TP "
+                + ", ".join(map(str, overridden))
+            )
+    if geometry.attention_free:
+        notes.append("attention-free model: vLLM does no block alignment")
+    return Report(
+        geometry=geometry,
+        settings=settings,
+        prefill_tps=tuple(prefill_tps),
+        decode_tps=tuple(decode_tps),
+        ranks=ranks,
+        pairs=pairs,
+        recommendation=_recommend(geometry, settings, tps, flagged),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,92 @@
+"""The stable JSON contract of ``--format json`` (documented in README.md).
+
+Top-level keys: ``schema_version``, ``kvalign_version``, ``model``, ``settings``,
+``deployments``, ``pairs``, ``recommendation``, ``notes``, ``flagged``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from kvalign import __version__
+from kvalign.alignment import RankResult
+from kvalign.pd import Report
+
+SCHEMA_VERSION = 1
+
+
+def _pct(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _deployment(role: str, rank: RankResult) -> dict[str, Any]:
+    return {
+        "role": role,
+        "tp": rank.tp,
+        "valid": rank.valid,
+        "reason": rank.reason or None,
+        "attention_free": rank.attention_free,
+        "attention_backend": rank.backend or None,
+        "use_mla": rank.use_mla,
+        "kv_heads_per_rank": rank.kv_heads_per_rank,
+        "attn_page_bytes_per_token": rank.attn_page_bytes_per_token,
+        "mamba_page_bytes": rank.mamba_page_bytes,
+        "mamba_state_shapes": [list(s) for s in rank.mamba_state_shapes],
+        "mamba_state_dtypes": list(rank.mamba_state_dtypes),
+        "block_size": rank.block_size,
+        "block_size_overridden": rank.block_size_overridden,
+        "kernel_block_size": rank.kernel_block_size,
+        "mamba_page_size_padded": rank.mamba_page_size_padded,
+        "mamba_padding_pct": _pct(rank.mamba_padding_pct),
+        "tp_stable_block_size": rank.tp_stable_block_size,
+        "tp_stable_kernel_block_size": rank.tp_stable_kernel_block_size,
+        "tp_stable_padding_pct": _pct(rank.tp_stable_padding_pct),
+        "tp_stable_grown": rank.tp_stable_grown,
+    }
+
+
+def report_to_dict(report: Report) -> dict[str, Any]:
+    """The JSON-ready dict for one report (see README "JSON output")."""
+    geo = report.geometry
+    model = {
+        "id": geo.model_id,
+        "model_type": geo.model_type,
+        "architecture": geo.architecture,
+        "source": geo.source,
+        "config_path": geo.config_path,
+        "loader": geo.loader,
+        "family": geo.state.family if geo.state else None,
+        "hybrid": geo.is_hybrid,
+        "attention_free": geo.attention_free,
+        "use_mla": bool(geo.attention and geo.attention.use_mla),
+        "dtype": geo.model_dtype,
+    }
+    deployments = [_deployment("prefill", report.ranks[tp]) for tp in report.prefill_tps]
+    deployments += [_deployment("decode", report.ranks[tp]) for tp in report.decode_tps]
+    pairs = [
+        {**asdict(pair), "flagged": pair.flagged} for pair in report.pairs
+    ]
+    rec = report.recommendation
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kvalign_version": __version__,
+        "model": model,
+        "settings": asdict(report.settings),
+        "deployments": deployments,
+        "pairs": pairs,
+        "recommendation": {
+            "block_size": rec.block_size,
+            "needed": rec.needed,
+            "padding_pct": {str(tp): _pct(v) for tp, v in sorted(rec.padding_pct.items())},
+            "text": rec.text,
+        },
+        "notes": list(report.notes),
+        "flagged": report.flagged,
+    }
+
+
+def to_json(report: Report) -> str:
+    """``report`` as indented JSON text."""
+    return json.dumps(report_to_dict(report), indent=2)

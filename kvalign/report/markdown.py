@@ -1,0 +1,53 @@
+"""GitHub-flavoured Markdown (``--format markdown``) for runbooks and PR comments."""
+
+from __future__ import annotations
+
+from kvalign.pd import Report
+from kvalign.report.cells import (
+    DEPLOYMENT_COLUMNS,
+    PAIR_COLUMNS,
+    deployment_rows,
+    header_lines,
+    matrix_cell,
+    pair_cells,
+)
+
+
+def _escape(cell: str) -> str:
+    return cell.replace("|", "\\|")
+
+
+def _table(columns: tuple[str, ...] | list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _footer(report: Report) -> list[str]:
+    lines = ["", f"**Recommendation:** {report.recommendation.text}"]
+    lines += [f"- {note}" for note in report.notes]
+    return lines
+
+
+def check_markdown(report: Report) -> str:
+    """Deployments and pairs tables in Markdown."""
+    lines = [f"{line}  " for line in header_lines(report)]
+    lines += ["", "### Deployments (per rank)", ""]
+    lines += _table(DEPLOYMENT_COLUMNS, deployment_rows(report))
+    lines += ["", f"### Prefill → decode pairs ({report.settings.alignment} alignment)", ""]
+    lines += _table(PAIR_COLUMNS, [pair_cells(pair) for pair in report.pairs])
+    return "\n".join(lines + _footer(report)) + "\n"
+
+
+def matrix_markdown(report: Report) -> str:
+    """Prefill × decode grid in Markdown."""
+    by_key = {(p.prefill_tp, p.decode_tp): p for p in report.pairs}
+    columns = ["P \\ D"] + [f"TP {tp}" for tp in report.decode_tps]
+    rows = [
+        [f"TP {ptp}"] + [matrix_cell(by_key[(ptp, dtp)]) for dtp in report.decode_tps]
+        for ptp in report.prefill_tps
+    ]
+    lines = [f"{line}  " for line in header_lines(report)]
+    lines += ["", f"### Prefill TP × decode TP ({report.settings.alignment} alignment)", ""]
+    lines += _table(columns, rows)
+    return "\n".join(lines + _footer(report)) + "\n"

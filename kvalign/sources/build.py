@@ -1,0 +1,235 @@
+"""Turn a parsed ``config.json`` into a :class:`~kvalign.geometry.ModelGeometry`.
+
+Model types transformers ships are parsed through their transformers config class (the
+same defaults and derived fields vLLM sees, e.g. ``layers_block_type`` from a Nemotron-H
+pattern). Types vLLM parses with config classes of its own (``kimi_linear``, ``kimi_k3``,
+...) are read as raw JSON fields instead of running remote code; the geometry says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from typing import Any
+
+from kvalign.dtypes import normalize_model_dtype
+from kvalign.errors import InvalidConfig, KvalignError, UnsupportedModel
+from kvalign.families import MODEL_TYPES, WRAPPER_TYPES, IndivisibleTP, ModelSpec
+from kvalign.geometry import AttentionGeometry, ModelGeometry, StateGeometry
+from kvalign.sources.fields import ConfigFields
+
+#: model types vLLM 0.33 parses with its own config classes
+#: (``vllm/transformers_utils/config.py`` ``_CONFIG_REGISTRY``): read as raw JSON.
+VLLM_OWN_CONFIG_TYPES = frozenset({"kimi_linear", "kimi_k3", "bailing_moe_v3_vl"})
+
+#: layer-type names (``layer_types`` / ``layers_block_type``) that hold softmax attention.
+_ATTENTION_KINDS = frozenset(
+    {"attention", "full_attention", "sliding_attention", "hybrid", "*", "global", "local"}
+)
+#: layer-type names that hold recurrent state.
+_STATE_KINDS = frozenset(
+    {"mamba", "mamba2", "linear_attention", "conv", "hybrid", "m", "gdn", "kda", "deltanet"}
+)
+
+
+def _quiet_transformers() -> None:
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+
+
+def transformers_config_class(model_type: str) -> Any | None:
+    """The transformers config class for ``model_type``, or ``None`` when not shipped."""
+    _quiet_transformers()
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    try:
+        return CONFIG_MAPPING[model_type]
+    except KeyError:
+        return None
+
+
+def _parse_with_transformers(cls: Any, raw: dict[str, Any], path: str) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return cls.from_dict(dict(raw))
+        except Exception as exc:  # transformers raises many types for bad fields
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InvalidConfig(
+                f"{path}: transformers {cls.__name__} rejected the config: {first}"
+            ) from None
+
+
+def _text_config(cfg: Any, top_type: str, path: str) -> tuple[Any, str, str]:
+    """(text config, its model_type, user-facing key prefix)."""
+    if top_type in MODEL_TYPES:
+        return cfg, top_type, ""
+    nested = cfg.get("text_config") if isinstance(cfg, dict) else getattr(cfg, "text_config", None)
+    if nested is None:
+        raise UnsupportedModel(
+            f"{path}: model_type '{top_type}' is not a hybrid attention/state-space model "
+            f"kvalign knows (known: {', '.join(sorted(MODEL_TYPES))})"
+        )
+    if not isinstance(nested, dict) and not hasattr(nested, "model_type"):
+        raise InvalidConfig(f"{path}: field 'text_config' must be an object")
+    text_type = nested.get("model_type") if isinstance(nested, dict) else nested.model_type
+    if not isinstance(text_type, str) or not text_type:
+        text_type = WRAPPER_TYPES.get(top_type, "")
+    if text_type not in MODEL_TYPES:
+        raise UnsupportedModel(
+            f"{path}: text_config.model_type '{text_type}' (inside '{top_type}') is not a "
+            f"hybrid model type kvalign knows (known: {', '.join(sorted(MODEL_TYPES))})"
+        )
+    return nested, text_type, "text_config."
+
+
+def _model_dtype(text: ConfigFields, top: ConfigFields) -> str:
+    for fields in (text, top):
+        for key in ("dtype", "torch_dtype"):
+            value = fields.raw(key)
+            if value is None:
+                continue
+            name = str(value)
+            return normalize_model_dtype(name, field=f"{fields.where(key)} in the config")
+    return "float32"  # transformers' default when a config names no dtype
+
+
+def _layer_kinds(text: ConfigFields) -> tuple[bool, bool] | None:
+    """(has attention layers, has state layers) from explicit layer lists, if any."""
+    if text.has("linear_attn_config.full_attn_layers"):
+        full = text.raw("linear_attn_config.full_attn_layers")
+        kda = text.raw("linear_attn_config.kda_layers")
+        return bool(full), bool(kda) if kda is not None else True
+    for key in ("layers_block_type", "layer_types"):
+        kinds = text.raw(key)
+        if isinstance(kinds, (list, tuple)) and kinds:
+            names = {str(kind).lower() for kind in kinds}
+            return bool(names & _ATTENTION_KINDS), bool(names & _STATE_KINDS)
+    return None
+
+
+def _attention(text: ConfigFields, spec: ModelSpec) -> AttentionGeometry:
+    heads = text.int("num_attention_heads", "num_attention_heads", "n_head", "n_heads")
+    if text.has("kv_lora_rank"):
+        head_size = text.int("kv_lora_rank", "kv_lora_rank") + text.int(
+            "qk_rope_head_dim", "qk_rope_head_dim"
+        )
+        text.provenance["head_size"] = "kv_lora_rank + qk_rope_head_dim"
+        return AttentionGeometry(heads, 1, head_size, use_mla=True)
+    kv_heads = text.int(
+        "total_kv_heads",
+        "num_key_value_heads",
+        "num_kv_heads",
+        "n_head_kv",
+        "multi_query_group_num",
+        default=heads,
+    )
+    head_keys = tuple(k for k in (spec.head_size_key, "head_dim") if k)
+    head_size = 0
+    for key in head_keys:
+        value = text.raw(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            head_size = text.int("head_size", key)
+            break
+    if not head_size:
+        hidden = text.int("hidden_size", "hidden_size")
+        if hidden % heads:
+            raise text.fail("hidden_size", f"= {hidden} is not divisible by {heads} heads")
+        head_size = hidden // heads
+        text.provenance["head_size"] = "hidden_size // num_attention_heads"
+    return AttentionGeometry(heads, kv_heads, head_size)
+
+
+def _ssm_default(text: ConfigFields, spec: ModelSpec) -> str | None:
+    if spec.ssm_default == "nemotron_h":
+        value = text.raw("mamba_ssm_cache_dtype")
+        return str(value) if value is not None else "float32"
+    if spec.ssm_default == "qwen3_5":
+        value = text.raw("mamba_ssm_dtype")
+        return str(value) if value is not None else None
+    return None
+
+
+def geometry_from_dict(
+    raw: dict[str, Any],
+    *,
+    model_id: str,
+    config_path: str,
+    source: str,
+) -> ModelGeometry:
+    """Build the geometry of one model from its parsed ``config.json``.
+
+    Raises:
+        InvalidConfig: a field is missing or malformed (the message names file and field).
+        UnsupportedModel: the ``model_type`` is not a model kvalign knows.
+    """
+    top_type = raw.get("model_type")
+    if not isinstance(top_type, str) or not top_type:
+        raise InvalidConfig(f"{config_path}: field 'model_type' is missing or not a string")
+    if top_type not in MODEL_TYPES and top_type not in WRAPPER_TYPES and "text_config" not in raw:
+        raise UnsupportedModel(
+            f"{config_path}: model_type '{top_type}' is not a hybrid attention/state-space "
+            f"model kvalign knows (known: {', '.join(sorted(MODEL_TYPES))})"
+        )
+    archs = raw.get("architectures")
+    architecture = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
+
+    notes: list[str] = []
+    cfg: Any
+    cls = None if top_type in VLLM_OWN_CONFIG_TYPES else transformers_config_class(top_type)
+    if cls is None:
+        cfg = raw
+        loader = "raw-json"
+        notes.append(
+            f"model_type '{top_type}' is parsed by vLLM's own config class; kvalign read the "
+            "raw JSON fields instead of running remote code"
+        )
+    else:
+        cfg = _parse_with_transformers(cls, raw, config_path)
+        loader = "transformers"
+
+    text_cfg, text_type, prefix = _text_config(cfg, top_type, config_path)
+    if isinstance(text_cfg, dict) and loader == "transformers":
+        loader = "raw-json"
+    spec = MODEL_TYPES[text_type]
+    text = ConfigFields(text_cfg, path=config_path, prefix=prefix)
+    top = ConfigFields(cfg, path=config_path)
+
+    try:
+        model_dtype = _model_dtype(text, top)
+    except KvalignError as exc:
+        raise InvalidConfig(f"{config_path}: {exc}") from None
+
+    kinds = _layer_kinds(text)
+    has_attention = not spec.attention_free and (kinds is None or kinds[0])
+    has_state = kinds is None or kinds[1] or spec.attention_free
+    if not spec.attention_free and kinds is not None and not kinds[1]:
+        notes.append("every layer is attention: treated as a pure attention model")
+
+    state = StateGeometry(spec.family, spec.extract(text)) if has_state else None
+    attention = _attention(text, spec) if has_attention else None
+    if state is not None:
+        # fail early on configs whose state cannot even be laid out unsharded
+        from kvalign.families import family_module
+
+        try:
+            family_module(spec.family).shapes(state.params, 1, 0)
+        except IndivisibleTP as exc:  # pragma: no cover - TP 1 always divides
+            raise InvalidConfig(f"{config_path}: {exc}") from None
+
+    return ModelGeometry(
+        model_id=model_id,
+        model_type=text_type,
+        architecture=architecture,
+        config_path=config_path,
+        source=source,
+        loader=loader,
+        model_dtype=model_dtype,
+        attention=attention,
+        state=state,
+        ssm_dtype_default=_ssm_default(text, spec) if state is not None else None,
+        provenance=dict(text.provenance),
+        notes=tuple(notes),
+    )

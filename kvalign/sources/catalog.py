@@ -1,0 +1,48 @@
+"""The bundled catalog: real ``config.json`` files under ``configs/models/<org>/<name>/``.
+
+Addressable by hub id (``nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16``) so that these work
+offline. In a wheel the folder ships as ``kvalign/catalog``; in a source checkout it is
+``configs/models`` at the repository root.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One bundled model: its hub id and the path of its ``config.json``."""
+
+    model_id: str
+    config_path: Path
+
+
+def catalog_root() -> Path:
+    """Folder holding the bundled configs (wheel layout first, then the source checkout)."""
+    installed = _PACKAGE_DIR / "catalog"
+    if installed.is_dir():
+        return installed
+    return _PACKAGE_DIR.parent / "configs" / "models"
+
+
+def entries() -> list[CatalogEntry]:
+    """Every bundled model, sorted by hub id (case-insensitive)."""
+    root = catalog_root()
+    found = [
+        CatalogEntry(f"{cfg.parent.parent.name}/{cfg.parent.name}", cfg)
+        for cfg in root.glob("*/*/config.json")
+    ]
+    return sorted(found, key=lambda e: e.model_id.lower())
+
+
+def lookup(name: str) -> CatalogEntry | None:
+    """The entry whose hub id equals ``name`` (case-insensitive), else ``None``."""
+    wanted = name.strip().lower()
+    for entry in entries():
+        if entry.model_id.lower() == wanted:
+            return entry
+    return None

@@ -1,0 +1,83 @@
+"""Reading one ``config.json`` safely: size cap, UTF-8, JSON object, special floats.
+
+Hugging Face configs may contain ``Infinity``/``NaN`` literals (``time_step_limit``) and
+transformers' own ``{"__float__": "Infinity"}`` encoding; both load.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from kvalign.errors import ConfigNotFound, InvalidConfig
+
+#: largest config file kvalign reads (real configs are < 100 KiB; this guards against junk).
+MAX_CONFIG_BYTES = 8 * 1024 * 1024
+#: nesting depth beyond which a config is rejected (real configs nest < 6 levels).
+MAX_DEPTH = 64
+
+_SPECIAL_FLOATS = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+
+
+def _decode_special(obj: dict[str, Any]) -> Any:
+    if len(obj) == 1 and "__float__" in obj and obj["__float__"] in _SPECIAL_FLOATS:
+        return _SPECIAL_FLOATS[obj["__float__"]]
+    return obj
+
+
+def _depth(value: Any, limit: int) -> int:
+    stack = [(value, 1)]
+    deepest = 0
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if deepest > limit:
+            return deepest
+        if isinstance(node, dict):
+            stack.extend((child, level + 1) for child in node.values())
+        elif isinstance(node, list):
+            stack.extend((child, level + 1) for child in node)
+    return deepest
+
+
+def read_config_json(path: Path) -> dict[str, Any]:
+    """Parse ``path`` as a Hugging Face ``config.json`` (read-only).
+
+    Returns:
+        The JSON object as a dict.
+
+    Raises:
+        ConfigNotFound: the file does not exist or cannot be opened.
+        InvalidConfig: too large (> ``MAX_CONFIG_BYTES``), not UTF-8, not JSON, too deeply
+            nested, or not a JSON object; the message names the file.
+    """
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigNotFound(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigNotFound(f"{path}: is a directory without config.json") from None
+    except OSError as exc:
+        raise ConfigNotFound(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise InvalidConfig(f"{path}: larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidConfig(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        parsed = json.loads(text, object_hook=_decode_special)
+    except json.JSONDecodeError as exc:
+        raise InvalidConfig(
+            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
+    except RecursionError:
+        raise InvalidConfig(f"{path}: JSON nested too deeply") from None
+    if not isinstance(parsed, dict):
+        raise InvalidConfig(f"{path}: expected a JSON object, got {type(parsed).__name__}")
+    if _depth(parsed, MAX_DEPTH) > MAX_DEPTH:
+        raise InvalidConfig(f"{path}: JSON nested deeper than {MAX_DEPTH} levels")
+    return parsed

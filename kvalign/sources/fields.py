@@ -1,0 +1,106 @@
+"""Field access over a config (transformers config object or raw JSON dict).
+
+:class:`ConfigFields` implements :class:`kvalign.families.base.FieldReader`: it validates
+each value a formula needs (positive integer, finite number) and remembers which config
+key it came from, so errors and ``explain`` output can name the exact field.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kvalign.errors import InvalidConfig
+
+_MISSING = object()
+
+
+class ConfigFields:
+    """Typed, provenance-recording reads from one (text) config.
+
+    Args:
+        config: a ``transformers.PretrainedConfig`` or a plain ``dict`` (raw JSON).
+        path: config file path, used in error messages.
+        prefix: key prefix shown to users (``"text_config."`` for VL wrappers).
+    """
+
+    def __init__(self, config: Any, *, path: str, prefix: str = "") -> None:
+        self._config = config
+        self._path = path
+        self._prefix = prefix
+        self.provenance: dict[str, str] = {}
+
+    def _lookup(self, key: str) -> Any:
+        node: Any = self._config
+        for part in key.split("."):
+            if isinstance(node, dict):
+                node = node.get(part, _MISSING)
+            else:
+                node = getattr(node, part, _MISSING)
+            if node is _MISSING or node is None:
+                return _MISSING
+        return node
+
+    def raw(self, key: str) -> object:
+        """The raw value at dotted ``key`` or ``None`` when absent/null."""
+        value = self._lookup(key)
+        return None if value is _MISSING else value
+
+    def has(self, key: str) -> bool:
+        """Whether dotted ``key`` is present and not null."""
+        return self._lookup(key) is not _MISSING
+
+    def where(self, key: str) -> str:
+        """User-facing name of ``key`` (with the text-config prefix)."""
+        return f"{self._prefix}{key}"
+
+    def fail(self, key: str, problem: str) -> InvalidConfig:
+        """An :class:`InvalidConfig` naming the file and field."""
+        return InvalidConfig(f"{self._path}: field '{self.where(key)}' {problem}")
+
+    def _first(self, keys: tuple[str, ...]) -> tuple[str, Any]:
+        for key in keys:
+            value = self._lookup(key)
+            if value is not _MISSING:
+                return key, value
+        return keys[0], _MISSING
+
+    def int(self, symbol: str, *keys: str, default: int | None = None) -> int:
+        """First present key among ``keys`` as a positive int (bytes/elements/heads).
+
+        Raises:
+            InvalidConfig: missing with no default, or not a positive integer.
+        """
+        key, value = self._first(keys)
+        if value is _MISSING:
+            if default is None:
+                raise self.fail(key, "is missing (needed for the KV-cache arithmetic)")
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(key, f"must be a positive integer, got {value!r}")
+        if isinstance(value, float):
+            if not math.isfinite(value) or not value.is_integer():
+                raise self.fail(key, f"must be a positive integer, got {value!r}")
+            value = int(value)
+        if value <= 0:
+            raise self.fail(key, f"must be a positive integer, got {value!r}")
+        self.provenance.setdefault(symbol, self.where(key))
+        return int(value)
+
+    def number(self, symbol: str, *keys: str, default: float | None = None) -> float:
+        """First present key among ``keys`` as a finite positive number.
+
+        Raises:
+            InvalidConfig: missing with no default, or not a finite positive number.
+        """
+        key, value = self._first(keys)
+        if value is _MISSING:
+            if default is None:
+                raise self.fail(key, "is missing (needed for the KV-cache arithmetic)")
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(key, f"must be a number, got {value!r}")
+        if not math.isfinite(value) or value <= 0:
+            raise self.fail(key, f"must be a finite positive number, got {value!r}")
+        self.provenance.setdefault(symbol, self.where(key))
+        return float(value)
