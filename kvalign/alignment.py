@@ -111,7 +111,7 @@ def mamba_page(geometry: ModelGeometry, settings: Settings, tp: int) -> MambaPag
         geometry.state.params, tp, settings.num_speculative_tokens
     )
     dtypes: tuple[str, ...] = module.dtypes(conv, ssm)
-    page = sum(math.prod(shape) * DTYPE_BYTES[dt] for shape, dt in zip(shapes, dtypes))
+    page = sum(math.prod(shape) * DTYPE_BYTES[dt] for shape, dt in zip(shapes, dtypes, strict=True))
     return MambaPage(shapes, dtypes, page)
 
 
@@ -277,9 +277,7 @@ def validate_tp(geometry: ModelGeometry, tp: int) -> str:
     return ""
 
 
-def _block(
-    a: int, m: int, inputs: _Inputs, settings: Settings, use_mla: bool
-) -> int:
+def _block(a: int, m: int, inputs: _Inputs, settings: Settings, use_mla: bool) -> int:
     return aligned_block_size(
         a,
         m,
@@ -291,9 +289,7 @@ def _block(
     )
 
 
-def tp_stable_block_size(
-    geometry: ModelGeometry, settings: Settings, tp: int
-) -> tuple[int, bool]:
+def tp_stable_block_size(geometry: ModelGeometry, settings: Settings, tp: int) -> tuple[int, bool]:
     """TP-stable aligned block (spec §6): derived from the unsharded (TP 1) pages, then
     grown to the per-rank block when the local attention page would not cover the local
     Mamba page. Returns ``(block tokens, grown?)``.

@@ -74,7 +74,8 @@ def _stdout() -> Console:
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    Console(stderr=True, highlight=False).print(f"kvalign: error: {message}", markup=False)
+    one_line = " ".join(message.split())
+    sys.stderr.write(f"kvalign: error: {one_line}\n")
     raise typer.Exit(code)
 
 
@@ -161,11 +162,14 @@ PrefixOpt = Annotated[
     ),
 ]
 MambaDtypeOpt = Annotated[
-    str, typer.Option("--mamba-cache-dtype", help="Conv-state dtype: auto, float32, float16, bfloat16.")
+    str,
+    typer.Option("--mamba-cache-dtype", help="Conv-state dtype: auto, float32, float16, bfloat16."),
 ]
 SsmDtypeOpt = Annotated[
     str,
-    typer.Option("--mamba-ssm-cache-dtype", help="SSM/recurrent-state dtype (auto = model default)."),
+    typer.Option(
+        "--mamba-ssm-cache-dtype", help="SSM/recurrent-state dtype (auto = model default)."
+    ),
 ]
 SpecOpt = Annotated[
     int, typer.Option("--num-speculative-tokens", min=0, help="Speculative tokens (MTP/EAGLE).")
@@ -183,7 +187,9 @@ GdnOpt = Annotated[
 ]
 AlignOpt = Annotated[
     AlignmentChoice,
-    typer.Option("--alignment", help="vllm = 0.33 per-rank rule; tp-stable = the PR 45575 proposal."),
+    typer.Option(
+        "--alignment", help="vllm = 0.33 per-rank rule; tp-stable = the PR 45575 proposal."
+    ),
 ]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Output format.")]
 RevisionOpt = Annotated[
@@ -207,9 +213,8 @@ def _report(
     trust_remote_code: bool,
 ) -> Report:
     if trust_remote_code:
-        Console(stderr=True).print(
-            "kvalign: warning: --trust-remote-code lets a hub repository run code on this machine",
-            markup=False,
+        sys.stderr.write(
+            "kvalign: warning: --trust-remote-code lets a hub repository run code on this machine\n"
         )
     geometry = load_model(model, revision=revision, trust_remote_code=trust_remote_code)
     return analyze(geometry, settings, prefill, decode)
@@ -257,14 +262,16 @@ def check(
             num_speculative_tokens=num_speculative_tokens,
             attention_backend=attention_backend,
             gpu=gpu,
-            gdn_prefill_backend=gdn_prefill_backend.value,  # type: ignore[arg-type]
-            alignment=alignment.value,  # type: ignore[arg-type]
+            gdn_prefill_backend=gdn_prefill_backend.value,
+            alignment=alignment.value,
         )
         report = _report(model, prefill, decode, settings, revision, trust_remote_code)
         invalid = report.invalid_tps
         if invalid:
             details = "; ".join(f"TP {r.tp}: {r.reason}" for r in invalid)
-            raise InvalidSettings(f"{report.geometry.model_id}: invalid tensor parallel size ({details})")
+            raise InvalidSettings(
+                f"{report.geometry.model_id}: invalid tensor parallel size ({details})"
+            )
         if output_format is OutputFormat.json:
             typer.echo(to_json(report))
         elif output_format is OutputFormat.markdown:
@@ -314,8 +321,8 @@ def matrix(
             num_speculative_tokens=num_speculative_tokens,
             attention_backend=attention_backend,
             gpu=gpu,
-            gdn_prefill_backend=gdn_prefill_backend.value,  # type: ignore[arg-type]
-            alignment=alignment.value,  # type: ignore[arg-type]
+            gdn_prefill_backend=gdn_prefill_backend.value,
+            alignment=alignment.value,
         )
         report = _report(model, tps, tps, settings, revision, trust_remote_code)
         if output_format is OutputFormat.json:
@@ -351,7 +358,11 @@ def models(
             kinds[entry.model_id] = model_type
         if output_format is OutputFormat.json:
             payload = [
-                {"id": e.model_id, "model_type": kinds[e.model_id], "config_path": str(e.config_path)}
+                {
+                    "id": e.model_id,
+                    "model_type": kinds[e.model_id],
+                    "config_path": str(e.config_path),
+                }
                 for e in entries
             ]
             typer.echo(json.dumps(payload, indent=2))

@@ -155,7 +155,7 @@ def _gdn(r: FieldReader) -> dict[str, int]:
 
 
 def _kda(r: FieldReader) -> dict[str, int]:
-    if r.has("linear_attn_config"):
+    if not (r.has("linear_num_value_heads") or r.has("linear_num_heads")):
         heads = r.int("H", "linear_attn_config.num_heads")
         head_dim = r.int("D", "linear_attn_config.head_dim")
         kernel = r.int("K", "linear_attn_config.short_conv_kernel_size", default=4)

@@ -85,6 +85,7 @@ def deployment_rows(report: Report) -> list[list[str]]:
 
 def pair_cells(pair: PairResult) -> list[str]:
     """One pairs-table row."""
+
     def yes_no(flag: bool | None) -> str:
         return "–" if flag is None else ("yes" if flag else "no")
 

@@ -65,9 +65,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     }
     deployments = [_deployment("prefill", report.ranks[tp]) for tp in report.prefill_tps]
     deployments += [_deployment("decode", report.ranks[tp]) for tp in report.decode_tps]
-    pairs = [
-        {**asdict(pair), "flagged": pair.flagged} for pair in report.pairs
-    ]
+    pairs = [{**asdict(pair), "flagged": pair.flagged} for pair in report.pairs]
     rec = report.recommendation
     return {
         "schema_version": SCHEMA_VERSION,

@@ -45,8 +45,10 @@ def check_table(report: Report) -> RenderableType:
     for row in deployment_rows(report):
         deployments.add_row(*row)
 
-    pairs = Table(title=f"Prefill → decode pairs ({report.settings.alignment} alignment)",
-                  title_justify="left")
+    pairs = Table(
+        title=f"Prefill → decode pairs ({report.settings.alignment} alignment)",
+        title_justify="left",
+    )
     for column in PAIR_COLUMNS:
         pairs.add_column(column, overflow="fold")
     for pair in report.pairs:
@@ -63,8 +65,10 @@ def _styled(pair: PairResult) -> Text:
 
 def matrix_table(report: Report) -> RenderableType:
     """Prefill (rows) × decode (columns) grid, coloured by verdict, plus per-TP blocks."""
-    grid = Table(title=f"Prefill TP ↓ × decode TP → ({report.settings.alignment} alignment)",
-                 title_justify="left")
+    grid = Table(
+        title=f"Prefill TP ↓ × decode TP → ({report.settings.alignment} alignment)",
+        title_justify="left",
+    )
     grid.add_column("P \\ D", justify="right")
     for tp in report.decode_tps:
         grid.add_column(f"TP {tp}", justify="center")

@@ -86,6 +86,4 @@ def _remote_code_geometry(name: str, revision: str | None, config_path: str) -> 
         cfg = AutoConfig.from_pretrained(name, revision=revision, trust_remote_code=True)
     except Exception as exc:
         raise InvalidConfig(f"{name}: remote config code failed: {exc}") from None
-    return geometry_from_dict(
-        cfg.to_dict(), model_id=name, config_path=config_path, source="hub"
-    )
+    return geometry_from_dict(cfg.to_dict(), model_id=name, config_path=config_path, source="hub")

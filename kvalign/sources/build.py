@@ -174,7 +174,9 @@ def geometry_from_dict(
             f"model kvalign knows (known: {', '.join(sorted(MODEL_TYPES))})"
         )
     archs = raw.get("architectures")
-    architecture = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
+    architecture = (
+        archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
+    )
 
     notes: list[str] = []
     cfg: Any

@@ -35,6 +35,7 @@ def fetch_config(repo_id: str, revision: str | None = None) -> Path:
         RevisionNotFoundError,
     )
 
+    # LocalEntryNotFoundError subclasses EntryNotFoundError: keep it first.
     try:
         return Path(hf_hub_download(repo_id, "config.json", revision=revision))
     except GatedRepoError:
@@ -48,13 +49,13 @@ def fetch_config(repo_id: str, revision: str | None = None) -> Path:
         ) from None
     except RevisionNotFoundError:
         raise ConfigNotFound(f"{repo_id}: revision {revision!r} not found on the Hub") from None
-    except EntryNotFoundError:
-        raise ConfigNotFound(f"{repo_id}: the repository has no config.json") from None
     except LocalEntryNotFoundError:
         raise ConfigNotFound(
             f"{repo_id}: not bundled and not in the Hugging Face cache, and the Hub "
             "cannot be reached (offline or HF_HUB_OFFLINE=1); pass a local config.json "
             "or see `kvalign models`"
         ) from None
+    except EntryNotFoundError:
+        raise ConfigNotFound(f"{repo_id}: the repository has no config.json") from None
     except (OSError, ValueError) as exc:
         raise ConfigNotFound(f"{repo_id}: could not fetch config.json ({exc})") from None
