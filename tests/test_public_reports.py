@@ -1,0 +1,52 @@
+"""Block sizes vLLM printed in real, publicly reported deployments (shared/golden)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from kvalign.alignment import analyze_rank
+from kvalign.settings import Settings
+from tests.conftest import GOLDEN, geometry_for
+
+with (GOLDEN / "public-reports.yaml").open(encoding="utf-8") as _handle:
+    CASES: list[dict[str, Any]] = yaml.safe_load(_handle)
+
+EXPANDED = [(case, point) for case in CASES for point in case["expected"]]
+
+
+def test_every_report_is_loaded() -> None:
+    assert [c["id"] for c in CASES] == [
+        "nemotron3-nano-fp8-tp-sweep",
+        "falcon-h1-0.5b-seed",
+        "qwen3.5-397b-tep8-vs-dep8",
+        "qwen3.6-35b-tp4",
+        "qwen3.5-27b-tp1",
+        "qwen3-next-tp2",
+    ]
+    assert len(EXPANDED) == 9
+
+
+@pytest.mark.parametrize(
+    ("case", "point"), EXPANDED, ids=[f"{c['id']}-tp{p['tp']}" for c, p in EXPANDED]
+)
+def test_public_report(case: dict[str, Any], point: dict[str, Any]) -> None:
+    geometry = geometry_for(case["config"])
+    settings = Settings(**case["settings"])
+    result = analyze_rank(geometry, settings, point["tp"])
+    assert result.valid
+    assert result.block_size == point["block_size"]
+    if "attn_page_bytes_per_token" in point:
+        assert result.attn_page_bytes_per_token == point["attn_page_bytes_per_token"]
+    if "mamba_page_bytes" in point:
+        assert result.mamba_page_bytes == point["mamba_page_bytes"]
+    if "mamba_padding_pct" in point:
+        assert result.mamba_padding_pct == pytest.approx(point["mamba_padding_pct"], abs=0.005)
+    for backend, kernel in point.get("kernel_block_size", {}).items():
+        per_backend = analyze_rank(
+            geometry, Settings(**case["settings"], attention_backend=backend), point["tp"]
+        )
+        assert per_backend.block_size == point["block_size"]
+        assert per_backend.kernel_block_size == kernel, backend
