@@ -192,6 +192,12 @@ AlignOpt = Annotated[
     ),
 ]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Output format.")]
+VersionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--vllm-version", help="vLLM release whose rules apply (default: newest profile)."
+    ),
+]
 RevisionOpt = Annotated[
     str | None, typer.Option("--revision", help="Hub revision (branch, tag, commit).")
 ]
@@ -240,6 +246,7 @@ def check(
     gpu: GpuOpt = None,
     gdn_prefill_backend: GdnOpt = GdnBackendChoice.auto,
     alignment: AlignOpt = AlignmentChoice.vllm,
+    vllm_version: VersionOpt = None,
     output_format: FormatOpt = OutputFormat.table,
     revision: RevisionOpt = None,
     trust_remote_code: TrustOpt = False,
@@ -264,6 +271,7 @@ def check(
             gpu=gpu,
             gdn_prefill_backend=gdn_prefill_backend.value,
             alignment=alignment.value,
+            vllm_version=vllm_version,
         )
         report = _report(model, prefill, decode, settings, revision, trust_remote_code)
         invalid = report.invalid_tps
@@ -300,6 +308,7 @@ def matrix(
     gpu: GpuOpt = None,
     gdn_prefill_backend: GdnOpt = GdnBackendChoice.auto,
     alignment: AlignOpt = AlignmentChoice.vllm,
+    vllm_version: VersionOpt = None,
     output_format: FormatOpt = OutputFormat.table,
     revision: RevisionOpt = None,
     trust_remote_code: TrustOpt = False,
@@ -323,6 +332,7 @@ def matrix(
             gpu=gpu,
             gdn_prefill_backend=gdn_prefill_backend.value,
             alignment=alignment.value,
+            vllm_version=vllm_version,
         )
         report = _report(model, tps, tps, settings, revision, trust_remote_code)
         if output_format is OutputFormat.json:

@@ -5,7 +5,8 @@ Mirrors the NIXL connector of vLLM 0.33 (pull mode: decode reads from prefill):
 decode, remote = prefill: ``decode_block // prefill_block``, asserting divisibility) and
 ``vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py``
 ``_split_remote_blocks`` (non-multiples split into gcd-sized units, at most
-``MAX_HYBRID_BLOCK_SPLIT`` units per block). No I/O.
+``_MAX_HYBRID_BLOCK_SPLIT`` units per block), as the release profile says
+(:mod:`kvalign.versions`). No I/O.
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ from typing import Literal
 from kvalign.alignment import RankResult, analyze_rank, checkpoint_alignment, common_block_size
 from kvalign.geometry import ModelGeometry
 from kvalign.settings import Settings
-
-#: vLLM 0.33 ``_MAX_HYBRID_BLOCK_SPLIT``: most gcd units a block may be split into.
-MAX_HYBRID_BLOCK_SPLIT = 128
+from kvalign.versions import DEFAULT_PROFILE, Profile, resolve
 
 Verdict = Literal["ok", "drift", "ratio", "split", "incompatible", "invalid", "attention-free"]
 
@@ -64,8 +63,13 @@ class PairResult:
         return self.verdict in FLAGGED
 
 
-def analyze_pair(prefill: RankResult, decode: RankResult, alignment: str) -> PairResult:
-    """Compare one prefill rank result with one decode rank result."""
+def analyze_pair(
+    prefill: RankResult,
+    decode: RankResult,
+    alignment: str,
+    profile: Profile = DEFAULT_PROFILE,
+) -> PairResult:
+    """Compare one prefill rank result with one decode rank result under ``profile``."""
     if not prefill.valid or not decode.valid:
         bad = prefill if not prefill.valid else decode
         side = "prefill" if bad is prefill else "decode"
@@ -109,7 +113,7 @@ def analyze_pair(prefill: RankResult, decode: RankResult, alignment: str) -> Pai
     else:
         unit = math.gcd(p_kernel, d_kernel)
         splits = max(p_kernel // unit, d_kernel // unit)
-        if splits <= MAX_HYBRID_BLOCK_SPLIT:
+        if profile.nixl_gcd_split and splits <= profile.nixl_split_limit:
             verdict = "split"
             reason = (
                 f"decode kernel block {d_kernel} is not a multiple of prefill {p_kernel}: "
@@ -118,10 +122,13 @@ def analyze_pair(prefill: RankResult, decode: RankResult, alignment: str) -> Pai
             )
         else:
             verdict = "incompatible"
+            if profile.nixl_gcd_split:
+                why = f"a {unit}-token split needs {splits} > {profile.nixl_split_limit} units"
+            else:
+                why = f"vLLM {profile.name} has no gcd split path"
             reason = (
                 f"decode kernel block {d_kernel} is not a multiple of prefill {p_kernel} and "
-                f"a {unit}-token split needs {splits} > {MAX_HYBRID_BLOCK_SPLIT} units: "
-                "NIXL transfer fails"
+                f"{why}: NIXL transfer fails"
             )
     return PairResult(
         prefill.tp, decode.tp, p_block, d_block, p_kernel, d_kernel, ratio, divisible,
@@ -197,15 +204,16 @@ def analyze(
     Raises:
         InvalidSettings, NotModelled: see :func:`kvalign.alignment.analyze_rank`.
     """
+    resolved = resolve(settings.vllm_version)
     tps = sorted(set(prefill_tps) | set(decode_tps))
     ranks = {tp: analyze_rank(geometry, settings, tp) for tp in tps}
     pairs = tuple(
-        analyze_pair(ranks[p], ranks[d], settings.alignment)
+        analyze_pair(ranks[p], ranks[d], settings.alignment, resolved.profile)
         for p in prefill_tps
         for d in decode_tps
     )
     flagged = any(pair.flagged for pair in pairs)
-    notes = list(geometry.notes)
+    notes = [resolved.note, *geometry.notes]
     if geometry.state is not None and geometry.state.family == "gdn":
         notes.append(checkpoint_alignment(geometry, settings)[1])
     if geometry.is_hybrid:

@@ -25,6 +25,7 @@ class Settings:
         gpu: GPU model (capability-dependent rules), ``None`` = unspecified CUDA GPU.
         gdn_prefill_backend: ``--gdn-prefill-backend`` (auto/triton/flashinfer).
         alignment: ``vllm`` (0.33 per-rank algorithm) or ``tp-stable`` (the proposal).
+        vllm_version: ``--vllm-version`` selecting the release profile (``None`` = newest).
     """
 
     dtype: str = "auto"
@@ -38,3 +39,4 @@ class Settings:
     gpu: str | None = None
     gdn_prefill_backend: GdnPrefillBackend = "auto"
     alignment: Alignment = "vllm"
+    vllm_version: str | None = None

@@ -125,5 +125,6 @@ def header_lines(report: Report) -> list[str]:
         f"block-size={block} prefix-caching={'on' if s.enable_prefix_caching else 'off'} "
         f"mamba-cache-dtype={s.mamba_cache_dtype} mamba-ssm-cache-dtype={s.mamba_ssm_cache_dtype} "
         f"spec-tokens={s.num_speculative_tokens} backend={s.attention_backend} "
-        f"gpu={s.gpu or 'unspecified CUDA'} alignment={s.alignment} (vLLM 0.33 rules)",
+        f"gpu={s.gpu or 'unspecified CUDA'} alignment={s.alignment} "
+        f"vllm-version={s.vllm_version or 'newest profile'}",
     ]
