@@ -158,7 +158,7 @@ def _kda(r: FieldReader) -> dict[str, int]:
     if not (r.has("linear_num_value_heads") or r.has("linear_num_heads")):
         heads = r.int("H", "linear_attn_config.num_heads")
         head_dim = r.int("D", "linear_attn_config.head_dim")
-        kernel = r.int("K", "linear_attn_config.short_conv_kernel_size", default=4)
+        kernel = r.int("K", "linear_attn_config.short_conv_kernel_size")
     else:  # AliceAI-style flat keys
         heads = r.int("H", "linear_num_value_heads", "linear_num_heads")
         head_dim = r.int("D", "linear_value_head_dim", "linear_head_dim")
@@ -173,7 +173,7 @@ def _kda(r: FieldReader) -> dict[str, int]:
 
 
 def _lfm2(r: FieldReader) -> dict[str, int]:
-    return {"C": r.int("C", "conv_dim", "hidden_size"), "L": r.int("L", "conv_L_cache")}
+    return {"C": r.int("C", "conv_dim"), "L": r.int("L", "conv_L_cache")}
 
 
 def _lfm2_moe(r: FieldReader) -> dict[str, int]:

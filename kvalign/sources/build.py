@@ -130,9 +130,12 @@ def _attention(text: ConfigFields, spec: ModelSpec) -> AttentionGeometry:
     head_size = 0
     for key in head_keys:
         value = text.raw(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            head_size = text.int("head_size", key)
-            break
+        if value is None:
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
+            continue  # vLLM: head_dim <= 0 means "derive it from hidden_size"
+        head_size = text.int("head_size", key)  # validates type, finiteness, range
+        break
     if not head_size:
         hidden = text.int("hidden_size", "hidden_size")
         if hidden % heads:
@@ -173,6 +176,13 @@ def geometry_from_dict(
             f"{config_path}: model_type '{top_type}' is not a hybrid attention/state-space "
             f"model kvalign knows (known: {', '.join(sorted(MODEL_TYPES))})"
         )
+    if top_type in WRAPPER_TYPES:
+        nested = raw.get("text_config")
+        if not isinstance(nested, dict) or not nested:
+            raise InvalidConfig(
+                f"{config_path}: field 'text_config' must be a non-empty object: the "
+                f"'{top_type}' wrapper keeps the attention and state fields there"
+            )
     archs = raw.get("architectures")
     architecture = (
         archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""

@@ -14,6 +14,9 @@ from kvalign.errors import InvalidConfig
 
 _MISSING = object()
 
+#: largest value accepted for a head count or dimension (real models stay far below).
+MAX_FIELD_VALUE = 1 << 24
+
 
 class ConfigFields:
     """Typed, provenance-recording reads from one (text) config.
@@ -84,6 +87,8 @@ class ConfigFields:
             value = int(value)
         if value <= 0:
             raise self.fail(key, f"must be a positive integer, got {value!r}")
+        if value > MAX_FIELD_VALUE:
+            raise self.fail(key, f"= {value} is implausibly large (limit {MAX_FIELD_VALUE})")
         self.provenance.setdefault(symbol, self.where(key))
         return int(value)
 
@@ -102,5 +107,7 @@ class ConfigFields:
             raise self.fail(key, f"must be a number, got {value!r}")
         if not math.isfinite(value) or value <= 0:
             raise self.fail(key, f"must be a finite positive number, got {value!r}")
+        if value > MAX_FIELD_VALUE:
+            raise self.fail(key, f"= {value} is implausibly large (limit {MAX_FIELD_VALUE})")
         self.provenance.setdefault(symbol, self.where(key))
         return float(value)
