@@ -170,6 +170,7 @@ def _add_pool(
     model: str | None = None,
     tp: int | None = None,
     dp: int | None = None,
+    needle: str | None = None,
 ) -> None:
     for container in _containers(node):
         env = _env(container, ctx)
@@ -181,7 +182,7 @@ def _add_pool(
             role_source=role_source,
             name=name,
             args=launched,
-            location=ctx.where(f"name: {name}", start),
+            location=ctx.where(needle or f"name: {name}", start),
             env=env,
             model=model,
             tp=tp,
@@ -286,7 +287,7 @@ def _dynamo(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
         role = role_from_text(kind)
         _add_pool(
             ctx, node, name=name, start=start, role=role,
-            role_source="field" if role else "args",
+            role_source="field" if role else "args", needle=name,
         )  # fmt: skip
 
 
@@ -318,6 +319,7 @@ def _kserve(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
         _add_pool(
             ctx, template, name=f"{name}-{role}", start=start, role=role,
             role_source="field", model=model, tp=tp, dp=dp,
+            needle="prefill:" if role == "prefill" else "template:",
         )  # fmt: skip
     _router_sizes(ctx, spec.get("router"), start)
 
@@ -332,13 +334,12 @@ def _modelservice(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
         tp, dp = _tp(block)
         for container in _list(block.get("containers")):
             container = dict(_map(container))
-            if container.get("modelCommand") in ("vllmServe", "imageDefault") and not container.get(
-                "command"
-            ):
-                container.setdefault("image", "vllm")
+            if container.get("modelCommand", "vllmServe") == "vllmServe":
+                # the chart launches `vllm serve MODEL` and appends the container's args
+                container["command"] = ["vllm", "serve"]
             _add_pool(
                 ctx, {"containers": [container]}, name=role, start=start, role=role,
-                role_source="field", model=model, tp=tp, dp=dp,
+                role_source="field", model=model, tp=tp, dp=dp, needle=f"{role}:",
             )  # fmt: skip
             break
     _router_sizes(ctx, doc.get("routing"), start)
