@@ -91,7 +91,7 @@ def _ignored(finding: Finding, ignores: list[Ignore]) -> Ignore | None:
     for ignore in ignores:
         if ignore.rule != finding.rule:
             continue
-        if ignore.path_glob is None and ignore.location.file == finding.location.file:
+        if ignore.path_glob is None:  # in-file comments are passed for their file only
             return ignore
         if ignore.path_glob is not None and fnmatch(finding.location.file, ignore.path_glob):
             return ignore

@@ -434,8 +434,10 @@ def audit(
     vllm_version: VersionOpt = None,
     baseline: Annotated[
         str | None,
-        typer.Option("--baseline", help="JSON from an earlier `audit --format json`: only new "
-                     "findings count."),
+        typer.Option(
+            "--baseline",
+            help="JSON from an earlier `audit --format json`: only new findings count.",
+        ),
     ] = None,
     config: Annotated[
         str, typer.Option("--config", help="Project file with an `ignore:` list.")

@@ -106,7 +106,9 @@ def _read_file(path: Path) -> str:
         raise InvalidConfig(f"{path}: cannot read ({exc.__class__.__name__})") from None
 
 
-def read_paths(paths: list[str], stdin_text: str | None = None) -> tuple[list[Deployment], list[str]]:
+def read_paths(
+    paths: list[str], stdin_text: str | None = None
+) -> tuple[list[Deployment], list[str]]:
     """Read every PATH (files, directories scanned recursively, ``-`` = stdin).
 
     Returns:

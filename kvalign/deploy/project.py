@@ -34,7 +34,7 @@ def load_ignores(path: Path) -> tuple[Ignore, ...]:
             raise InvalidConfig(f"{path}: ignore[{index}]: needs rule and reason")
         glob = entry.get("path")
         out.append(
-            Ignore(str(entry["rule"]), str(entry["reason"]), Location(str(path)), 
+            Ignore(str(entry["rule"]), str(entry["reason"]), Location(str(path)),
                    None if glob is None else str(glob))
         )  # fmt: skip
     return tuple(out)

@@ -54,7 +54,7 @@ class PoolResult:
 
 @dataclass(frozen=True)
 class PairOutcome:
-    """One prefill pool × decode pool and the NIXL pair analysis (:func:`kvalign.pd.analyze_pair`)."""
+    """One prefill pool × decode pool and its NIXL pair analysis (``pd.analyze_pair``)."""
 
     prefill: PoolResult
     decode: PoolResult

@@ -8,9 +8,11 @@ share a hash, so prefix hits learned on one side do not carry over.
 from __future__ import annotations
 
 from kvalign.alignment import common_block_size
-from kvalign.rules.base import Finding, GroupResult, pair_labels
+from kvalign.rules.base import Finding, GroupResult, Severity, pair_labels
 
-CODE, SEVERITY, TITLE = "KVA001", "warning", "logical block sizes differ between prefill and decode"
+CODE = "KVA001"
+SEVERITY: Severity = "warning"
+TITLE = "logical block sizes differ between prefill and decode"
 
 
 def recommend(group: GroupResult) -> str:

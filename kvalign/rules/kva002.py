@@ -11,7 +11,9 @@ from __future__ import annotations
 from kvalign.rules.base import Finding, GroupResult, Severity, pair_labels
 from kvalign.rules.kva001 import recommend
 
-CODE, SEVERITY, TITLE = "KVA002", "warning", "kernel block sizes differ (block_size_ratio != 1)"
+CODE = "KVA002"
+SEVERITY: Severity = "warning"
+TITLE = "kernel block sizes differ (block_size_ratio != 1)"
 
 
 def find(group: GroupResult) -> list[Finding]:

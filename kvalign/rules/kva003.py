@@ -11,7 +11,9 @@ from __future__ import annotations
 from kvalign.rules.base import Finding, GroupResult, Severity, pair_labels
 from kvalign.rules.kva001 import recommend
 
-CODE, SEVERITY, TITLE = "KVA003", "error", "kernel block sizes do not divide (NIXL hard failure)"
+CODE = "KVA003"
+SEVERITY: Severity = "error"
+TITLE = "kernel block sizes do not divide (NIXL hard failure)"
 
 
 def find(group: GroupResult) -> list[Finding]:

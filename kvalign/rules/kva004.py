@@ -6,10 +6,12 @@ vLLM raises the block size until one attention page covers the Mamba state page
 
 from __future__ import annotations
 
-from kvalign.rules.base import Finding, GroupResult
+from kvalign.rules.base import Finding, GroupResult, Severity
 from kvalign.rules.kva001 import recommend
 
-CODE, SEVERITY, TITLE = "KVA004", "warning", "--block-size silently overridden by hybrid alignment"
+CODE = "KVA004"
+SEVERITY: Severity = "warning"
+TITLE = "--block-size silently overridden by hybrid alignment"
 
 
 def find(group: GroupResult) -> list[Finding]:

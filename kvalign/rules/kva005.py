@@ -9,9 +9,11 @@ Dtypes are compared after vLLM resolves ``auto`` (:mod:`kvalign.dtypes`).
 from __future__ import annotations
 
 from kvalign.dtypes import resolve_model_dtype
-from kvalign.rules.base import Finding, GroupResult, PoolResult, pair_labels
+from kvalign.rules.base import Finding, GroupResult, PoolResult, Severity, pair_labels
 
-CODE, SEVERITY, TITLE = "KVA005", "error", "KV-cache settings differ between prefill and decode"
+CODE = "KVA005"
+SEVERITY: Severity = "error"
+TITLE = "KV-cache settings differ between prefill and decode"
 
 
 def _kv_dtype(result: PoolResult) -> str:

@@ -8,9 +8,11 @@ hybrid alignment), or their hashes never match the engines' KV events.
 
 from __future__ import annotations
 
-from kvalign.rules.base import Finding, GroupResult
+from kvalign.rules.base import Finding, GroupResult, Severity
 
-CODE, SEVERITY, TITLE = "KVA006", "error", "router / indexer / frontend block size disagrees"
+CODE = "KVA006"
+SEVERITY: Severity = "error"
+TITLE = "router / indexer / frontend block size disagrees"
 
 
 def find(group: GroupResult) -> list[Finding]:

@@ -7,9 +7,11 @@ blocks splits blocks across chunks (partial-block saves and misses). Read from
 
 from __future__ import annotations
 
-from kvalign.rules.base import Finding, GroupResult
+from kvalign.rules.base import Finding, GroupResult, Severity
 
-CODE, SEVERITY, TITLE = "KVA007", "warning", "LMCache chunk_size not a multiple of the block size"
+CODE = "KVA007"
+SEVERITY: Severity = "warning"
+TITLE = "LMCache chunk_size not a multiple of the block size"
 
 
 def find(group: GroupResult) -> list[Finding]:

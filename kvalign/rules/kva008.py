@@ -8,9 +8,11 @@ layout.
 
 from __future__ import annotations
 
-from kvalign.rules.base import Finding, GroupResult, pair_labels
+from kvalign.rules.base import Finding, GroupResult, Severity, pair_labels
 
-CODE, SEVERITY, TITLE = "KVA008", "error", "VLLM_SSM_CONV_STATE_LAYOUT set on one side only"
+CODE = "KVA008"
+SEVERITY: Severity = "error"
+TITLE = "VLLM_SSM_CONV_STATE_LAYOUT set on one side only"
 VAR = "VLLM_SSM_CONV_STATE_LAYOUT"
 
 

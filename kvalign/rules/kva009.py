@@ -6,9 +6,11 @@ one, so with hybrid alignment's large blocks nothing is ever cached.
 
 from __future__ import annotations
 
-from kvalign.rules.base import Finding, GroupResult
+from kvalign.rules.base import Finding, GroupResult, Severity
 
-CODE, SEVERITY, TITLE = "KVA009", "warning", "max_model_len below the aligned block size"
+CODE = "KVA009"
+SEVERITY: Severity = "warning"
+TITLE = "max_model_len below the aligned block size"
 
 
 def find(group: GroupResult) -> list[Finding]:

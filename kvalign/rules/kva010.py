@@ -6,19 +6,24 @@ and state dimensions that shard evenly; the pool would not start.
 
 from __future__ import annotations
 
-from kvalign.rules.base import Finding, GroupResult
+from kvalign.rules.base import Finding, GroupResult, Severity
 
-CODE, SEVERITY, TITLE = "KVA010", "error", "tensor parallel size invalid for the model"
+CODE = "KVA010"
+SEVERITY: Severity = "error"
+TITLE = "tensor parallel size invalid for the model"
 
 
 def find(group: GroupResult) -> list[Finding]:
     """One finding per pool whose rank result is not valid."""
     return [
         Finding(
-            CODE, SEVERITY, (r.pool.label,), r.pool.location,
+            CODE,
+            SEVERITY,
+            (r.pool.label,),
+            r.pool.location,
             f"TP {r.pool.tp} is invalid for {r.pool.model}: {r.rank.reason}",
             "choose a tensor parallel size that divides the model's heads",
-        )  # fmt: skip
+        )
         for r in group.pools
         if not r.rank.valid
     ]

@@ -27,9 +27,12 @@ def to_github(report: AuditReport) -> str:
     """One ``::error``/``::warning``/``::notice`` line per finding and unevaluated file."""
     lines = [
         _line(
-            LEVEL[f.severity], f.location.file, f.location.line, f"{f.rule} {' '.join(f.pools)}",
+            LEVEL[f.severity],
+            f.location.file,
+            f.location.line,
+            f"{f.rule} {' '.join(f.pools)}",
             f"{f.message}. Fix: {f.remediation}",
-        )  # fmt: skip
+        )
         for f in report.findings
     ]
     lines += [

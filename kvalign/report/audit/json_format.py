@@ -26,7 +26,11 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
 
 
 def _problem(problem: Problem) -> dict[str, Any]:
-    return {"file": problem.location.file, "line": problem.location.line, "message": problem.message}
+    return {
+        "file": problem.location.file,
+        "line": problem.location.line,
+        "message": problem.message,
+    }
 
 
 def audit_to_dict(report: AuditReport) -> dict[str, Any]:

@@ -22,7 +22,10 @@ def to_markdown(report: AuditReport) -> str:
             )
         lines += ["", f"_{group.version_note}_", ""]
     if report.findings:
-        lines += ["| Rule | Severity | Location | Pools | Message | Fix |", "|---|---|---|---|---|---|"]
+        lines += [
+            "| Rule | Severity | Location | Pools | Message | Fix |",
+            "|---|---|---|---|---|---|",
+        ]
         for f in report.findings:
             lines.append(
                 f"| {f.rule} | {f.severity} | {_cell(str(f.location))} | "
