@@ -14,7 +14,7 @@ LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def _location(file: str, line: int | None) -> dict[str, Any]:
-    physical: dict[str, Any] = {"artifactLocation": {"uri": file.lstrip("./") or file}}
+    physical: dict[str, Any] = {"artifactLocation": {"uri": file.removeprefix("./")}}
     if line:
         physical["region"] = {"startLine": line}
     return {"physicalLocation": physical}
