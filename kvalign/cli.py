@@ -390,3 +390,121 @@ def models(
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+# ---- audit ------------------------------------------------------------------------------
+class AuditFormat(str, Enum):
+    """``kvalign audit --format`` values."""
+
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    sarif = "sarif"
+    junit = "junit"
+    github = "github"
+
+
+class FailOn(str, Enum):
+    """``--fail-on`` severities."""
+
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+@app.command()
+def audit(
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="PATH...",
+            help="Deployment files or directories (scanned recursively); - reads stdin.",
+            show_default=False,
+        ),
+    ],
+    output_format: Annotated[
+        AuditFormat, typer.Option("--format", help="Output format.")
+    ] = AuditFormat.table,
+    output: Annotated[
+        str | None, typer.Option("--output", help="Write the report to FILE instead of stdout.")
+    ] = None,
+    fail_on: Annotated[
+        FailOn, typer.Option("--fail-on", help="Exit 1 on findings at or above this severity.")
+    ] = FailOn.error,
+    vllm_version: VersionOpt = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            help="JSON from an earlier `audit --format json`: only new findings count.",
+        ),
+    ] = None,
+    config: Annotated[
+        str, typer.Option("--config", help="Project file with an `ignore:` list.")
+    ] = ".kvalign.yaml",
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="List unknown flags and skipped files on stderr.")
+    ] = False,
+) -> None:
+    """Audit P/D deployment files (kvalign YAML, vllm serve lines, Kubernetes, llm-d,
+    Dynamo, KServe) before they ship.
+
+    Exit 0 clean, 1 findings at or above --fail-on, 2 usage or unreadable input,
+    3 a file could not be evaluated.
+    """
+    from pathlib import Path
+
+    from kvalign.audit import run_audit
+    from kvalign.deploy import read_paths
+    from kvalign.deploy.project import load_baseline, load_ignores
+    from kvalign.report import audit as audit_report
+
+    def run() -> int:
+        deployments, skipped = read_paths(paths)
+        ignores = load_ignores(Path(config))
+        known = load_baseline(Path(baseline)) if baseline else frozenset()
+        report = run_audit(
+            deployments,
+            vllm_version=vllm_version,
+            ignores=ignores,
+            baseline=known,
+            skipped=tuple(skipped),
+        )
+        for problem in report.problems:
+            sys.stderr.write(f"kvalign: warning: {problem.location}: {problem.message}\n")
+        if verbose:
+            for item in skipped:
+                sys.stderr.write(f"kvalign: skipped {item}: no deployment found\n")
+            for group in report.groups:
+                for result in group.pools:
+                    if result.pool.args.unknown:
+                        flags = " ".join(result.pool.args.unknown)
+                        sys.stderr.write(
+                            f"kvalign: {result.pool.location} {result.pool.label}: "
+                            f"ignored flags: {flags}\n"
+                        )
+        renderers: dict[AuditFormat, Callable[[object], str]] = {
+            AuditFormat.json: audit_report.to_json,  # type: ignore[dict-item]
+            AuditFormat.markdown: audit_report.to_markdown,  # type: ignore[dict-item]
+            AuditFormat.sarif: audit_report.to_sarif,  # type: ignore[dict-item]
+            AuditFormat.junit: audit_report.to_junit,  # type: ignore[dict-item]
+            AuditFormat.github: audit_report.to_github,  # type: ignore[dict-item]
+        }
+        if output_format is AuditFormat.table:
+            if output is None:
+                _stdout().print(audit_report.to_table(report))
+            else:
+                with open(output, "w", encoding="utf-8") as handle:
+                    Console(file=handle, width=200, no_color=True).print(
+                        audit_report.to_table(report)
+                    )
+        else:
+            text = renderers[output_format](report)
+            text = text if text.endswith("\n") or not text else text + "\n"
+            if output is None:
+                typer.echo(text, nl=False)
+            else:
+                Path(output).write_text(text, encoding="utf-8")
+        return report.exit_code(fail_on.value)
+
+    raise typer.Exit(_guarded(run))

@@ -1,0 +1,156 @@
+"""``kvalign audit``: deployments → models → rank and pair analysis → rules → one report.
+
+Loads each pool's model through :func:`kvalign.sources.load_model`, predicts its rank with
+:func:`kvalign.alignment.analyze_rank` under the pool's own settings, pairs every prefill pool
+with every decode pool of the same file (:func:`kvalign.pd.analyze_pair`), runs the rules
+and applies ignores and the baseline. Nothing here prints or exits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from fnmatch import fnmatch
+
+from kvalign.alignment import analyze_rank
+from kvalign.deploy.model import Deployment, Ignore, Problem
+from kvalign.errors import KvalignError
+from kvalign.geometry import ModelGeometry
+from kvalign.pd import analyze_pair
+from kvalign.rules import run_rules
+from kvalign.rules.base import SEVERITY_RANK, Finding, GroupResult, PairOutcome, PoolResult
+from kvalign.sources import load_model
+from kvalign.versions import resolve
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNEVALUATED = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class Suppressed:
+    """A finding not counted, and why (``ignore: reason`` or ``baseline``)."""
+
+    finding: Finding
+    why: str
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """The result of one audit run; every formatter reads this.
+
+    Attributes:
+        groups: per-file results that could be evaluated.
+        findings: active findings, ordered by file, rule, line.
+        suppressed: ignored or baselined findings.
+        unevaluated: blocking problems (files that could not be evaluated).
+        problems: non-blocking problems (e.g. an ignore without a reason).
+        skipped: scanned files that are no deployment.
+    """
+
+    groups: tuple[GroupResult, ...]
+    findings: tuple[Finding, ...]
+    suppressed: tuple[Suppressed, ...]
+    unevaluated: tuple[Problem, ...]
+    problems: tuple[Problem, ...]
+    skipped: tuple[str, ...] = ()
+
+    def exit_code(self, fail_on: str) -> int:
+        """3 when a file could not be evaluated, else 1 when a finding is at or above
+        ``fail_on`` (``error``/``warning``/``info``), else 0."""
+        if self.unevaluated:
+            return EXIT_UNEVALUATED
+        floor = SEVERITY_RANK[fail_on]
+        if any(SEVERITY_RANK[f.severity] >= floor for f in self.findings):
+            return EXIT_FINDINGS
+        return EXIT_OK
+
+
+def _group(
+    deployment: Deployment, version: str | None, cache: dict[str, ModelGeometry]
+) -> GroupResult:
+    chosen = version or deployment.vllm_version
+    resolved = resolve(chosen)
+    results: list[PoolResult] = []
+    for pool in deployment.pools:
+        key = f"{pool.model}@{pool.args.revision or ''}"
+        if key not in cache:
+            cache[key] = load_model(pool.model, revision=pool.args.revision)
+        settings = dataclasses.replace(pool.settings, vllm_version=chosen)
+        pool = dataclasses.replace(pool, settings=settings)
+        results.append(PoolResult(pool, cache[key], analyze_rank(cache[key], settings, pool.tp)))
+    pairs = tuple(
+        PairOutcome(p, d, analyze_pair(p.rank, d.rank, "vllm", resolved.profile))
+        for p in results
+        if p.pool.role == "prefill"
+        for d in results
+        if d.pool.role == "decode"
+    )
+    return GroupResult(deployment, tuple(results), pairs, resolved.profile, resolved.note)
+
+
+def _ignored(finding: Finding, ignores: list[Ignore]) -> Ignore | None:
+    for ignore in ignores:
+        if ignore.rule != finding.rule:
+            continue
+        if ignore.path_glob is None:  # in-file comments are passed for their file only
+            return ignore
+        if ignore.path_glob is not None and fnmatch(finding.location.file, ignore.path_glob):
+            return ignore
+    return None
+
+
+def run_audit(
+    deployments: list[Deployment],
+    *,
+    vllm_version: str | None = None,
+    ignores: tuple[Ignore, ...] = (),
+    baseline: frozenset[str] = frozenset(),
+    skipped: tuple[str, ...] = (),
+) -> AuditReport:
+    """Evaluate deployments and apply ignores / baseline.
+
+    ``vllm_version`` (``--vllm-version``) wins over a file's ``vllm_version``; neither →
+    the newest profile. A file with blocking problems, or whose model cannot be loaded or
+    settings are rejected, is reported in ``unevaluated`` and not analysed.
+
+    Raises:
+        InvalidSettings: ``vllm_version`` is not a version kvalign can resolve.
+    """
+    if vllm_version is not None:
+        resolve(vllm_version)
+    cache: dict[str, ModelGeometry] = {}
+    groups: list[GroupResult] = []
+    unevaluated: list[Problem] = []
+    problems: list[Problem] = []
+    findings: list[Finding] = []
+    for deployment in deployments:
+        problems += [p for p in deployment.problems if not p.blocking]
+        blocking = [p for p in deployment.problems if p.blocking]
+        if blocking:
+            unevaluated += blocking
+            continue
+        try:
+            group = _group(deployment, vllm_version, cache)
+        except KvalignError as exc:
+            unevaluated.append(Problem(deployment.pools[0].location, str(exc)))
+            continue
+        groups.append(group)
+        findings += run_rules(group)
+    active: list[Finding] = []
+    suppressed: list[Suppressed] = []
+    by_file = {d.source: list(d.ignores) for d in deployments}
+    for finding in findings:
+        hit = _ignored(finding, by_file.get(finding.location.file, []) + list(ignores))
+        if hit is not None:
+            suppressed.append(Suppressed(finding, f"ignored: {hit.reason}"))
+        elif finding.fingerprint in baseline:
+            suppressed.append(Suppressed(finding, "baseline"))
+        else:
+            active.append(finding)
+    return AuditReport(
+        groups=tuple(groups),
+        findings=tuple(active),
+        suppressed=tuple(suppressed),
+        unevaluated=tuple(unevaluated),
+        problems=tuple(problems),
+        skipped=skipped,
+    )

@@ -1,0 +1,186 @@
+"""Helpers shared by the deployment readers: variables, roles, ignores, lines, pools."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kvalign.deploy.model import Ignore, Location, Pool, Problem, Role
+from kvalign.deploy.vllm_args import VllmArgs, parse_vllm_args
+from kvalign.errors import KvalignError
+from kvalign.settings import Settings
+
+_K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+_SHELL_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_IGNORE = re.compile(r"#\s*kvalign:\s*ignore=([A-Z0-9, ]+?)(?:\s+reason=(.*))?$")
+_ROLE_WORDS: tuple[tuple[str, Role], ...] = (("prefill", "prefill"), ("decode", "decode"))
+#: role-carrying labels, checked in this order.
+ROLE_LABELS: tuple[str, ...] = (
+    "llm-d.ai/role",
+    "app.kubernetes.io/component",
+    "nvidia.com/dynamo-sub-component-type",
+    "role",
+)
+
+
+def substitute_k8s(text: str, env: Mapping[str, str]) -> str:
+    """Replace Kubernetes ``$(VAR)`` references whose value is known; others stay as is."""
+    return _K8S_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), text)
+
+
+def substitute_shell(text: str, env: Mapping[str, str]) -> str:
+    """Replace ``$VAR`` / ``${VAR}`` / ``${VAR:-default}``; unknown ones become ``$(VAR)``
+    so the argument parser reports them as unresolved."""
+
+    def repl(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(3)
+        if name in env:
+            return env[name]
+        if match.group(2) is not None:
+            return match.group(2)
+        return f"$({name})"
+
+    return _SHELL_VAR.sub(repl, text)
+
+
+def role_from_text(text: str) -> Role | None:
+    """``prefill`` / ``decode`` when exactly one of the words occurs in ``text``."""
+    lowered = text.lower()
+    found = [role for word, role in _ROLE_WORDS if word in lowered]
+    return found[0] if len(found) == 1 else None
+
+
+def role_from_args(args: VllmArgs) -> Role | None:
+    """Role from ``kv_role`` (``kv_producer`` = prefill, ``kv_consumer`` = decode) or
+    Dynamo's ``--disaggregation-mode`` / ``--is-prefill-worker`` / ``--is-decode-worker``."""
+    if args.kv_role == "kv_producer":
+        return "prefill"
+    if args.kv_role == "kv_consumer":
+        return "decode"
+    if args.disaggregation_mode in ("prefill", "decode"):
+        return "prefill" if args.disaggregation_mode == "prefill" else "decode"
+    return None
+
+
+def role_from_labels(labels: Mapping[str, Any]) -> Role | None:
+    """Role from the first role-carrying label (:data:`ROLE_LABELS`)."""
+    for key in ROLE_LABELS:
+        value = labels.get(key)
+        if isinstance(value, str):
+            role = role_from_text(value)
+            if role is not None:
+                return role
+    return None
+
+
+def ignores_in(text: str, file: str) -> tuple[list[Ignore], list[Problem]]:
+    """In-file ``# kvalign: ignore=KVA002[,KVA003] reason=…`` comments.
+
+    A comment without ``reason=`` is not honoured and reported as a non-blocking problem.
+    """
+    ignores: list[Ignore] = []
+    problems: list[Problem] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _IGNORE.search(line.strip())
+        if match is None:
+            continue
+        where = Location(file, number)
+        reason = (match.group(2) or "").strip()
+        if not reason:
+            problems.append(
+                Problem(where, "ignore comment without reason= is not honoured", blocking=False)
+            )
+            continue
+        for rule in match.group(1).replace(" ", "").split(","):
+            if rule:
+                ignores.append(Ignore(rule, reason, where))
+    return ignores, problems
+
+
+def line_of(text: str, needle: str, start: int = 1) -> int | None:
+    """1-based number of the first line at or after ``start`` containing ``needle``."""
+    for number, line in enumerate(text.splitlines()[start - 1 :], start=start):
+        if needle in line:
+            return number
+    return None
+
+
+@dataclass(frozen=True)
+class PoolInput:
+    """What a reader found for one pool, before parsing and validation."""
+
+    role: Role | None
+    role_source: str
+    name: str
+    args: Sequence[str] | str
+    location: Location
+    env: Mapping[str, str]
+    model: str | None = None
+    tp: int | None = None
+    dp: int | None = None
+    vllm_version: str | None = None
+    name_hint: str = ""
+
+
+def build_pool(
+    found: PoolInput,
+    config_files: Mapping[str, Mapping[str, Any]] | None = None,
+) -> tuple[Pool | None, list[Problem]]:
+    """Parse ``found.args`` and make a :class:`Pool`, or report why not.
+
+    Explicit ``model``/``tp``/``dp`` (from manifest fields) win over the arguments. The role
+    falls back from ``found.role`` → the arguments' ``kv_role`` / disaggregation mode → the
+    name; a pool with no role is skipped (non-blocking problem). Unresolved variables and a
+    missing model are blocking problems.
+    """
+    try:
+        args = parse_vllm_args(found.args, config_files=config_files, env=found.env)
+    except KvalignError as exc:
+        return None, [Problem(found.location, f"{found.name}: {exc}")]
+    role, source = found.role, found.role_source
+    if role is None:
+        role, source = role_from_args(args), "args"
+    if role is None:
+        role, source = role_from_text(found.name_hint or found.name), "name"
+    if role is None:
+        return None, [
+            Problem(found.location, f"{found.name}: not a prefill or decode pool", blocking=False)
+        ]
+    if args.unresolved:
+        refs = ", ".join(args.unresolved)
+        return None, [
+            Problem(found.location, f"{role}/{found.name}: unresolved variable(s) {refs}")
+        ]
+    model = found.model or args.model
+    if not model:
+        return None, [Problem(found.location, f"{role}/{found.name}: no model given")]
+    tp = found.tp or args.tensor_parallel_size or 1
+    dp = found.dp or args.data_parallel_size or 1
+    settings = Settings(
+        dtype=args.dtype or "auto",
+        kv_cache_dtype=args.kv_cache_dtype or "auto",
+        block_size=args.block_size,
+        enable_prefix_caching=True
+        if args.enable_prefix_caching is None
+        else args.enable_prefix_caching,
+        mamba_cache_dtype=args.mamba_cache_dtype or "auto",
+        mamba_ssm_cache_dtype=args.mamba_ssm_cache_dtype or "auto",
+        num_speculative_tokens=args.num_speculative_tokens or 0,
+        attention_backend=(args.attention_backend or "FLASH_ATTN").upper(),
+        vllm_version=found.vllm_version,
+    )
+    pool = Pool(
+        role=role,
+        name=found.name,
+        model=model,
+        tp=tp,
+        dp=dp,
+        settings=settings,
+        location=found.location,
+        args=args,
+        env=tuple(sorted(found.env.items())),
+        role_source=source,
+    )
+    return pool, []

@@ -1,0 +1,373 @@
+"""Kubernetes manifests (multi-document YAML) and llm-d ModelService Helm values.
+
+Kinds read: ``Deployment`` / ``StatefulSet`` / ``LeaderWorkerSet`` / ``Pod`` (role from
+labels, then arguments, then names), llm-d ``DisaggregatedSet`` (``spec.roles[].name``),
+NVIDIA Dynamo ``DynamoGraphDeployment`` v1alpha1 (``spec.services.*.subComponentType``)
+and v1beta1 (``spec.components[].type``), KServe ``LLMInferenceService`` (``spec.prefill``
+vs the top-level ``spec.template``; ``VLLM_ADDITIONAL_ARGS``), ``ConfigMap`` (``$(VAR)``
+values, embedded router configs), ``EndpointPickerConfig`` (router block size), and llm-d
+ModelService values (``modelArtifacts`` + ``prefill``/``decode`` blocks).
+
+``$(VAR)`` in ``command``/``args`` resolves from the container's ``env`` (literal values and
+``configMapKeyRef`` / ``envFrom`` ConfigMaps in the same file); anything else is reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import yaml
+
+from kvalign.deploy.common import (
+    PoolInput,
+    build_pool,
+    line_of,
+    role_from_labels,
+    role_from_text,
+    substitute_k8s,
+    substitute_shell,
+)
+from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem, Role
+from kvalign.deploy.vllm_args import parse_vllm_args, serve_arguments, split_command
+from kvalign.errors import KvalignError
+
+KIND = "kubernetes"
+WORKLOADS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "Pod", "Job"})
+_SHELLS = frozenset({"sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env"})
+_ROUTER_KEYS = ("blockSizeTokens",)
+
+
+def matches(docs: list[Any]) -> bool:
+    """Whether any document is a Kubernetes object or ModelService values."""
+    return any(isinstance(d, Mapping) and ("kind" in d or is_modelservice(d)) for d in docs)
+
+
+def is_modelservice(doc: Any) -> bool:
+    """llm-d ModelService Helm values: ``modelArtifacts`` plus a prefill or decode block."""
+    return (
+        isinstance(doc, Mapping)
+        and "modelArtifacts" in doc
+        and ("prefill" in doc or "decode" in doc)
+    )
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+class _Context:
+    """Per-file state: text, ConfigMaps, collected pools/components/problems."""
+
+    def __init__(self, text: str, file: str, docs: list[tuple[int, Any]]) -> None:
+        self.text, self.file = text, file
+        self.configmaps: dict[str, Mapping[str, str]] = {}
+        for _, doc in docs:
+            if isinstance(doc, Mapping) and doc.get("kind") == "ConfigMap":
+                name = str(_map(doc.get("metadata")).get("name", ""))
+                data = _map(doc.get("data"))
+                self.configmaps[name] = {str(k): str(v) for k, v in data.items()}
+        self.pools: list[Pool] = []
+        self.components: list[ComponentBlockSize] = []
+        self.problems: list[Problem] = []
+
+    def where(self, needle: str, start: int) -> Location:
+        return Location(self.file, line_of(self.text, needle, start) or start)
+
+
+def _env(container: Mapping[str, Any], ctx: _Context) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for ref in _list(container.get("envFrom")):
+        name = _map(_map(ref).get("configMapRef")).get("name")
+        if isinstance(name, str) and name in ctx.configmaps:
+            env.update(ctx.configmaps[name])
+    for item in _list(container.get("env")):
+        item = _map(item)
+        name = item.get("name")
+        if not isinstance(name, str):
+            continue
+        if "value" in item:
+            env[name] = substitute_k8s(str(item["value"]), env)
+            continue
+        key_ref = _map(_map(item.get("valueFrom")).get("configMapKeyRef"))
+        data = ctx.configmaps.get(str(key_ref.get("name")), {})
+        if str(key_ref.get("key")) in data:
+            env[name] = data[str(key_ref.get("key"))]
+    return env
+
+
+def _launch(container: Mapping[str, Any], env: Mapping[str, str]) -> list[str] | str | None:
+    """The ``vllm serve`` arguments of a container (``None`` when it does not run vLLM)."""
+    words = [substitute_k8s(str(w), env) for w in _list(container.get("command"))]
+    words += [substitute_k8s(str(w), env) for w in _list(container.get("args"))]
+    extra = env.get("VLLM_ADDITIONAL_ARGS", "")
+    if len(words) >= 2 and words[0] in _SHELLS and "-c" in words:
+        script = " ".join(words[words.index("-c") + 1 :])
+        for line in script.replace("\\\n", " ").splitlines():
+            try:
+                launched = serve_arguments(split_command(substitute_shell(line, env)))
+            except KvalignError:
+                continue
+            if launched is not None:
+                cut = next((i for i, w in enumerate(launched) if w in ("&&", ";", "||")), None)
+                return (launched[:cut] if cut is not None else launched) + split_command(extra)
+        return None
+    launched = serve_arguments(words)
+    if launched is not None:
+        return launched + split_command(extra)
+    image = str(container.get("image", ""))
+    if not container.get("command") and ("vllm" in image or extra):
+        return words + split_command(extra)
+    return None
+
+
+def _containers(node: Any) -> Iterator[Mapping[str, Any]]:
+    """Containers anywhere under ``node`` (``containers[]``, Dynamo ``mainContainer``)."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if key in ("containers", "initContainers") and isinstance(value, list):
+                if key == "containers":
+                    yield from (c for c in value if isinstance(c, Mapping))
+            elif key == "mainContainer" and isinstance(value, Mapping):
+                yield value
+            else:
+                yield from _containers(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _containers(item)
+
+
+def _labels(node: Any) -> dict[str, Any]:
+    """All ``labels`` mappings under ``node`` merged (workload first, then templates)."""
+    found: dict[str, Any] = {}
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if key == "labels" and isinstance(value, Mapping):
+                for k, v in value.items():
+                    found.setdefault(str(k), v)
+            elif key not in ("containers", "mainContainer"):
+                for k, v in _labels(value).items():
+                    found.setdefault(k, v)
+    elif isinstance(node, list):
+        for item in node:
+            for k, v in _labels(item).items():
+                found.setdefault(k, v)
+    return found
+
+
+def _add_pool(
+    ctx: _Context,
+    node: Any,
+    *,
+    name: str,
+    start: int,
+    role: Role | None,
+    role_source: str,
+    model: str | None = None,
+    tp: int | None = None,
+    dp: int | None = None,
+    needle: str | None = None,
+) -> None:
+    for container in _containers(node):
+        env = _env(container, ctx)
+        launched = _launch(container, env)
+        if launched is None:
+            continue
+        found = PoolInput(
+            role=role,
+            role_source=role_source,
+            name=name,
+            args=launched,
+            location=ctx.where(needle or f"name: {name}", start),
+            env=env,
+            model=model,
+            tp=tp,
+            dp=dp,
+        )
+        pool, problems = build_pool(found)
+        ctx.problems.extend(problems)
+        if pool is not None:
+            ctx.pools.append(pool)
+        return
+
+
+def _router_sizes(ctx: _Context, node: Any, start: int, path: str = "") -> None:
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            here = f"{path}.{key}" if path else str(key)
+            if (key in _ROUTER_KEYS or here.endswith("tokenProcessorConfig.blockSize")) and (
+                isinstance(value, int) and not isinstance(value, bool)
+            ):
+                ctx.components.append(
+                    ComponentBlockSize(
+                        f"router/indexer {'.'.join(here.split('.')[-2:])}",
+                        value,
+                        ctx.where(f"{key}:", start),
+                    )
+                )
+            elif isinstance(value, str) and ("blockSize" in value) and "\n" in value:
+                try:
+                    embedded = yaml.safe_load(value)
+                except yaml.YAMLError:
+                    continue
+                _router_sizes(ctx, embedded, start, here)
+            else:
+                _router_sizes(ctx, value, start, here)
+    elif isinstance(node, list):
+        for item in node:
+            _router_sizes(ctx, item, start, path)
+
+
+def _frontend(ctx: _Context, node: Any, name: str, start: int) -> None:
+    """Dynamo frontend / router ``--kv-cache-block-size`` and ``DYN_KV_CACHE_BLOCK_SIZE``."""
+    for container in _containers(node):
+        env = _env(container, ctx)
+        words = [substitute_k8s(str(w), env) for w in _list(container.get("command"))]
+        words += [substitute_k8s(str(w), env) for w in _list(container.get("args"))]
+        text = " ".join(words)
+        try:
+            parsed = parse_vllm_args(split_command(text), env=env)
+        except KvalignError:
+            parsed = None
+        if parsed is not None and parsed.kv_cache_block_size is not None:
+            ctx.components.append(
+                ComponentBlockSize(
+                    f"Dynamo {name} --kv-cache-block-size",
+                    parsed.kv_cache_block_size,
+                    ctx.where("kv-cache-block-size", start),
+                )
+            )
+        value = env.get("DYN_KV_CACHE_BLOCK_SIZE")
+        if value is not None and value.isdigit():
+            ctx.components.append(
+                ComponentBlockSize(
+                    f"Dynamo {name} DYN_KV_CACHE_BLOCK_SIZE",
+                    int(value),
+                    ctx.where("DYN_KV_CACHE_BLOCK_SIZE", start),
+                )
+            )
+
+
+def _workload(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
+    name = str(_map(doc.get("metadata")).get("name", "?"))
+    role = role_from_labels(_labels(doc))
+    _add_pool(
+        ctx, doc.get("spec"), name=name, start=start,
+        role=role, role_source="label" if role else "args",
+    )  # fmt: skip
+
+
+def _disaggregated_set(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
+    for entry in _list(_map(doc.get("spec")).get("roles")):
+        entry = _map(entry)
+        name = str(entry.get("name", "?"))
+        role = role_from_text(name)
+        _add_pool(ctx, entry, name=name, start=start, role=role, role_source="field")
+
+
+def _dynamo(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
+    spec = _map(doc.get("spec"))
+    entries: list[tuple[str, Mapping[str, Any], str]] = []
+    for name, svc in _map(spec.get("services")).items():  # v1alpha1
+        svc = _map(svc)
+        kind = str(svc.get("subComponentType") or svc.get("componentType") or "")
+        entries.append((str(name), svc, kind))
+    for comp in _list(spec.get("components")):  # v1beta1
+        comp = _map(comp)
+        kind = str(comp.get("type") or comp.get("subComponentType") or "")
+        entries.append((str(comp.get("name", "?")), comp, kind))
+    for name, node, kind in entries:
+        if kind.lower() in ("frontend", "router") or "frontend" in name.lower():
+            _frontend(ctx, node, name, start)
+            continue
+        role = role_from_text(kind)
+        _add_pool(
+            ctx, node, name=name, start=start, role=role,
+            role_source="field" if role else "args", needle=name,
+        )  # fmt: skip
+
+
+def _uri_model(uri: Any) -> str | None:
+    if not isinstance(uri, str) or not uri:
+        return None
+    for prefix in ("hf://", "pvc://", "oci://"):
+        if uri.startswith(prefix):
+            return uri[len(prefix) :] if prefix == "hf://" else None
+    return uri
+
+
+def _tp(block: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    par = _map(block.get("parallelism"))
+    tp, dp = par.get("tensor"), par.get("data")
+    return (tp if isinstance(tp, int) else None, dp if isinstance(dp, int) else None)
+
+
+def _kserve(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
+    spec = _map(doc.get("spec"))
+    model = _uri_model(_map(spec.get("model")).get("uri"))
+    name = str(_map(doc.get("metadata")).get("name", "?"))
+    blocks: list[tuple[Role, Mapping[str, Any]]] = [("decode", spec)]
+    if "prefill" in spec:
+        blocks.insert(0, ("prefill", _map(spec["prefill"])))
+    for role, block in blocks:
+        tp, dp = _tp(block)
+        template = {"template": block.get("template"), "worker": block.get("worker")}
+        _add_pool(
+            ctx, template, name=f"{name}-{role}", start=start, role=role,
+            role_source="field", model=model, tp=tp, dp=dp,
+            needle="prefill:" if role == "prefill" else "template:",
+        )  # fmt: skip
+    _router_sizes(ctx, spec.get("router"), start)
+
+
+def _modelservice(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
+    model = _uri_model(_map(doc.get("modelArtifacts")).get("uri"))
+    role: Role
+    for role in ("prefill", "decode"):
+        block = _map(doc.get(role))
+        if not block or block.get("create") is False:
+            continue
+        tp, dp = _tp(block)
+        for container in _list(block.get("containers")):
+            container = dict(_map(container))
+            if container.get("modelCommand", "vllmServe") == "vllmServe":
+                # the chart launches `vllm serve MODEL` and appends the container's args
+                container["command"] = ["vllm", "serve"]
+            _add_pool(
+                ctx, {"containers": [container]}, name=role, start=start, role=role,
+                role_source="field", model=model, tp=tp, dp=dp, needle=f"{role}:",
+            )  # fmt: skip
+            break
+    _router_sizes(ctx, doc.get("routing"), start)
+
+
+def read(docs: list[tuple[int, Any]], text: str, file: str) -> Deployment:
+    """Read every document of one YAML file (``(start line, document)`` pairs)."""
+    ctx = _Context(text, file, docs)
+    for start, doc in docs:
+        if not isinstance(doc, Mapping):
+            continue
+        kind = doc.get("kind")
+        if is_modelservice(doc):
+            _modelservice(ctx, doc, start)
+        elif kind in WORKLOADS:
+            _workload(ctx, doc, start)
+        elif kind == "DisaggregatedSet":
+            _disaggregated_set(ctx, doc, start)
+        elif kind == "DynamoGraphDeployment":
+            _dynamo(ctx, doc, start)
+        elif kind == "LLMInferenceService":
+            _kserve(ctx, doc, start)
+        elif kind in ("ConfigMap", "EndpointPickerConfig"):
+            _router_sizes(ctx, doc, start)
+    return Deployment(
+        source=file,
+        kind=KIND,
+        pools=tuple(ctx.pools),
+        components=tuple(ctx.components),
+        problems=tuple(ctx.problems),
+    )

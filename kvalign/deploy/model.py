@@ -1,0 +1,119 @@
+"""What deployment readers produce: frozen pools, component block sizes, problems, ignores.
+
+No raw dicts cross this boundary: every reader turns its file into a :class:`Deployment`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from kvalign.deploy.vllm_args import VllmArgs
+from kvalign.settings import Settings
+
+Role = Literal["prefill", "decode"]
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in a user file: path (``-`` for stdin) and 1-based line (``None`` unknown)."""
+
+    file: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One prefill or decode pool as deployed.
+
+    Attributes:
+        role: ``prefill`` or ``decode``.
+        name: the pool's name in the file (workload, component, block name).
+        model: model id or path as vLLM is given it.
+        tp, dp: tensor / data parallel sizes.
+        settings: the block-size-relevant settings (:class:`kvalign.settings.Settings`).
+        location: where the pool is declared.
+        args: the parsed ``vllm serve`` arguments.
+        env: container / process environment as ``(name, value)`` pairs (sorted).
+        role_source: how the role was found (``field``, ``label``, ``args``, ``name``).
+    """
+
+    role: Role
+    name: str
+    model: str
+    tp: int
+    dp: int
+    settings: Settings
+    location: Location
+    args: VllmArgs
+    env: tuple[tuple[str, str], ...] = ()
+    role_source: str = "field"
+
+    def env_value(self, name: str) -> str | None:
+        """The value of environment variable ``name`` in this pool (``None`` if unset)."""
+        return dict(self.env).get(name)
+
+    @property
+    def label(self) -> str:
+        """``role/name`` for messages."""
+        return f"{self.role}/{self.name}"
+
+
+@dataclass(frozen=True)
+class ComponentBlockSize:
+    """A block size (tokens) another component is configured with (router, indexer, frontend).
+
+    Attributes:
+        component: what it is, e.g. ``router tokenProcessorConfig.blockSize``.
+        value: tokens.
+        location: where it is set.
+    """
+
+    component: str
+    value: int
+    location: Location
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something that stops (``blocking``) or limits evaluation of a file."""
+
+    location: Location
+    message: str
+    blocking: bool = True
+
+
+@dataclass(frozen=True)
+class Ignore:
+    """``# kvalign: ignore=KVA002 reason=…`` or a ``.kvalign.yaml`` ``ignore:`` entry."""
+
+    rule: str
+    reason: str
+    location: Location
+    path_glob: str | None = None
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Everything one file says about a P/D deployment.
+
+    Attributes:
+        source: the file path (``-`` for stdin).
+        kind: the input kind (``kvalign``, ``command-line``, ``kubernetes``, ...).
+        pools: prefill and decode pools, in file order.
+        components: block sizes configured in other components.
+        problems: what could not be read or resolved.
+        ignores: in-file ignore comments.
+        vllm_version: the file's ``vllm_version`` (kvalign schema), if any.
+    """
+
+    source: str
+    kind: str
+    pools: tuple[Pool, ...] = ()
+    components: tuple[ComponentBlockSize, ...] = ()
+    problems: tuple[Problem, ...] = ()
+    ignores: tuple[Ignore, ...] = ()
+    vllm_version: str | None = None

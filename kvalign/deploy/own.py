@@ -1,0 +1,97 @@
+"""kvalign's own deployment schema (what runbooks and the README use).
+
+```yaml
+model: nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16
+vllm_version: "0.33.0"            # optional
+prefill: {tp: 8, dp: 1, args: "--block-size 64", env: {VAR: value}}
+decode:  {tp: 1, args: ["--block-size", "64"]}
+router:  {block_size: 64}         # optional: router / indexer block size (tokens)
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kvalign.deploy.common import PoolInput, build_pool, line_of
+from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem, Role
+from kvalign.errors import InvalidConfig
+
+KIND = "kvalign"
+
+
+def matches(doc: Any) -> bool:
+    """A mapping with ``model`` and ``prefill``/``decode`` blocks that carry ``tp`` or ``args``."""
+    if not isinstance(doc, Mapping) or "model" not in doc or "modelArtifacts" in doc:
+        return False
+    blocks = [doc.get("prefill"), doc.get("decode")]
+    return all(isinstance(b, (Mapping, list)) for b in blocks)
+
+
+def _int(value: Any, field: str, file: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidConfig(f"{file}: {field}: expected a positive integer, got {value!r}")
+    return value
+
+
+def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
+    """Read one kvalign-schema document.
+
+    Raises:
+        InvalidConfig: a field has the wrong type (``tp`` not an integer, ``args`` not a
+            list or string).
+    """
+    version = doc.get("vllm_version")
+    version = None if version is None else str(version)
+    model = str(doc["model"])
+    pools: list[Pool] = []
+    problems: list[Problem] = []
+    role: Role
+    for role in ("prefill", "decode"):
+        block = doc[role]
+        entries = block if isinstance(block, list) else [block]
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, Mapping):
+                raise InvalidConfig(f"{file}: {role}: expected a mapping")
+            args = entry.get("args", [])
+            if not isinstance(args, (str, list)):
+                raise InvalidConfig(f"{file}: {role}.args: expected a list or a string")
+            env = entry.get("env", {}) or {}
+            if not isinstance(env, Mapping):
+                raise InvalidConfig(f"{file}: {role}.env: expected a mapping")
+            name = str(entry.get("name", role if len(entries) == 1 else f"{role}-{index}"))
+            found = PoolInput(
+                role=role,
+                role_source="field",
+                name=name,
+                args=args if isinstance(args, str) else [str(a) for a in args],
+                location=Location(file, line_of(text, f"{role}:")),
+                env={str(k): str(v) for k, v in env.items()},
+                model=str(entry.get("model", model)),
+                tp=_int(entry["tp"], f"{role}.tp", file) if "tp" in entry else None,
+                dp=_int(entry["dp"], f"{role}.dp", file) if "dp" in entry else None,
+                vllm_version=version,
+            )
+            pool, found_problems = build_pool(found)
+            problems += found_problems
+            if pool is not None:
+                pools.append(pool)
+    components: list[ComponentBlockSize] = []
+    router = doc.get("router")
+    if isinstance(router, Mapping) and "block_size" in router:
+        components.append(
+            ComponentBlockSize(
+                "router block_size",
+                _int(router["block_size"], "router.block_size", file),
+                Location(file, line_of(text, "block_size:", line_of(text, "router:") or 1)),
+            )
+        )
+    return Deployment(
+        source=file,
+        kind=KIND,
+        pools=tuple(pools),
+        components=tuple(components),
+        problems=tuple(problems),
+        vllm_version=version,
+    )

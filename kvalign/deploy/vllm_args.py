@@ -1,0 +1,347 @@
+"""Parse a ``vllm serve`` argument list into the settings that move the block size.
+
+The one parser every deployment reader uses. Mirrors vLLM 0.33's
+``vllm/utils/argparse_utils.py`` ``FlexibleArgumentParser.parse_args`` (``_`` and ``-``
+spellings, ``--k=v``, dotted JSON keys such as ``--speculative-config.num_speculative_tokens``,
+``--config`` YAML with command-line flags overriding it) and the flag names of
+``vllm/engine/arg_utils.py`` ``EngineArgs.add_cli_args`` (``-tp``, ``-dp``, ``-sc``). No I/O:
+``--config`` files are handed in by the caller as already-loaded mappings.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvalign.errors import InvalidSettings
+
+#: flags that take no value (``--no-`` forms are derived).
+BOOLEAN_FLAGS: frozenset[str] = frozenset(
+    {"enable-prefix-caching", "trust-remote-code", "enforce-eager", "is-prefill-worker",
+     "is-decode-worker", "enable-expert-parallel", "disable-log-requests"}
+)  # fmt: skip
+#: short aliases → long names (``EngineArgs.add_cli_args``).
+ALIASES: Mapping[str, str] = {
+    "-tp": "tensor-parallel-size",
+    "-dp": "data-parallel-size",
+    "-pp": "pipeline-parallel-size",
+    "-sc": "speculative-config",
+    "-q": "quantization",
+}
+#: long flags kvalign reads; everything else is listed in ``unknown``.
+KNOWN: frozenset[str] = frozenset(
+    {"model", "tensor-parallel-size", "data-parallel-size", "pipeline-parallel-size",
+     "block-size", "kv-cache-dtype", "dtype", "mamba-cache-dtype", "mamba-ssm-cache-dtype",
+     "enable-prefix-caching", "attention-backend", "speculative-config", "kv-transfer-config",
+     "max-model-len", "revision", "config", "quantization", "disaggregation-mode",
+     "is-prefill-worker", "is-decode-worker", "kv-cache-block-size"}
+)  # fmt: skip
+_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+@dataclass(frozen=True)
+class VllmArgs:
+    """The settings of one ``vllm serve`` invocation that matter for KV-cache blocks.
+
+    ``None`` means the flag was not given (vLLM's default applies). Sizes are tokens.
+
+    Attributes:
+        model: positional MODEL or ``--model``.
+        tensor_parallel_size, data_parallel_size: ``-tp`` / ``-dp``.
+        block_size: ``--block-size``.
+        kv_cache_dtype, dtype, mamba_cache_dtype, mamba_ssm_cache_dtype: dtype flags.
+        enable_prefix_caching: ``--[no-]enable-prefix-caching``.
+        attention_backend: ``--attention-backend``.
+        num_speculative_tokens: ``--speculative-config`` ``num_speculative_tokens``.
+        kv_connector, kv_role: ``--kv-transfer-config`` ``kv_connector`` / ``kv_role``.
+        max_model_len: ``--max-model-len`` (``32k`` / ``1m`` suffixes accepted).
+        revision: ``--revision``.
+        disaggregation_mode: Dynamo ``--disaggregation-mode`` or ``--is-prefill-worker`` /
+            ``--is-decode-worker`` folded to ``prefill`` / ``decode``.
+        kv_cache_block_size: Dynamo frontend ``--kv-cache-block-size``.
+        lmcache_chunk_size: ``kv_connector_extra_config`` LMCache ``chunk_size``.
+        config_file: ``--config`` path, if any.
+        unknown: flags kvalign does not read (for ``--verbose``).
+        unresolved: ``$(VAR)`` references left in values kvalign reads.
+    """
+
+    model: str | None = None
+    tensor_parallel_size: int | None = None
+    data_parallel_size: int | None = None
+    block_size: int | None = None
+    kv_cache_dtype: str | None = None
+    dtype: str | None = None
+    mamba_cache_dtype: str | None = None
+    mamba_ssm_cache_dtype: str | None = None
+    enable_prefix_caching: bool | None = None
+    attention_backend: str | None = None
+    num_speculative_tokens: int | None = None
+    kv_connector: str | None = None
+    kv_role: str | None = None
+    max_model_len: int | None = None
+    revision: str | None = None
+    disaggregation_mode: str | None = None
+    kv_cache_block_size: int | None = None
+    lmcache_chunk_size: int | None = None
+    config_file: str | None = None
+    unknown: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = field(default=())
+
+
+def split_command(text: str) -> list[str]:
+    """Split a shell command line (``\\`` continuations, quotes) into words.
+
+    Raises:
+        InvalidSettings: unbalanced quotes.
+    """
+    try:
+        return shlex.split(text.replace("\\\n", " "), comments=True)
+    except ValueError as exc:
+        raise InvalidSettings(f"cannot split command line: {exc}") from None
+
+
+def serve_arguments(words: Sequence[str]) -> list[str] | None:
+    """The arguments after ``vllm serve`` / ``python -m vllm.entrypoints.openai.api_server`` /
+    ``python -m dynamo.vllm`` in ``words`` (``None`` when no vLLM launch is found).
+    """
+    for i, word in enumerate(words):
+        base = word.rsplit("/", 1)[-1]
+        if base == "vllm" and i + 1 < len(words) and words[i + 1] == "serve":
+            return list(words[i + 2 :])
+        if word == "-m" and i + 1 < len(words):
+            module = words[i + 1]
+            if module.startswith("vllm.entrypoints") or module in ("dynamo.vllm",):
+                return list(words[i + 2 :])
+    return None
+
+
+def config_to_args(config: Mapping[str, Any]) -> list[str]:
+    """vLLM ``--config`` YAML (long-form keys) → argument words, as
+    ``FlexibleArgumentParser.load_config_file`` does (``true`` → ``--k``,
+    ``false`` → ``--no-k``, mappings → JSON)."""
+    words: list[str] = []
+    for key, value in config.items():
+        flag = "--" + str(key)
+        if isinstance(value, bool):
+            words.append(flag if value else "--no-" + str(key))
+        elif isinstance(value, (dict, list)):
+            words += [flag, json.dumps(value)]
+        elif value is not None:
+            words += [flag, str(value)]
+    return words
+
+
+def _normalise(word: str) -> str:
+    if word in ALIASES:
+        return "--" + ALIASES[word]
+    if not word.startswith("--"):
+        return word
+    head, dot, rest = word[2:].partition(".")
+    return "--" + head.replace("_", "-") + dot + rest
+
+
+def _json(value: str, flag: str) -> dict[str, Any]:
+    try:
+        data = json.loads(value)
+    except ValueError:
+        raise InvalidSettings(f"--{flag}: {value!r} is not JSON") from None
+    if not isinstance(data, dict):
+        raise InvalidSettings(f"--{flag}: expected a JSON object, got {value!r}")
+    return data
+
+
+def _scalar(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _int(value: Any, flag: str) -> int:
+    text = str(value).strip().lower()
+    multiplier = 1
+    if flag == "max-model-len" and text[-1:] in ("k", "m"):
+        multiplier = 1000 if text[-1] == "k" else 1_000_000
+        text = text[:-1]
+    try:
+        return int(float(text) * multiplier) if multiplier > 1 else int(text)
+    except ValueError:
+        raise InvalidSettings(f"--{flag}: {value!r} is not an integer") from None
+
+
+def _tokens(words: Sequence[str]) -> list[tuple[str, str | None]]:
+    """(long flag or positional, value) pairs in order."""
+    out: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(words):
+        word = _normalise(words[i])
+        if word.startswith("--"):
+            if "=" in word:
+                key, value = word.split("=", 1)
+                out.append((key[2:], value))
+            else:
+                key = word[2:]
+                bare = key.removeprefix("no-")
+                takes_value = bare not in BOOLEAN_FLAGS and not key.startswith("no-")
+                nxt = words[i + 1] if i + 1 < len(words) else None
+                if takes_value and nxt is not None and not _is_flag(nxt):
+                    out.append((key, nxt))
+                    i += 1
+                else:
+                    out.append((key, None))
+        elif word.startswith("-") and len(word) > 1 and not _is_number(word):
+            nxt = words[i + 1] if i + 1 < len(words) else None
+            if nxt is not None and not _is_flag(nxt):
+                out.append((word, nxt))
+                i += 1
+            else:
+                out.append((word, None))
+        else:
+            out.append(("", word))
+        i += 1
+    return out
+
+
+def _is_number(word: str) -> bool:
+    return re.fullmatch(r"-?\d+(\.\d+)?", word) is not None
+
+
+def _is_flag(word: str) -> bool:
+    return word.startswith("-") and not _is_number(word)
+
+
+def parse_vllm_args(
+    args: Sequence[str] | str,
+    *,
+    config_files: Mapping[str, Mapping[str, Any]] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> VllmArgs:
+    """Parse ``vllm serve`` arguments (a word list, or a string split with shlex).
+
+    Args:
+        args: the words after ``vllm serve`` (a leading ``vllm serve`` is skipped).
+        config_files: ``--config`` path → loaded YAML mapping; flags given on the command
+            line override the file, as in vLLM.
+        env: the process environment (``VLLM_ATTENTION_BACKEND``, ``LMCACHE_CHUNK_SIZE``).
+
+    Returns:
+        A :class:`VllmArgs`; the last occurrence of a flag wins.
+
+    Raises:
+        InvalidSettings: a value kvalign reads is malformed (non-integer size, bad JSON),
+            or ``--config`` names a file that was not provided.
+    """
+    words = split_command(args) if isinstance(args, str) else list(args)
+    launched = serve_arguments(words)
+    if launched is not None:
+        words = launched
+    tokens = _tokens(words)
+    config_path = next((v for k, v in tokens if k == "config" and v), None)
+    if config_path is not None:
+        loaded = (config_files or {}).get(config_path)
+        if loaded is None:
+            raise InvalidSettings(f"--config {config_path}: file not found next to the deployment")
+        tokens = _tokens(config_to_args(loaded)) + tokens
+    env = env or {}
+    values: dict[str, Any] = {}
+    unknown: list[str] = []
+    unresolved: list[str] = []
+    for key, value in tokens:
+        if key == "" and value is not None:
+            if "model" in values:
+                continue
+            if _VAR.search(value):
+                unresolved += [f"MODEL: $({m})" for m in _VAR.findall(value)]
+                values["model"] = None
+            else:
+                values["model"] = value
+            continue
+        head, _, dotted = key.partition(".")
+        bare = head.removeprefix("no-")
+        if bare not in KNOWN:
+            unknown.append("--" + key if not key.startswith("-") else key)
+            continue
+        if value is not None and _VAR.search(value):
+            unresolved += [f"--{key}: $({m})" for m in _VAR.findall(value)]
+            continue
+        if dotted:
+            nested = values.setdefault(head, {})
+            if isinstance(nested, dict):
+                cursor = nested
+                parts = dotted.split(".")
+                for part in parts[:-1]:
+                    cursor = cursor.setdefault(part, {})
+                cursor[parts[-1]] = _scalar(value) if value is not None else True
+            continue
+        if bare in BOOLEAN_FLAGS:
+            values[bare] = not head.startswith("no-") if value is None else _truthy(value)
+        elif head in ("speculative-config", "kv-transfer-config"):
+            if value is None:
+                raise InvalidSettings(f"--{head}: missing JSON value")
+            values[head] = _json(value, head)
+        else:
+            if value is None:
+                raise InvalidSettings(f"--{head}: missing value")
+            values[head] = value
+    return _build(values, env, tuple(unknown), tuple(unresolved))
+
+
+def _truthy(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _build(
+    values: dict[str, Any], env: Mapping[str, str], unknown: tuple[str, ...], unres: tuple[str, ...]
+) -> VllmArgs:
+    def opt_int(flag: str) -> int | None:
+        return _int(values[flag], flag) if flag in values else None
+
+    def opt_str(flag: str) -> str | None:
+        return str(values[flag]) if values.get(flag) is not None else None
+
+    spec = values.get("speculative-config") or {}
+    transfer = values.get("kv-transfer-config") or {}
+    spec_tokens = spec.get("num_speculative_tokens")
+    mode = opt_str("disaggregation-mode")
+    if values.get("is-prefill-worker"):
+        mode = "prefill"
+    elif values.get("is-decode-worker"):
+        mode = "decode"
+    chunk: int | None = None
+    extra = transfer.get("kv_connector_extra_config")
+    if isinstance(extra, dict) and "chunk_size" in extra:
+        chunk = _int(extra["chunk_size"], "kv-transfer-config.chunk_size")
+    elif "LMCACHE_CHUNK_SIZE" in env:
+        chunk = _int(env["LMCACHE_CHUNK_SIZE"], "LMCACHE_CHUNK_SIZE")
+    backend = opt_str("attention-backend") or env.get("VLLM_ATTENTION_BACKEND") or None
+    return VllmArgs(
+        model=opt_str("model"),
+        tensor_parallel_size=opt_int("tensor-parallel-size"),
+        data_parallel_size=opt_int("data-parallel-size"),
+        block_size=opt_int("block-size"),
+        kv_cache_dtype=opt_str("kv-cache-dtype"),
+        dtype=opt_str("dtype"),
+        mamba_cache_dtype=opt_str("mamba-cache-dtype"),
+        mamba_ssm_cache_dtype=opt_str("mamba-ssm-cache-dtype"),
+        enable_prefix_caching=values.get("enable-prefix-caching"),
+        attention_backend=backend,
+        num_speculative_tokens=(
+            _int(spec_tokens, "speculative-config.num_speculative_tokens")
+            if spec_tokens is not None
+            else None
+        ),
+        kv_connector=str(transfer["kv_connector"]) if "kv_connector" in transfer else None,
+        kv_role=str(transfer["kv_role"]) if "kv_role" in transfer else None,
+        max_model_len=opt_int("max-model-len"),
+        revision=opt_str("revision"),
+        disaggregation_mode=mode,
+        kv_cache_block_size=opt_int("kv-cache-block-size"),
+        lmcache_chunk_size=chunk,
+        config_file=opt_str("config"),
+        unknown=unknown,
+        unresolved=unres,
+    )

@@ -1,0 +1,23 @@
+"""Formatters for ``kvalign audit``: each reads the same :class:`~kvalign.audit.AuditReport`.
+
+``table`` returns a rich renderable; every other format returns text.
+"""
+
+from __future__ import annotations
+
+from kvalign.report.audit.github import to_github
+from kvalign.report.audit.json_format import audit_to_dict, to_json
+from kvalign.report.audit.junit import to_junit
+from kvalign.report.audit.markdown import to_markdown
+from kvalign.report.audit.sarif import to_sarif
+from kvalign.report.audit.table import to_table
+
+__all__ = [
+    "audit_to_dict",
+    "to_github",
+    "to_json",
+    "to_junit",
+    "to_markdown",
+    "to_sarif",
+    "to_table",
+]

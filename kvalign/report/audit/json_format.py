@@ -1,0 +1,88 @@
+"""``kvalign audit --format json`` (``schema_version`` 1; also the ``--baseline`` input)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kvalign import __version__
+from kvalign.audit import AuditReport
+from kvalign.deploy.model import Problem
+from kvalign.rules.base import Finding
+
+
+def finding_dict(finding: Finding) -> dict[str, Any]:
+    """One finding as JSON-ready data."""
+    return {
+        "rule": finding.rule,
+        "severity": finding.severity,
+        "pools": list(finding.pools),
+        "file": finding.location.file,
+        "line": finding.location.line,
+        "message": finding.message,
+        "remediation": finding.remediation,
+        "fingerprint": finding.fingerprint,
+    }
+
+
+def _problem(problem: Problem) -> dict[str, Any]:
+    return {
+        "file": problem.location.file,
+        "line": problem.location.line,
+        "message": problem.message,
+    }
+
+
+def audit_to_dict(report: AuditReport) -> dict[str, Any]:
+    """The whole report as JSON-ready data."""
+    counts = {"error": 0, "warning": 0, "info": 0}
+    for finding in report.findings:
+        counts[finding.severity] += 1
+    files = []
+    for group in report.groups:
+        pools = []
+        for result in group.pools:
+            pool, rank = result.pool, result.rank
+            pools.append(
+                {
+                    "role": pool.role,
+                    "name": pool.name,
+                    "model": pool.model,
+                    "tp": pool.tp,
+                    "dp": pool.dp,
+                    "file": pool.location.file,
+                    "line": pool.location.line,
+                    "role_source": pool.role_source,
+                    "block_size_flag": pool.settings.block_size,
+                    "kv_cache_dtype": pool.settings.kv_cache_dtype,
+                    "attention_backend": pool.settings.attention_backend,
+                    "valid": rank.valid,
+                    "block_size": rank.block_size,
+                    "kernel_block_size": rank.kernel_block_size,
+                    "unknown_flags": list(pool.args.unknown),
+                }
+            )
+        files.append(
+            {
+                "file": group.deployment.source,
+                "kind": group.deployment.kind,
+                "vllm_rules": group.version_note,
+                "pools": pools,
+            }
+        )
+    return {
+        "schema_version": 1,
+        "kvalign_version": __version__,
+        "files": files,
+        "findings": [finding_dict(f) for f in report.findings],
+        "suppressed": [{**finding_dict(s.finding), "why": s.why} for s in report.suppressed],
+        "unevaluated": [_problem(p) for p in report.unevaluated],
+        "problems": [_problem(p) for p in report.problems],
+        "skipped": list(report.skipped),
+        "summary": counts,
+    }
+
+
+def to_json(report: AuditReport) -> str:
+    """Indented JSON text."""
+    return json.dumps(audit_to_dict(report), indent=2)

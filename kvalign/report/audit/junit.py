@@ -1,0 +1,41 @@
+"""``kvalign audit --format junit``: JUnit XML, one test case per finding or clean file."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from kvalign.audit import AuditReport
+
+
+def to_junit(report: AuditReport) -> str:
+    """A ``<testsuites>`` document: findings are ``<failure>`` (type = rule id), files that
+    could not be evaluated are ``<error>``, files without findings pass."""
+    suite = ET.Element("testsuite", name="kvalign audit")
+    failed_files = set()
+    for finding in report.findings:
+        failed_files.add(finding.location.file)
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=finding.location.file,
+            name=f"{finding.rule} {' '.join(finding.pools)}",
+        )
+        failure = ET.SubElement(
+            case, "failure", message=finding.message, type=f"{finding.rule}:{finding.severity}"
+        )
+        failure.text = f"{finding.location}: {finding.message}\nFix: {finding.remediation}"
+    for group in report.groups:
+        if group.deployment.source not in failed_files:
+            ET.SubElement(suite, "testcase", classname=group.deployment.source, name="audit")
+    for problem in report.unevaluated:
+        case = ET.SubElement(suite, "testcase", classname=problem.location.file, name="evaluate")
+        error = ET.SubElement(case, "error", message=problem.message, type="unevaluated")
+        error.text = f"{problem.location}: {problem.message}"
+    cases = suite.findall("testcase")
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(len(report.findings)))
+    suite.set("errors", str(len(report.unevaluated)))
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,79 @@
+"""``kvalign audit --format sarif``: SARIF 2.1.0 (GitHub code scanning)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kvalign import __version__
+from kvalign.audit import AuditReport
+from kvalign.rules import RULES
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def _location(file: str, line: int | None) -> dict[str, Any]:
+    physical: dict[str, Any] = {"artifactLocation": {"uri": file.removeprefix("./")}}
+    if line:
+        physical["region"] = {"startLine": line}
+    return {"physicalLocation": physical}
+
+
+def to_sarif(report: AuditReport) -> str:
+    """One run; ``rules`` lists every rule (ids ``KVA0xx``); results carry ``ruleIndex``,
+    ``level``, a physical location and a ``partialFingerprints`` entry."""
+    index = {module.CODE: i for i, module in enumerate(RULES)}
+    rules = [
+        {
+            "id": module.CODE,
+            "name": module.__name__.rsplit(".", 1)[-1],
+            "shortDescription": {"text": module.TITLE},
+            "fullDescription": {"text": " ".join((module.__doc__ or module.TITLE).split())},
+            "defaultConfiguration": {"level": LEVEL[module.SEVERITY]},
+        }
+        for module in RULES
+    ]
+    results = [
+        {
+            "ruleId": f.rule,
+            "ruleIndex": index[f.rule],
+            "level": LEVEL[f.severity],
+            "message": {"text": f"{f.message}. Fix: {f.remediation}"},
+            "locations": [_location(f.location.file, f.location.line)],
+            "partialFingerprints": {"kvalign/v1": f.fingerprint},
+        }
+        for f in report.findings
+    ]
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": p.message},
+            "locations": [_location(p.location.file, p.location.line)],
+        }
+        for p in report.unevaluated
+    ]
+    sarif = {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "kvalign",
+                        "version": __version__,
+                        "informationUri": "https://github.com/kvalign/kvalign",
+                        "rules": rules,
+                    }
+                },
+                "results": results,
+                "invocations": [
+                    {
+                        "executionSuccessful": not report.unevaluated,
+                        "toolExecutionNotifications": notifications,
+                    }
+                ],
+            }
+        ],
+    }
+    return json.dumps(sarif, indent=2)

@@ -1,0 +1,45 @@
+"""KVA002: kernel block sizes differ but divide (``block_size_ratio != 1``).
+
+NIXL computes ``block_size_ratio = decode kernel block // prefill kernel block``
+(``vllm/distributed/kv_transfer/kv_connector/utils.py``) and takes the heterogeneous-block
+path. Hybrid models are accepted there only from the release that merged vLLM PR 49612
+(``Profile.nixl_hetero_hybrid``); before it the handshake fails (error).
+"""
+
+from __future__ import annotations
+
+from kvalign.rules.base import Finding, GroupResult, Severity, pair_labels
+from kvalign.rules.kva001 import recommend
+
+CODE = "KVA002"
+SEVERITY: Severity = "warning"
+TITLE = "kernel block sizes differ (block_size_ratio != 1)"
+
+
+def find(group: GroupResult) -> list[Finding]:
+    """One finding per pair with verdict ``ratio``; error for hybrids on releases without
+    heterogeneous-block support for hybrid models."""
+    out: list[Finding] = []
+    for outcome in group.pairs:
+        pair = outcome.pair
+        if pair.verdict != "ratio":
+            continue
+        hybrid = outcome.prefill.geometry.is_hybrid
+        severity: Severity = (
+            "error" if hybrid and not group.profile.nixl_hetero_hybrid else SEVERITY
+        )
+        why = (
+            f"vLLM {group.profile.name} NIXL rejects heterogeneous blocks for hybrid models"
+            if severity == "error"
+            else "heterogeneous-block path on every transfer"
+        )
+        out.append(
+            Finding(
+                CODE, severity, pair_labels(outcome), outcome.decode.pool.location,
+                f"block_size_ratio {pair.block_size_ratio}: decode kernel block "
+                f"{pair.decode_kernel_block_size} vs prefill {pair.prefill_kernel_block_size}; "
+                f"{why}",
+                recommend(group),
+            )
+        )  # fmt: skip
+    return out

@@ -1,0 +1,32 @@
+"""KVA004: the user's ``--block-size`` is silently overridden by hybrid alignment.
+
+vLLM raises the block size until one attention page covers the Mamba state page
+(``vllm/platforms/interface.py`` ``_align_hybrid_block_size``) and only logs it.
+"""
+
+from __future__ import annotations
+
+from kvalign.rules.base import Finding, GroupResult, Severity
+from kvalign.rules.kva001 import recommend
+
+CODE = "KVA004"
+SEVERITY: Severity = "warning"
+TITLE = "--block-size silently overridden by hybrid alignment"
+
+
+def find(group: GroupResult) -> list[Finding]:
+    """One finding per pool whose rank result has ``block_size_overridden``."""
+    out: list[Finding] = []
+    for result in group.pools:
+        rank = result.rank
+        if not rank.valid or not rank.block_size_overridden:
+            continue
+        out.append(
+            Finding(
+                CODE, SEVERITY, (result.pool.label,), result.pool.location,
+                f"--block-size {result.pool.settings.block_size} becomes {rank.block_size} at "
+                f"TP {rank.tp} (hybrid alignment)",
+                recommend(group),
+            )
+        )  # fmt: skip
+    return out

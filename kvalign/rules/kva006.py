@@ -1,0 +1,42 @@
+"""KVA006: another component's block size disagrees with the engines' block size.
+
+KV-cache-aware routers and indexers (llm-d ``tokenProcessorConfig.blockSize`` /
+``blockSizeTokens``, Dynamo's ``--kv-cache-block-size`` / ``DYN_KV_CACHE_BLOCK_SIZE``) hash
+prompts into blocks themselves; they must use the block size vLLM actually chose (after
+hybrid alignment), or their hashes never match the engines' KV events.
+"""
+
+from __future__ import annotations
+
+from kvalign.rules.base import Finding, GroupResult, Severity
+
+CODE = "KVA006"
+SEVERITY: Severity = "error"
+TITLE = "router / indexer / frontend block size disagrees"
+
+
+def find(group: GroupResult) -> list[Finding]:
+    """One finding per component whose block size is not every pool's logical block size."""
+    sizes = {r.pool.label: r.rank.block_size for r in group.pools if r.rank.block_size}
+    if not sizes:
+        return []
+    out: list[Finding] = []
+    for component in group.deployment.components:
+        wrong = {label: size for label, size in sizes.items() if size != component.value}
+        if not wrong:
+            continue
+        engines = ", ".join(f"{label} {size}" for label, size in sorted(wrong.items()))
+        target = sorted(set(sizes.values()))
+        fix = (
+            f"set {component.component} to {target[0]}"
+            if len(target) == 1
+            else "make every pool use one block size first (KVA001), then match it here"
+        )
+        out.append(
+            Finding(
+                CODE, SEVERITY, tuple(sorted(wrong)), component.location,
+                f"{component.component} = {component.value} tokens but vLLM uses {engines}",
+                fix,
+            )
+        )  # fmt: skip
+    return out
