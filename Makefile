@@ -9,10 +9,10 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,plot]'
 	touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install kvalign with dev extras
+install: $(STAMP)  ## create .venv and install kvalign with dev and plot extras
 
 demo: $(STAMP)  ## the main job on a bundled real config (no network); the pair is flagged on purpose
 	HF_HUB_OFFLINE=1 $(BIN)/kvalign check nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 \
