@@ -66,10 +66,14 @@ def _panel(ax: Any, rectangle: Any, row: ModelSurvey, stats: AlignmentStats) -> 
     ax.set_xlim(0, n)
     ax.set_ylim(n, 0)
     ax.set_xticks([i + 0.5 for i in range(n)], [str(tp) for tp in tps])
-    ax.set_yticks([i + 0.5 for i in range(n)], [str(tp) for tp in tps])
+    padding = dict(stats.padding_pct)
+    ax.set_yticks(
+        [i + 0.5 for i in range(n)],
+        [f"{tp}\npad {padding[tp]:.0f}%" if tp in padding else str(tp) for tp in tps],
+    )
     ax.tick_params(length=0)
     ax.set_xlabel("decode TP")
-    ax.set_ylabel("prefill TP")
+    ax.set_ylabel("prefill TP (Mamba page padding)")
     for spine in ax.spines.values():
         spine.set_visible(False)
     label = "vLLM 0.33" if stats.alignment == "vllm" else "TP-stable (PR 45575)"
