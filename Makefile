@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint format bench clean
+.PHONY: install demo test lint format bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ format: $(STAMP)
 
 bench: $(STAMP)  ## wall time of the main commands (see BENCHMARKS.md)
 	$(BIN)/python benchmarks/bench.py
+
+docs: $(STAMP)  ## regenerate the command output in docs/why.md and docs/*.svg
+	HF_HUB_OFFLINE=1 $(BIN)/python docs/build.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info

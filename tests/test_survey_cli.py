@@ -102,7 +102,9 @@ def test_csv_rows() -> None:
 
 def test_plot_writes_valid_svg_with_block_sizes(tmp_path: Path) -> None:
     target = tmp_path / "nano.svg"
-    code, out, err = run("survey", NANO, "--tp", "1,2,4,8", "--format", "csv", "--plot", str(target))
+    code, out, err = run(
+        "survey", NANO, "--tp", "1,2,4,8", "--format", "csv", "--plot", str(target)
+    )
     assert code == 0, err
     assert out.startswith("model,")  # data still on stdout
     assert f"wrote {target}" in err
