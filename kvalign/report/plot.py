@@ -69,7 +69,7 @@ def _panel(ax: Any, rectangle: Any, row: ModelSurvey, stats: AlignmentStats) -> 
     padding = dict(stats.padding_pct)
     ax.set_yticks(
         [i + 0.5 for i in range(n)],
-        [f"{tp}\npad {padding[tp]:.0f}%" if tp in padding else str(tp) for tp in tps],
+        [f"{tp}\npad {padding[tp]:.1f}%" if tp in padding else str(tp) for tp in tps],
     )
     ax.tick_params(length=0)
     ax.set_xlabel("decode TP")
