@@ -4,15 +4,15 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint format bench clean
+.PHONY: install demo test lint format bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,plot]'
 	touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install kvalign with dev extras
+install: $(STAMP)  ## create .venv and install kvalign with dev and plot extras
 
 demo: $(STAMP)  ## the main job on a bundled real config (no network); the pair is flagged on purpose
 	HF_HUB_OFFLINE=1 $(BIN)/kvalign check nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 \
@@ -32,6 +32,9 @@ format: $(STAMP)
 
 bench: $(STAMP)  ## wall time of the main commands (see BENCHMARKS.md)
 	$(BIN)/python benchmarks/bench.py
+
+docs: $(STAMP)  ## regenerate the command output in docs/why.md and docs/*.svg
+	HF_HUB_OFFLINE=1 $(BIN)/python docs/build.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info

@@ -508,3 +508,110 @@ def audit(
         return report.exit_code(fail_on.value)
 
     raise typer.Exit(_guarded(run))
+
+
+# ---- survey (issue 6) -------------------------------------------------------------------
+class SurveyFormat(str, Enum):
+    """``kvalign survey --format`` values."""
+
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    csv = "csv"
+
+
+@app.command()
+def survey(
+    model: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[MODEL]...",
+            help="Models to survey (as for `check`); default: every bundled model.",
+            show_default=False,
+        ),
+    ] = None,
+    tp: Annotated[
+        str, typer.Option("--tp", help="TP sizes for both sides, comma-separated.")
+    ] = "1,2,4,8,16",
+    dtype: DtypeOpt = "auto",
+    kv_cache_dtype: KvDtypeOpt = "auto",
+    block_size: BlockOpt = None,
+    enable_prefix_caching: PrefixOpt = True,
+    mamba_cache_dtype: MambaDtypeOpt = "auto",
+    mamba_ssm_cache_dtype: SsmDtypeOpt = "auto",
+    num_speculative_tokens: SpecOpt = 0,
+    attention_backend: BackendOpt = "FLASH_ATTN",
+    gpu: GpuOpt = None,
+    gdn_prefill_backend: GdnOpt = GdnBackendChoice.auto,
+    vllm_version: VersionOpt = None,
+    output_format: Annotated[
+        SurveyFormat, typer.Option("--format", help="Output format.")
+    ] = SurveyFormat.table,
+    plot: Annotated[
+        str | None,
+        typer.Option(
+            "--plot",
+            metavar="FILE.svg",
+            help="Also write the prefill × decode grids as an SVG heatmap (needs kvalign[plot]).",
+        ),
+    ] = None,
+    revision: RevisionOpt = None,
+    trust_remote_code: TrustOpt = False,
+) -> None:
+    """Count mismatched P/D pairs per model under vLLM's and the TP-stable alignment.
+
+    Every ordered prefill × decode pair of the valid TP sizes: how many have different
+    block sizes, block_size_ratio != 1, non-dividing kernel blocks, and the Mamba padding
+    each alignment pays. Exit 0 on success, 2 on bad input.
+    """
+    from kvalign.report.plot import survey_svg
+    from kvalign.report.survey import survey_csv, survey_json, survey_markdown, survey_table
+    from kvalign.survey import survey as run_survey
+
+    def run() -> int:
+        tps = parse_tp_list(tp, "--tp")
+        settings = Settings(
+            dtype=dtype,
+            kv_cache_dtype=kv_cache_dtype,
+            block_size=block_size,
+            enable_prefix_caching=enable_prefix_caching,
+            mamba_cache_dtype=mamba_cache_dtype,
+            mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
+            num_speculative_tokens=num_speculative_tokens,
+            attention_backend=attention_backend,
+            gpu=gpu,
+            gdn_prefill_backend=gdn_prefill_backend.value,
+            vllm_version=vllm_version,
+        )
+        if plot is not None and not plot.lower().endswith(".svg"):
+            raise InvalidSettings(f"--plot {plot}: only SVG output is supported (FILE.svg)")
+        if trust_remote_code:
+            sys.stderr.write(
+                "kvalign: warning: --trust-remote-code lets a hub repository run code on "
+                "this machine\n"
+            )
+        names = model or [entry.model_id for entry in catalog.entries()]
+        geometries = [
+            load_model(name, revision=revision, trust_remote_code=trust_remote_code)
+            for name in names
+        ]
+        result = run_survey(geometries, settings, tps)
+        svg = survey_svg(result) if plot is not None else None
+        if output_format is SurveyFormat.json:
+            typer.echo(survey_json(result))
+        elif output_format is SurveyFormat.markdown:
+            typer.echo(survey_markdown(result), nl=False)
+        elif output_format is SurveyFormat.csv:
+            typer.echo(survey_csv(result), nl=False)
+        else:
+            _stdout().print(survey_table(result))
+        if plot is not None and svg is not None:
+            try:
+                with open(plot, "w", encoding="utf-8") as handle:
+                    handle.write(svg)
+            except OSError as exc:
+                raise InvalidSettings(f"--plot {plot}: cannot write: {exc.strerror}") from None
+            sys.stderr.write(f"kvalign: wrote {plot}\n")
+        return EXIT_OK
+
+    raise typer.Exit(_guarded(run))

@@ -31,3 +31,7 @@ class InvalidSettings(KvalignError):
 
 class NotModelled(KvalignError):
     """A setting vLLM accepts but whose page layout kvalign does not model (packed KV dtypes)."""
+
+
+class MissingDependency(KvalignError):
+    """An optional extra is not installed (e.g. matplotlib for ``--plot``: ``kvalign[plot]``)."""

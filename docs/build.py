@@ -1,0 +1,89 @@
+"""Regenerate the command output embedded in docs/*.md (``make docs``).
+
+A generated block in a page looks like::
+
+    <!-- kvalign: survey --format markdown -->
+    ...replaced on every build...
+    <!-- /kvalign -->
+
+The arguments after ``kvalign:`` are run as ``kvalign ARGS`` (in-process, from the root
+given by ``--root``, so ``--plot docs/x.svg`` writes next to the page); the block becomes
+the command, shown as a console line, followed by its Markdown output. Exit codes 0 and 1
+(flagged pairs) are accepted; anything else stops the build. Absolute paths of the bundled
+catalog are printed relative to the repository, so the page is the same on every machine.
+
+Usage: ``python docs/build.py [--root DIR]`` (default: this repository).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from kvalign.cli import app
+from kvalign.sources.catalog import catalog_root
+
+REPO = Path(__file__).resolve().parent.parent
+PAGES = ("docs/why.md",)
+BLOCK = re.compile(r"<!-- kvalign: (?P<args>.+?) -->\n.*?<!-- /kvalign -->", re.DOTALL)
+
+
+def run_kvalign(args: str, root: Path) -> str:
+    """Output of ``kvalign ARGS`` run with ``root`` as the working directory."""
+    previous = Path.cwd()
+    os.chdir(root)
+    try:
+        result = CliRunner().invoke(app, shlex.split(args), env={"HF_HUB_OFFLINE": "1"})
+    finally:
+        os.chdir(previous)
+    if result.exit_code not in (0, 1):
+        raise SystemExit(
+            f"docs/build.py: `kvalign {args}` exited {result.exit_code}: {result.stderr.strip()}"
+        )
+    repo_prefix = str(catalog_root().parent.parent) + os.sep
+    return result.stdout.replace(repo_prefix, "")
+
+
+def render(page: str, root: Path) -> str:
+    """``page`` with every generated block refreshed."""
+
+    def refresh(match: re.Match[str]) -> str:
+        args = match.group("args").strip()
+        output = run_kvalign(args, root).rstrip("\n")
+        return (
+            f"<!-- kvalign: {args} -->\n```console\n$ kvalign {args}\n```\n\n{output}\n"
+            "<!-- /kvalign -->"
+        )
+
+    return BLOCK.sub(refresh, page)
+
+
+def build(root: Path) -> list[Path]:
+    """Rewrite every page in :data:`PAGES` under ``root``; returns the pages written."""
+    written = []
+    for name in PAGES:
+        path = root / name
+        path.write_text(render(path.read_text(encoding="utf-8"), root), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--root", type=Path, default=REPO, help="tree holding docs/ (default: repo)"
+    )
+    options = parser.parse_args(argv)
+    for path in build(options.root.resolve()):
+        sys.stderr.write(f"docs/build.py: wrote {path}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

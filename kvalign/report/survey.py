@@ -1,0 +1,300 @@
+"""Formatters for ``kvalign survey``: table (rich), Markdown, CSV and JSON.
+
+All four read the same :class:`~kvalign.survey.Survey` and share one list of columns.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from kvalign import __version__
+from kvalign.survey import ALIGNMENTS, AlignmentStats, ModelSurvey, Survey
+
+SURVEY_SCHEMA_VERSION = 1
+
+#: (column header, short header for the terminal table, meaning) in output order.
+SURVEY_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("Model", "Model", "bundled hub id or the MODEL given"),
+    ("Valid TPs", "TPs", "requested TP sizes vLLM accepts for the model"),
+    ("Pairs", "Pairs", "ordered prefill TP × decode TP pairs over the valid TPs (same TP too)"),
+    (
+        "vLLM: blocks differ",
+        "vLLM\ndiffer",
+        "pairs whose logical block sizes differ (prefix-cache drift)",
+    ),
+    (
+        "vLLM: ratio≠1",
+        "vLLM\nratio≠1",
+        "pairs whose kernel blocks differ (block_size_ratio != 1, divisible or not)",
+    ),
+    (
+        "vLLM: not divisible",
+        "vLLM\nnot div",
+        "pairs whose decode kernel block is not a multiple of the prefill one",
+    ),
+    (
+        "vLLM: pad max %",
+        "vLLM\npad max%",
+        "largest Mamba page padding over the valid TPs, vLLM 0.33 alignment",
+    ),
+    (
+        "TP-stable: blocks differ",
+        "stable\ndiffer",
+        "as above, under the TP-stable alignment (vLLM PR 45575)",
+    ),
+    ("TP-stable: ratio≠1", "stable\nratio≠1", "as above, TP-stable alignment"),
+    ("TP-stable: not divisible", "stable\nnot div", "as above, TP-stable alignment"),
+    (
+        "TP-stable: pad max %",
+        "stable\npad max%",
+        "largest Mamba page padding the TP-stable alignment pays",
+    ),
+    ("TP-stable: pad median %", "stable\npad med%", "median of that padding over the valid TPs"),
+    (
+        "Fix --block-size",
+        "fix\n--block-size",
+        "smallest common --block-size that makes every valid TP agree (check's recommendation)",
+    ),
+    ("Fix: pad max %", "fix\npad max%", "largest Mamba page padding that fix costs"),
+    ("Note", "Note", "why a row has no counts; TP sizes vLLM rejects"),
+)
+
+ALIGNMENT_LABELS = {"vllm": "vLLM", "tp-stable": "TP-stable"}
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def _count(stats: AlignmentStats | None, value: int | None) -> str:
+    return "–" if stats is None or value is None else str(value)
+
+
+def _note(row: ModelSurvey) -> str:
+    parts = [row.note] if row.note else []
+    parts += [f"TP {tp} invalid: {reason}" for tp, reason in row.invalid_tps]
+    return "; ".join(parts)
+
+
+def _alignment_cells(stats: AlignmentStats | None, median: bool) -> list[str]:
+    cells = [
+        _count(stats, stats.block_size_differs if stats else None),
+        _count(stats, stats.ratio_not_one if stats else None),
+        _count(stats, stats.not_divisible if stats else None),
+        _pct(stats.padding_max_pct if stats else None),
+    ]
+    if median:
+        cells.append(_pct(stats.padding_median_pct if stats else None))
+    return cells
+
+
+def _tps(values: tuple[int, ...]) -> str:
+    return ",".join(map(str, values)) if values else "–"
+
+
+def model_cells(row: ModelSurvey) -> list[str]:
+    """One model's cells, in :data:`SURVEY_COLUMNS` order."""
+    vllm, stable = row.by_alignment("vllm"), row.by_alignment("tp-stable")
+    return [
+        row.model_id,
+        _tps(row.valid_tps),
+        _count(vllm, vllm.pairs if vllm else None),
+        *_alignment_cells(vllm, median=False),
+        *_alignment_cells(stable, median=True),
+        "–" if row.fix_block_size is None else str(row.fix_block_size),
+        _pct(row.fix_padding_max_pct),
+        _note(row),
+    ]
+
+
+def _fix_max(result: Survey) -> float | None:
+    values = [m.fix_padding_max_pct for m in result.models if m.fix_padding_max_pct is not None]
+    return max(values) if values else None
+
+
+def summary_cells(result: Survey) -> list[str]:
+    """The all-models row, in :data:`SURVEY_COLUMNS` order."""
+    vllm, stable = result.summary_for("vllm"), result.summary_for("tp-stable")
+    return [
+        f"All models ({len(result.models)})",
+        _tps(result.tps),
+        str(vllm.pairs),
+        *_alignment_cells(vllm, median=False),
+        *_alignment_cells(stable, median=True),
+        "–",
+        _pct(_fix_max(result)),
+        f"{result.models_with_pairs} of {len(result.models)} models have pairs to count",
+    ]
+
+
+def settings_line(result: Survey) -> str:
+    """One line naming the settings every model was surveyed with."""
+    s = result.settings
+    block = s.block_size if s.block_size is not None else "unset"
+    return (
+        f"Settings: dtype={s.dtype} kv-cache-dtype={s.kv_cache_dtype} block-size={block} "
+        f"prefix-caching={'on' if s.enable_prefix_caching else 'off'} "
+        f"mamba-cache-dtype={s.mamba_cache_dtype} mamba-ssm-cache-dtype={s.mamba_ssm_cache_dtype} "
+        f"spec-tokens={s.num_speculative_tokens} backend={s.attention_backend} "
+        f"gpu={s.gpu or 'unspecified CUDA'} vllm-version={s.vllm_version or 'newest profile'}; "
+        f"TP sizes {_tps(result.tps)}"
+    )
+
+
+def survey_table(result: Survey) -> RenderableType:
+    """Rich table: one row per model, the all-models row, notes and a legend."""
+    table = Table(
+        title="P/D pair survey: vLLM alignment vs TP-stable alignment", title_justify="left"
+    )
+    columns = SURVEY_COLUMNS[:-1]  # notes go below the table
+    for i, (_, short, _) in enumerate(columns):
+        table.add_column(short, justify="left" if i == 0 else "right", no_wrap=i == 0)
+    for row in result.models:
+        table.add_row(*model_cells(row)[:-1])
+    table.add_section()
+    table.add_row(*summary_cells(result)[:-1], style="bold")
+    notes = [Text(f"{row.model_id}: {_note(row)}") for row in result.models if _note(row)]
+    notes.append(Text(summary_cells(result)[-1]))
+    legend = [
+        Text(f"{short.replace(chr(10), ' ')}: {meaning}", style="dim")
+        for _, short, meaning in columns[1:]
+    ]
+    return Group(Text(settings_line(result)), table, *notes, *legend)
+
+
+def _escape(cell: str) -> str:
+    return cell.replace("|", "\\|")
+
+
+def survey_markdown(result: Survey) -> str:
+    """Markdown: settings line, one table (models then a bold all-models row), legend."""
+    headers = [name for name, _, _ in SURVEY_COLUMNS]
+    lines = [settings_line(result), ""]
+    lines.append("| " + " | ".join(headers) + " |")
+    lines.append("|---|---|" + "---:|" * (len(headers) - 3) + "---|")
+    for row in result.models:
+        lines.append("| " + " | ".join(_escape(c) for c in model_cells(row)) + " |")
+    total = [f"**{c}**" if c else c for c in summary_cells(result)]
+    lines.append("| " + " | ".join(_escape(c) for c in total) + " |")
+    lines.append("")
+    lines += [f"- **{name}**: {meaning}" for name, _, meaning in SURVEY_COLUMNS[1:-1]]
+    return "\n".join(lines) + "\n"
+
+
+CSV_FIELDS = (
+    "model", "model_type", "family", "kind", "valid_tps", "invalid_tps", "pairs",
+    *(f"{a.replace('-', '_')}_{f}" for a in ALIGNMENTS for f in (
+        "block_size_differs", "ratio_not_1", "not_divisible", "pad_max_pct", "pad_median_pct",
+    )),
+    "fix_block_size", "fix_pad_max_pct", "note",
+)  # fmt: skip
+
+
+def _csv_pct(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"
+
+
+def _csv_stats(stats: AlignmentStats | None) -> list[str]:
+    if stats is None:
+        return ["", "", "", "", ""]
+    return [
+        str(stats.block_size_differs),
+        str(stats.ratio_not_one),
+        str(stats.not_divisible),
+        _csv_pct(stats.padding_max_pct),
+        _csv_pct(stats.padding_median_pct),
+    ]
+
+
+def survey_csv(result: Survey) -> str:
+    """CSV (RFC 4180, ``\\n`` line ends): header, one row per model, then a row ``ALL``.
+
+    TP lists are space-separated; percentages have four decimals; empty = not applicable.
+    """
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    for row in result.models:
+        first = row.stats[0] if row.stats else None
+        writer.writerow([
+            row.model_id, row.model_type, row.family or "", row.kind,
+            " ".join(map(str, row.valid_tps)),
+            " ".join(str(tp) for tp, _ in row.invalid_tps),
+            "" if first is None else str(first.pairs),
+            *(c for a in ALIGNMENTS for c in _csv_stats(row.by_alignment(a))),
+            "" if row.fix_block_size is None else str(row.fix_block_size),
+            _csv_pct(row.fix_padding_max_pct), _note(row),
+        ])  # fmt: skip
+    writer.writerow([
+        "ALL", "", "", "", " ".join(map(str, result.tps)), "",
+        str(result.summary[0].pairs),
+        *(c for a in ALIGNMENTS for c in _csv_stats(result.summary_for(a))),
+        "", "", f"{result.models_with_pairs} of {len(result.models)} models have pairs to count",
+    ])  # fmt: skip
+    return buffer.getvalue()
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _stats_dict(stats: AlignmentStats, per_tp: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "pairs": stats.pairs,
+        "block_size_differs": stats.block_size_differs,
+        "block_size_ratio_not_1": stats.ratio_not_one,
+        "not_divisible": stats.not_divisible,
+        "verdicts": dict(stats.verdicts),
+        "padding_max_pct": _round(stats.padding_max_pct),
+        "padding_median_pct": _round(stats.padding_median_pct),
+    }
+    if per_tp:
+        out["padding_pct"] = {str(tp): _round(pct) for tp, pct in stats.padding_pct}
+    return out
+
+
+def survey_to_dict(result: Survey) -> dict[str, Any]:
+    """JSON-ready dict (``schema_version`` 1, documented in README "kvalign survey")."""
+    settings = {k: v for k, v in vars(result.settings).items() if k != "alignment"}
+    models = [
+        {
+            "id": row.model_id,
+            "model_type": row.model_type,
+            "family": row.family,
+            "kind": row.kind,
+            "valid_tps": list(row.valid_tps),
+            "invalid_tps": [{"tp": tp, "reason": reason} for tp, reason in row.invalid_tps],
+            "alignments": {s.alignment: _stats_dict(s, per_tp=True) for s in row.stats},
+            "fix": {
+                "block_size": row.fix_block_size,
+                "padding_pct": {str(tp): _round(p) for tp, p in row.fix_padding_pct},
+                "padding_max_pct": _round(row.fix_padding_max_pct),
+            },
+            "note": row.note or None,
+        }
+        for row in result.models
+    ]
+    return {
+        "schema_version": SURVEY_SCHEMA_VERSION,
+        "kvalign_version": __version__,
+        "settings": settings,
+        "tps": list(result.tps),
+        "models": models,
+        "summary": {
+            "models": len(result.models),
+            "models_with_pairs": result.models_with_pairs,
+            "alignments": {s.alignment: _stats_dict(s, per_tp=False) for s in result.summary},
+        },
+    }
+
+
+def survey_json(result: Survey) -> str:
+    """``result`` as indented JSON text."""
+    return json.dumps(survey_to_dict(result), indent=2)

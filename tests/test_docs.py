@@ -1,0 +1,70 @@
+"""docs/why.md and its SVG are generated (``make docs``): fail when the committed copy is stale."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from types import ModuleType
+
+from tests.conftest import ROOT
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+PICTURE = "docs/nemotron-3-nano-tp.svg"
+
+
+def _build_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("kvalign_docs_build", ROOT / "docs" / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _svg_texts(path: Path) -> list[str]:
+    root = ET.fromstring(path.read_bytes())
+    return ["".join(t.itertext()) for t in root.iter(f"{SVG_NS}text")]
+
+
+def test_committed_docs_are_up_to_date(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    shutil.copy(ROOT / "docs" / "why.md", tmp_path / "docs" / "why.md")
+    _build_module().build(tmp_path)
+    fresh = (tmp_path / "docs" / "why.md").read_text(encoding="utf-8")
+    committed = (ROOT / "docs" / "why.md").read_text(encoding="utf-8")
+    assert fresh == committed, "docs/why.md is stale: run `make docs` and commit the result"
+    # The picture: compare what it says (every text element, in order) rather than bytes,
+    # so a different matplotlib release does not fail the check.
+    assert _svg_texts(tmp_path / PICTURE) == _svg_texts(ROOT / PICTURE), (
+        f"{PICTURE} is stale: run `make docs` and commit the result"
+    )
+
+
+def test_build_replaces_stale_output(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    committed = (ROOT / "docs" / "why.md").read_text(encoding="utf-8")
+    # Nano over TP 1, 2, 4, 8: 16 pairs, 10 differ, 10 ratio != 1, 9 not divisible
+    row = "| 1,2,4,8 | 16 | 10 | 10 | 9 |"
+    assert row in committed
+    (tmp_path / "docs" / "why.md").write_text(
+        committed.replace(row, "| 1,2,4,8 | 16 | 0 | 0 | 0 |")
+    )
+    _build_module().build(tmp_path)
+    assert (tmp_path / "docs" / "why.md").read_text(encoding="utf-8") == committed
+
+
+def test_generated_blocks_show_their_command() -> None:
+    page = (ROOT / "docs" / "why.md").read_text(encoding="utf-8")
+    build = _build_module()
+    blocks = list(build.BLOCK.finditer(page))
+    assert len(blocks) == 4
+    for block in blocks:
+        assert f"$ kvalign {block.group('args')}" in block.group(0)
+    # the survey of the whole catalog is on the page, with its all-models row
+    assert "| **All models (24)** |" in page
+    assert str(ROOT) not in page  # no machine-specific paths
+
+
+def test_page_is_linked_from_readme() -> None:
+    assert "docs/why.md" in (ROOT / "README.md").read_text(encoding="utf-8")
