@@ -216,6 +216,24 @@ class Report:
         return [r for r in self.ranks.values() if not r.valid]
 
 
+def economics_notes(ranks: dict[int, RankResult]) -> list[str]:
+    """Prefix-cache economics per valid hybrid TP: smallest cacheable prefix (one logical
+    block), worst-case recompute per turn (up to two blocks) and Mamba padding bytes per
+    layer per block (``block * a - m``)."""
+    notes = []
+    for tp, rank in sorted(ranks.items()):
+        if not rank.valid or rank.block_size is None or rank.mamba_page_bytes is None:
+            continue
+        assert rank.attn_page_bytes_per_token is not None
+        pad = rank.block_size * rank.attn_page_bytes_per_token - rank.mamba_page_bytes
+        notes.append(
+            f"prefix caching at TP {tp}: smallest cacheable prefix {rank.block_size:,} tokens, "
+            f"worst-case recompute per turn up to {2 * rank.block_size:,} tokens, Mamba "
+            f"padding {pad:,} bytes per layer per block"
+        )
+    return notes
+
+
 def _recommend(
     geometry: ModelGeometry, settings: Settings, tps: list[int], flagged: bool
 ) -> Recommendation:
@@ -278,6 +296,7 @@ def analyze(
             )
     if geometry.attention_free:
         notes.append("attention-free model: vLLM does no block alignment")
+    notes += economics_notes(ranks)
     return Report(
         geometry=geometry,
         settings=settings,
