@@ -15,15 +15,17 @@ vLLM 0.33:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 from kvalign.backends import Backend, get_gpu, resolve_backend
 from kvalign.dtypes import DTYPE_BYTES, kv_cache_dtype_bytes, mamba_dtype, resolve_model_dtype
-from kvalign.errors import InvalidSettings
+from kvalign.errors import InvalidSettings, UnsupportedModel
 from kvalign.families import IndivisibleTP, Shape, family_module, kda
 from kvalign.geometry import AttentionGeometry, ModelGeometry
 from kvalign.settings import Settings
+from kvalign.versions import DEFAULT_PROFILE, Profile, resolve
 
 #: vLLM 0.33 floor on the alignment unit for MLA hybrids (TRT-LLM/FlashInfer MLA decode).
 MLA_ALIGNMENT_FLOOR = 128
@@ -31,6 +33,8 @@ MLA_ALIGNMENT_FLOOR = 128
 FLASHINFER_GDN_CHECKPOINT = 64
 #: ``--block-size`` when none is given (vLLM ``CacheConfig.DEFAULT_BLOCK_SIZE``).
 DEFAULT_BLOCK_SIZE = 16
+#: Mamba chunk size when the config names none (``ModelConfig.get_mamba_chunk_size``).
+DEFAULT_MAMBA_CHUNK_SIZE = 2048
 
 
 def cdiv(a: int, b: int) -> int:
@@ -71,12 +75,18 @@ class MambaPage:
     page_bytes: int
 
 
-def state_dtypes(geometry: ModelGeometry, settings: Settings, model_dtype: str) -> tuple[str, str]:
+def state_dtypes(
+    geometry: ModelGeometry,
+    settings: Settings,
+    model_dtype: str,
+    profile: Profile = DEFAULT_PROFILE,
+) -> tuple[str, str]:
     """(conv-state dtype, ssm/recurrent-state dtype) after vLLM's model-specific defaults.
 
     ``mamba_ssm_cache_dtype=auto`` first becomes the model's own default (Nemotron-H:
     config value or float32; Qwen3.5: ``mamba_ssm_dtype``), then KDA's float32, then the
-    conv dtype (``MambaStateDtypeCalculator``).
+    conv dtype (``MambaStateDtypeCalculator``). The Nemotron-H fallback depends on the
+    release (``profile.nemotron_ssm_fallback``).
 
     Raises:
         InvalidSettings: an unknown dtype, or a KDA recurrent dtype vLLM rejects.
@@ -88,15 +98,23 @@ def state_dtypes(geometry: ModelGeometry, settings: Settings, model_dtype: str) 
             f"--mamba-ssm-cache-dtype: unknown value {flag!r} "
             "(expected one of auto, float32, float16, bfloat16)"
         )
-    if flag == "auto" and geometry.ssm_dtype_default is not None:
-        flag = geometry.ssm_dtype_default
+    default = geometry.ssm_dtype_default
+    if geometry.model_type == "nemotron_h" and default is not None:
+        if profile.nemotron_ssm_fallback is None:
+            default = None
+        elif geometry.ssm_dtype_fallback:
+            default = profile.nemotron_ssm_fallback
+    if flag == "auto" and default is not None:
+        flag = default
     assert geometry.state is not None
     if geometry.state.family == "kda":
         return conv, kda.ssm_dtype(flag)
     return conv, (conv if flag == "auto" else flag)
 
 
-def mamba_page(geometry: ModelGeometry, settings: Settings, tp: int) -> MambaPage:
+def mamba_page(
+    geometry: ModelGeometry, settings: Settings, tp: int, profile: Profile = DEFAULT_PROFILE
+) -> MambaPage:
     """Per-rank state page of one mamba-like layer at tensor parallel size ``tp``.
 
     Raises:
@@ -106,7 +124,7 @@ def mamba_page(geometry: ModelGeometry, settings: Settings, tp: int) -> MambaPag
     assert geometry.state is not None
     module = family_module(geometry.state.family)
     model_dtype = resolve_model_dtype(settings.dtype, geometry.model_dtype)
-    conv, ssm = state_dtypes(geometry, settings, model_dtype)
+    conv, ssm = state_dtypes(geometry, settings, model_dtype, profile)
     shapes: tuple[Shape, ...] = module.shapes(
         geometry.state.params, tp, settings.num_speculative_tokens
     )
@@ -182,6 +200,152 @@ def aligned_block_size(
     return max(block_size, block)
 
 
+@dataclass(frozen=True)
+class BlockDerivation:
+    """How one rank's logical block size was derived under a release profile.
+
+    Sizes in tokens except ``attn_page_bytes_per_token`` / ``mamba_page_bytes`` (bytes).
+
+    Attributes:
+        site: ``model-config`` (``HybridAttentionMambaModelConfig``, ≤ 0.19) or
+            ``platform`` (``Platform._align_hybrid_block_size``, ≥ 0.20).
+        attn_page_bytes_per_token, mamba_page_bytes: ``a`` and ``m``.
+        base_block: block size before alignment (``--block-size`` or the default).
+        unit_start: first alignment unit (platform: ``max(k_min, base_block)``;
+            model-config: the fixed unit).
+        unit_reason: where ``unit_start`` came from, in words.
+        mla_floor: MLA floor applied (0 when none).
+        checkpoint: prefill-checkpoint alignment folded in with ``lcm`` (1 when none).
+        chunk: Mamba chunk size the block is aligned to (prefix caching in cache mode
+            "all"), ``None`` when not chunk-aligned.
+        unit: the final alignment step (``lcm`` of the above).
+        tokens_needed: ``ceil(m / a)``: tokens whose attention page covers one state page.
+        aligned: ``unit * ceil(tokens_needed / unit)``.
+        backend_lcm: backend-lcm rounding unit, ``None`` when the release has none.
+        rounded: ``aligned`` after the backend-lcm rounding.
+        block: the logical block size: ``max(base_block, rounded)``.
+    """
+
+    site: str
+    attn_page_bytes_per_token: int
+    mamba_page_bytes: int
+    base_block: int
+    unit_start: int
+    unit_reason: str
+    mla_floor: int
+    checkpoint: int
+    chunk: int | None
+    unit: int
+    tokens_needed: int
+    aligned: int
+    backend_lcm: int | None
+    rounded: int
+    block: int
+
+    @property
+    def overridden(self) -> bool:
+        """Alignment raised the block above ``base_block``."""
+        return self.block > self.base_block
+
+
+def derive_block(
+    attn_page_per_token: int,
+    mamba_page_bytes: int,
+    *,
+    base_block: int,
+    backend: Backend,
+    use_mla: bool,
+    profile: Profile = DEFAULT_PROFILE,
+    checkpoint: int = 1,
+    prefix_caching: bool = True,
+    chunk: int | None = None,
+    head_size: int = 0,
+    blackwell: bool = False,
+) -> BlockDerivation:
+    """The aligned logical block size (tokens) on one rank, step by step, for ``profile``.
+
+    Platform era (vLLM ≥ 0.20, ``Platform._align_hybrid_block_size``): unit
+    ``max(k_min, base_block)``, the MLA floor (≥ 0.27), ``lcm`` with the prefill
+    checkpoint alignment (0.33, prefix caching on) or the Mamba chunk size (cache mode
+    "all", < 0.32); block ``unit * ceil(m / (unit * a))``, rounded up to the backend lcm
+    (≥ 0.32), never below ``base_block``. For the 0.33 profile this equals
+    :func:`aligned_block_size`.
+
+    Model-config era (≤ 0.19, ``HybridAttentionMambaModelConfig.verify_and_update_config``):
+    a fixed unit (16; MLA 64, CUTLASS_MLA 128; 32 for FlashInfer on SM100 with head size
+    256 in 0.11.1-0.17), optionally chunk-aligned, never below ``base_block``.
+
+    Args:
+        chunk: Mamba chunk size when the block is chunk-aligned, else ``None``.
+        head_size, blackwell: for the model-config-era FlashInfer head-size-256 rule.
+
+    Raises:
+        UnsupportedModel: an MLA hybrid on a release without MLA hybrids (< 0.11.1).
+    """
+    a, m = attn_page_per_token, mamba_page_bytes
+    mla_floor = 0
+    if profile.alignment_site == "model-config":
+        if use_mla:
+            if profile.mla_alignment is None:
+                raise UnsupportedModel(
+                    f"MLA hybrids (Kimi-Linear) are not supported by vLLM {profile.name} "
+                    "(first in 0.11.1)"
+                )
+            cutlass = backend.name == "CUTLASS_MLA"
+            unit_start = 128 if cutlass else profile.mla_alignment
+            reason = "fixed MLA alignment" + (" (CUTLASS_MLA)" if cutlass else "")
+        elif (
+            profile.blackwell_hd256_alignment is not None
+            and blackwell
+            and head_size == 256
+            and backend.name == "FLASHINFER"
+        ):
+            unit_start = profile.blackwell_hd256_alignment
+            reason = "FlashInfer on SM100 with head size 256"
+        else:
+            unit_start = profile.fixed_alignment
+            reason = "fixed alignment"
+    else:
+        unit_start = max(backend.min_block, base_block)
+        reason = (
+            f"max(smallest {backend.name} kernel block {backend.min_block}, block {base_block})"
+        )
+    unit = unit_start
+    if profile.alignment_site == "platform" and use_mla and profile.mla_floor:
+        mla_floor = profile.mla_floor
+        unit = max(unit, mla_floor)
+    used_checkpoint = 1
+    if prefix_caching and profile.gdn_checkpoint_alignment and chunk is None:
+        used_checkpoint = checkpoint
+        unit = math.lcm(unit, checkpoint)
+    if chunk is not None:
+        unit = math.lcm(unit, chunk)
+    needed = cdiv(m, a)
+    aligned = unit * cdiv(needed, unit)
+    backend_lcm: int | None = None
+    rounded = aligned
+    if profile.alignment_site == "platform" and profile.backend_lcm_rounding:
+        backend_lcm = backend.min_block  # one backend: lcm of one value
+        rounded = backend_lcm * cdiv(aligned, backend_lcm)
+    return BlockDerivation(
+        site=profile.alignment_site,
+        attn_page_bytes_per_token=a,
+        mamba_page_bytes=m,
+        base_block=base_block,
+        unit_start=unit_start,
+        unit_reason=reason,
+        mla_floor=mla_floor,
+        checkpoint=used_checkpoint,
+        chunk=chunk,
+        unit=unit,
+        tokens_needed=needed,
+        aligned=aligned,
+        backend_lcm=backend_lcm,
+        rounded=rounded,
+        block=max(base_block, rounded),
+    )
+
+
 def kernel_block_size(logical: int, backend: Backend) -> int | None:
     """Kernel block (tokens) for a logical block: itself if accepted, else the largest
     explicit supported size dividing it (``select_common_block_size``); ``None`` if none.
@@ -226,6 +390,8 @@ class RankResult:
     tp_stable_kernel_block_size: int | None = None
     tp_stable_padding_pct: float | None = None
     tp_stable_grown: bool = False
+    derivation: BlockDerivation | None = None
+    profile: str = ""
 
     def logical(self, alignment: str) -> int | None:
         """Logical block size under ``alignment`` (``vllm`` or ``tp-stable``)."""
@@ -243,26 +409,64 @@ class _Inputs:
     backend: Backend
     base_block: int
     checkpoint: int
+    profile: Profile = DEFAULT_PROFILE
+    chunk: int | None = None
+    head_size: int = 0
+    blackwell: bool = False
+
+
+def chunk_alignment(geometry: ModelGeometry, settings: Settings, profile: Profile) -> int | None:
+    """Mamba chunk size the block is aligned to, or ``None``.
+
+    Releases before 0.32 with prefix caching on put models that support Mamba prefix
+    caching in cache mode "all", aligning the block to ``lcm(chunk size, unit)``
+    (``mamba_chunk_size`` / ``chunk_size``, default 2048: ``get_mamba_chunk_size``).
+    """
+    if not settings.enable_prefix_caching or geometry.model_type not in profile.chunk_aligned_types:
+        return None
+    return geometry.mamba_chunk_size or DEFAULT_MAMBA_CHUNK_SIZE
 
 
 def _inputs(geometry: ModelGeometry, settings: Settings) -> _Inputs:
     attention = geometry.attention
     assert attention is not None
+    profile = resolve(settings.vllm_version).profile
     gqa = attention.num_attention_heads > attention.total_kv_heads
+    gpu = get_gpu(settings.gpu)
     backend = resolve_backend(
         settings.attention_backend,
         use_mla=attention.use_mla,
         gqa=gqa,
-        gpu=get_gpu(settings.gpu),
+        gpu=gpu,
     )
     if settings.block_size is not None:
         if settings.block_size <= 0:
             raise InvalidSettings(f"--block-size must be positive, got {settings.block_size}")
         base = settings.block_size
-    else:
+    elif profile.backend_preferred_block:
         base = backend.preferred_block_size(DEFAULT_BLOCK_SIZE)
-    checkpoint, _ = checkpoint_alignment(geometry, settings)
-    return _Inputs(backend, base, checkpoint)
+    else:
+        base = DEFAULT_BLOCK_SIZE
+    checkpoint = 1
+    if profile.gdn_checkpoint_alignment:
+        checkpoint, _ = checkpoint_alignment(geometry, settings)
+    return _Inputs(
+        backend,
+        base,
+        checkpoint,
+        profile=profile,
+        chunk=chunk_alignment(geometry, settings, profile),
+        head_size=attention.head_size,
+        blackwell=gpu is not None and gpu.blackwell,
+    )
+
+
+def kernel_for(logical: int, inputs: _Inputs) -> int | None:
+    """Kernel block for ``logical`` under the inputs' profile (kernel = logical before
+    vLLM split logical blocks into kernel blocks)."""
+    if not inputs.profile.kernel_block_split:
+        return logical
+    return kernel_block_size(logical, inputs.backend)
 
 
 def validate_tp(geometry: ModelGeometry, tp: int) -> str:
@@ -277,16 +481,24 @@ def validate_tp(geometry: ModelGeometry, tp: int) -> str:
     return ""
 
 
-def _block(a: int, m: int, inputs: _Inputs, settings: Settings, use_mla: bool) -> int:
-    return aligned_block_size(
+def _derive(a: int, m: int, inputs: _Inputs, settings: Settings, use_mla: bool) -> BlockDerivation:
+    return derive_block(
         a,
         m,
-        block_size=inputs.base_block,
+        base_block=inputs.base_block,
         backend=inputs.backend,
         use_mla=use_mla,
+        profile=inputs.profile,
         checkpoint=inputs.checkpoint,
         prefix_caching=settings.enable_prefix_caching,
+        chunk=inputs.chunk,
+        head_size=inputs.head_size,
+        blackwell=inputs.blackwell,
     )
+
+
+def _block(a: int, m: int, inputs: _Inputs, settings: Settings, use_mla: bool) -> int:
+    return _derive(a, m, inputs, settings, use_mla).block
 
 
 def tp_stable_block_size(geometry: ModelGeometry, settings: Settings, tp: int) -> tuple[int, bool]:
@@ -303,10 +515,10 @@ def tp_stable_block_size(geometry: ModelGeometry, settings: Settings, tp: int) -
     model_dtype = resolve_model_dtype(settings.dtype, geometry.model_dtype)
     kv_bytes = kv_cache_dtype_bytes(settings.kv_cache_dtype, model_dtype)
     a1 = attention_page_bytes_per_token(attention, 1, kv_bytes)
-    m1 = mamba_page(geometry, settings, 1).page_bytes
+    m1 = mamba_page(geometry, settings, 1, inputs.profile).page_bytes
     stable = _block(a1, m1, inputs, settings, attention.use_mla)
     a_local = attention_page_bytes_per_token(attention, tp, kv_bytes)
-    m_local = mamba_page(geometry, settings, tp).page_bytes
+    m_local = mamba_page(geometry, settings, tp, inputs.profile).page_bytes
     if stable * a_local >= m_local:
         return stable, False
     return _block(a_local, m_local, inputs, settings, attention.use_mla), True
@@ -329,11 +541,12 @@ def analyze_rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankRe
     model_dtype = resolve_model_dtype(settings.dtype, geometry.model_dtype)
     if settings.num_speculative_tokens < 0:
         raise InvalidSettings("--num-speculative-tokens must be >= 0")
+    profile = resolve(settings.vllm_version).profile
 
     state_page: MambaPage | None = None
     if geometry.state is not None:
         try:
-            state_page = mamba_page(geometry, settings, tp)
+            state_page = mamba_page(geometry, settings, tp, profile)
         except IndivisibleTP as exc:
             return RankResult(tp=tp, valid=False, reason=str(exc))
 
@@ -359,10 +572,11 @@ def analyze_rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankRe
         "kv_heads_per_rank": kv_heads_per_rank(attention, tp),
         "attn_page_bytes_per_token": a,
         "base_block_size": inputs.base_block,
+        "profile": profile.name,
     }
     if state_page is None or state_page.page_bytes == 0:
         block = inputs.base_block
-        kernel = kernel_block_size(block, inputs.backend)
+        kernel = kernel_for(block, inputs)
         return RankResult(
             **common,  # type: ignore[arg-type]
             block_size=block,
@@ -372,7 +586,8 @@ def analyze_rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankRe
         )
 
     m = state_page.page_bytes
-    block = _block(a, m, inputs, settings, attention.use_mla)
+    derivation = _derive(a, m, inputs, settings, attention.use_mla)
+    block = derivation.block
     stable, grown = tp_stable_block_size(geometry, settings, tp)
     return RankResult(
         **common,  # type: ignore[arg-type]
@@ -380,14 +595,15 @@ def analyze_rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankRe
         mamba_state_shapes=state_page.shapes,
         mamba_state_dtypes=state_page.dtypes,
         block_size=block,
-        kernel_block_size=kernel_block_size(block, inputs.backend),
+        kernel_block_size=kernel_for(block, inputs),
         mamba_page_size_padded=block * a if block * a != m else None,
         mamba_padding_pct=padding_pct(block, a, m),
         block_size_overridden=settings.block_size is not None and block > settings.block_size,
         tp_stable_block_size=stable,
-        tp_stable_kernel_block_size=kernel_block_size(stable, inputs.backend),
+        tp_stable_kernel_block_size=kernel_for(stable, inputs),
         tp_stable_padding_pct=padding_pct(stable, a, m),
         tp_stable_grown=grown,
+        derivation=derivation,
     )
 
 
@@ -397,9 +613,10 @@ def common_block_size(
     """Smallest ``--block-size B`` that, set on every pool, makes each TP in ``tps`` choose
     exactly ``B`` (spec §7), with the Mamba padding % it costs per TP.
 
-    ``B`` must cover every rank's Mamba page (``B * a_tp >= m_tp``) and be a multiple of
-    the alignment unit: the backend's smallest kernel block, 128 for MLA, and the prefill
-    checkpoint alignment when prefix caching is on. ``None`` for models without both
+    ``B`` must cover every rank's aligned block and be a multiple of the alignment unit:
+    the backend's smallest kernel block, the MLA floor, the prefill checkpoint alignment
+    when prefix caching is on and, on releases that chunk-align, the Mamba chunk size
+    (model-config era: the fixed unit). ``None`` for models without both
     attention and state layers, or when no TP in ``tps`` is valid.
     """
     if not geometry.is_hybrid:
@@ -407,11 +624,17 @@ def common_block_size(
     attention = geometry.attention
     assert attention is not None
     inputs = _inputs(geometry, settings)
-    unit = inputs.backend.min_block
-    if attention.use_mla:
-        unit = math.lcm(unit, MLA_ALIGNMENT_FLOOR)
-    if settings.enable_prefix_caching:
-        unit = math.lcm(unit, inputs.checkpoint)
+    profile = inputs.profile
+    if profile.alignment_site == "platform":
+        unit = inputs.backend.min_block
+        if attention.use_mla and profile.mla_floor:
+            unit = math.lcm(unit, profile.mla_floor)
+        if settings.enable_prefix_caching and profile.gdn_checkpoint_alignment:
+            unit = math.lcm(unit, inputs.checkpoint)
+        if inputs.chunk is not None:
+            unit = math.lcm(unit, inputs.chunk)
+    else:  # model-config era: the user's block is kept whenever it covers the aligned block
+        unit = _derive(1, 1, inputs, settings, attention.use_mla).unit_start
     model_dtype = resolve_model_dtype(settings.dtype, geometry.model_dtype)
     kv_bytes = kv_cache_dtype_bytes(settings.kv_cache_dtype, model_dtype)
     pages: dict[int, tuple[int, int]] = {}
@@ -419,12 +642,13 @@ def common_block_size(
         if validate_tp(geometry, tp):
             continue
         try:
-            m = mamba_page(geometry, settings, tp).page_bytes
+            m = mamba_page(geometry, settings, tp, profile).page_bytes
         except IndivisibleTP:
             continue
         pages[tp] = (attention_page_bytes_per_token(attention, tp, kv_bytes), m)
     if not pages:
         return None
-    need = max(cdiv(m, a) for a, m in pages.values())
+    at_unit = dataclasses.replace(inputs, base_block=unit)
+    need = max(_derive(a, m, at_unit, settings, attention.use_mla).block for a, m in pages.values())
     block = unit * cdiv(max(need, unit), unit)
     return block, {tp: padding_pct(block, a, m) for tp, (a, m) in pages.items()}

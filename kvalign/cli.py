@@ -615,3 +615,68 @@ def survey(
         return EXIT_OK
 
     raise typer.Exit(_guarded(run))
+
+
+# ---- explain (appended) -----------------------------------------------------------------
+class ExplainFormat(str, Enum):
+    """``explain --format`` values."""
+
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def explain(
+    model: ModelArg,
+    tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor parallel size.")] = 1,
+    dtype: DtypeOpt = "auto",
+    kv_cache_dtype: KvDtypeOpt = "auto",
+    block_size: BlockOpt = None,
+    enable_prefix_caching: PrefixOpt = True,
+    mamba_cache_dtype: MambaDtypeOpt = "auto",
+    mamba_ssm_cache_dtype: SsmDtypeOpt = "auto",
+    num_speculative_tokens: SpecOpt = 0,
+    attention_backend: BackendOpt = "FLASH_ATTN",
+    gpu: GpuOpt = None,
+    gdn_prefill_backend: GdnOpt = GdnBackendChoice.auto,
+    vllm_version: VersionOpt = None,
+    output_format: Annotated[
+        ExplainFormat, typer.Option("--format", help="Output format.")
+    ] = ExplainFormat.text,
+    revision: RevisionOpt = None,
+    trust_remote_code: TrustOpt = False,
+) -> None:
+    """Show the block-size derivation step by step: each quantity, the config fields and
+    flags it came from, the formula with numbers, and the vLLM function it mirrors.
+
+    Exit 0, or 2 on bad input.
+    """
+    from kvalign.explain import explain as build_explanation
+    from kvalign.report.explain_format import explain_json, explain_text
+
+    def run() -> int:
+        settings = Settings(
+            dtype=dtype,
+            kv_cache_dtype=kv_cache_dtype,
+            block_size=block_size,
+            enable_prefix_caching=enable_prefix_caching,
+            mamba_cache_dtype=mamba_cache_dtype,
+            mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
+            num_speculative_tokens=num_speculative_tokens,
+            attention_backend=attention_backend,
+            gpu=gpu,
+            gdn_prefill_backend=gdn_prefill_backend.value,
+            vllm_version=vllm_version,
+        )
+        if trust_remote_code:
+            sys.stderr.write("kvalign: warning: --trust-remote-code lets a hub repository run "
+                             "code on this machine\n")  # fmt: skip
+        geometry = load_model(model, revision=revision, trust_remote_code=trust_remote_code)
+        ex = build_explanation(geometry, settings, tp)
+        if output_format is ExplainFormat.json:
+            typer.echo(explain_json(ex))
+        else:
+            typer.echo(explain_text(ex), nl=False)
+        return EXIT_OK
+
+    raise typer.Exit(_guarded(run))

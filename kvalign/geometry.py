@@ -70,6 +70,11 @@ class ModelGeometry:
             before alignment (Nemotron-H: config value or float32; Qwen3.5: ``mamba_ssm_dtype``).
         provenance: symbol → config key it was read from (``text_config.`` prefix for VL).
         notes: human-readable remarks about how the config was read.
+        mamba_chunk_size: ``mamba_chunk_size`` / ``chunk_size`` of the text config, or
+            ``None`` (vLLM ``ModelConfig.get_mamba_chunk_size`` then uses 2048); only
+            releases with chunk-aligned prefix caching read it.
+        ssm_dtype_fallback: ``ssm_dtype_default`` is vLLM's fallback (the config names no
+            ``mamba_ssm_cache_dtype``), so it depends on the release.
     """
 
     model_id: str
@@ -84,6 +89,8 @@ class ModelGeometry:
     ssm_dtype_default: str | None = None
     provenance: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    mamba_chunk_size: int | None = None
+    ssm_dtype_fallback: bool = False
 
     @property
     def attention_free(self) -> bool:

@@ -15,7 +15,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kvalign.alignment import RankResult, analyze_rank, checkpoint_alignment, common_block_size
+from kvalign.alignment import (
+    RankResult,
+    analyze_rank,
+    checkpoint_alignment,
+    chunk_alignment,
+    common_block_size,
+)
 from kvalign.geometry import ModelGeometry
 from kvalign.settings import Settings
 from kvalign.versions import DEFAULT_PROFILE, Profile, resolve
@@ -63,6 +69,33 @@ class PairResult:
         return self.verdict in FLAGGED
 
 
+def release_limit(
+    profile: Profile, prefill: RankResult, decode: RankResult, p_kernel: int, d_kernel: int
+) -> str:
+    """Why the release's NIXL connector cannot pair these sides at all (``""`` if it can).
+
+    Older releases: no hybrid support in NIXL (< 0.19, the connector lacks ``SupportsHMA``),
+    equal TP required for Mamba hybrids (0.19: "Mamba does not support heterogeneous TP
+    yet"), equal block sizes required (0.10: for every model; < 0.27: for hybrids, under
+    the hybrid KV-cache manager).
+    """
+    hybrid = prefill.mamba_page_bytes is not None and not prefill.attention_free
+    name = profile.name
+    if hybrid and not profile.nixl_hybrid:
+        return f"vLLM {name}'s NIXL connector does not serve hybrid models (no SupportsHMA)"
+    if hybrid and not profile.nixl_hetero_tp_mamba and prefill.tp != decode.tp:
+        return f"vLLM {name}'s NIXL connector requires equal prefill/decode TP for Mamba hybrids"
+    if p_kernel != d_kernel and (
+        profile.nixl_equal_blocks_all or (hybrid and not profile.nixl_hetero_hybrid)
+    ):
+        what = "every model" if profile.nixl_equal_blocks_all else "hybrid models"
+        return (
+            f"block sizes differ ({p_kernel} vs {d_kernel}) and vLLM {name}'s NIXL connector "
+            f"requires equal block sizes for {what}"
+        )
+    return ""
+
+
 def analyze_pair(
     prefill: RankResult,
     decode: RankResult,
@@ -94,6 +127,12 @@ def analyze_pair(
         )  # fmt: skip
     divisible = d_kernel % p_kernel == 0
     ratio = d_kernel // p_kernel if divisible else None
+    limit = release_limit(profile, prefill, decode, p_kernel, d_kernel)
+    if limit:
+        return PairResult(
+            prefill.tp, decode.tp, p_block, d_block, p_kernel, d_kernel, ratio, divisible,
+            drift, None, "incompatible", limit,
+        )  # fmt: skip
     unit: int | None = None
     if divisible and ratio == 1:
         if drift:
@@ -177,6 +216,24 @@ class Report:
         return [r for r in self.ranks.values() if not r.valid]
 
 
+def economics_notes(ranks: dict[int, RankResult]) -> list[str]:
+    """Prefix-cache economics per valid hybrid TP: smallest cacheable prefix (one logical
+    block), worst-case recompute per turn (up to two blocks) and Mamba padding bytes per
+    layer per block (``block * a - m``)."""
+    notes = []
+    for tp, rank in sorted(ranks.items()):
+        if not rank.valid or rank.block_size is None or rank.mamba_page_bytes is None:
+            continue
+        assert rank.attn_page_bytes_per_token is not None
+        pad = rank.block_size * rank.attn_page_bytes_per_token - rank.mamba_page_bytes
+        notes.append(
+            f"prefix caching at TP {tp}: smallest cacheable prefix {rank.block_size:,} tokens, "
+            f"worst-case recompute per turn up to {2 * rank.block_size:,} tokens, Mamba "
+            f"padding {pad:,} bytes per layer per block"
+        )
+    return notes
+
+
 def _recommend(
     geometry: ModelGeometry, settings: Settings, tps: list[int], flagged: bool
 ) -> Recommendation:
@@ -214,8 +271,19 @@ def analyze(
     )
     flagged = any(pair.flagged for pair in pairs)
     notes = [resolved.note, *geometry.notes]
-    if geometry.state is not None and geometry.state.family == "gdn":
+    profile = resolved.profile
+    if (
+        geometry.state is not None
+        and geometry.state.family == "gdn"
+        and profile.gdn_checkpoint_alignment
+    ):
         notes.append(checkpoint_alignment(geometry, settings)[1])
+    chunk = chunk_alignment(geometry, settings, profile) if geometry.is_hybrid else None
+    if chunk is not None:
+        notes.append(
+            f"prefix caching in Mamba cache mode 'all' (vLLM {profile.name}): blocks aligned "
+            f"to the Mamba chunk size {chunk}"
+        )
     if geometry.is_hybrid:
         first = next((r for r in ranks.values() if r.valid), None)
         if first is not None and first.backend != settings.attention_backend.upper():
@@ -228,6 +296,7 @@ def analyze(
             )
     if geometry.attention_free:
         notes.append("attention-free model: vLLM does no block alignment")
+    notes += economics_notes(ranks)
     return Report(
         geometry=geometry,
         settings=settings,

@@ -231,6 +231,7 @@ def geometry_from_dict(
         except IndivisibleTP as exc:  # pragma: no cover - TP 1 always divides
             raise InvalidConfig(f"{config_path}: {exc}") from None
 
+    chunk = _chunk_size(text) if state is not None else None
     return ModelGeometry(
         model_id=model_id,
         model_type=text_type,
@@ -244,4 +245,22 @@ def geometry_from_dict(
         ssm_dtype_default=_ssm_default(text, spec) if state is not None else None,
         provenance=dict(text.provenance),
         notes=tuple(notes),
+        mamba_chunk_size=chunk,
+        ssm_dtype_fallback=(
+            spec.ssm_default == "nemotron_h" and text.raw("mamba_ssm_cache_dtype") is None
+        ),
     )
+
+
+def _chunk_size(text: ConfigFields) -> int | None:
+    """Mamba chunk size (``mamba_chunk_size``, else ``chunk_size``), ``None`` when absent.
+
+    Mirrors ``vllm/config/model.py`` ``ModelConfig.get_mamba_chunk_size`` (which falls
+    back to 2048). A malformed value is ignored: only old release profiles read it.
+    """
+    for key in ("mamba_chunk_size", "chunk_size"):
+        value = text.raw(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            text.provenance.setdefault("chunk_size", text.where(key))
+            return value
+    return None
