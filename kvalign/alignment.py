@@ -444,7 +444,7 @@ def _inputs(geometry: ModelGeometry, settings: Settings) -> _Inputs:
             raise InvalidSettings(f"--block-size must be positive, got {settings.block_size}")
         base = settings.block_size
     elif profile.backend_preferred_block:
-        base = backend.preferred_block_size(DEFAULT_BLOCK_SIZE)
+        base = backend.preferred_block_size()  # the platform's default (16; CPU 128)
     else:
         base = DEFAULT_BLOCK_SIZE
     checkpoint = 1
@@ -588,6 +588,12 @@ def analyze_rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankRe
     m = state_page.page_bytes
     derivation = _derive(a, m, inputs, settings, attention.use_mla)
     block = derivation.block
+    if inputs.backend.exact_only and not inputs.backend.supports_block_size(block):
+        # Platform._check_aligned_block_size: the backend accepts only its listed sizes
+        raise InvalidSettings(
+            f"vLLM rejects this configuration: aligned KV cache block size {block} is not "
+            f"supported by attention backend {inputs.backend.name} (only {inputs.backend.sizes})"
+        )
     stable, grown = tp_stable_block_size(geometry, settings, tp)
     return RankResult(
         **common,  # type: ignore[arg-type]

@@ -11,18 +11,31 @@ from dataclasses import dataclass
 
 from kvalign.errors import InvalidSettings
 
+Platform = str  # "cuda", "rocm", "cpu" or "xpu" (vLLM ``current_platform`` kinds)
+
+#: platform kinds, in the order messages list them, with their user-facing names.
+PLATFORM_NAMES: dict[str, str] = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU", "xpu": "XPU"}
+
 
 @dataclass(frozen=True)
 class Backend:
-    """One attention backend's kernel block-size rules.
+    """One attention backend's kernel block-size rules on one platform.
 
     Attributes:
-        name: vLLM's backend name (``--attention-backend`` value).
+        name: vLLM's backend name: the ``AttentionBackendEnum`` member that
+            ``--attention-backend`` takes (equal to the class's ``get_name()`` except
+            ``ROCM_AITER_FA``, whose class calls itself ``FLASH_ATTN``, and
+            ``ROCM_AITER_TRITON_MLA``, ``AITER_TRITON_MLA``).
         sizes: explicit supported kernel block sizes (tokens).
         multiple_of: when set, any multiple of this is also supported (``MultipleOf``).
         mla: the backend serves MLA layers.
         preferred: block size the backend asks for when ``--block-size`` is unset
             (``get_preferred_block_size``); ``None`` → the default rule.
+        platforms: platforms that run the backend for decoder attention.
+        default_block: the default the platform passes to ``get_preferred_block_size``
+            (``CacheConfig.DEFAULT_BLOCK_SIZE`` 16; 128 on the CPU platform).
+        exact_only: ``supports_block_size`` accepts only the listed sizes, not their
+            multiples (``CPU_MLA``), so vLLM rejects any larger aligned hybrid block.
     """
 
     name: str
@@ -30,6 +43,9 @@ class Backend:
     multiple_of: int | None = None
     mla: bool = False
     preferred: int | None = None
+    platforms: tuple[Platform, ...] = ("cuda",)
+    default_block: int = 16
+    exact_only: bool = False
 
     def accepts(self, block: int) -> bool:
         """Whether a kernel block of ``block`` tokens is supported."""
@@ -45,16 +61,29 @@ class Backend:
             candidates.append(self.multiple_of)
         return min(candidates)
 
-    def preferred_block_size(self, default: int = 16) -> int:
-        """Block size chosen when ``--block-size`` is unset (``get_preferred_block_size``)."""
+    def supports_block_size(self, block: int) -> bool:
+        """vLLM ``AttentionBackend.supports_block_size``: a multiple of any supported
+        size (``exact_only``: one of the listed sizes)."""
+        if self.exact_only:
+            return block in self.sizes
+        bases = [*self.sizes, *([self.multiple_of] if self.multiple_of else [])]
+        return any(block % base == 0 for base in bases)
+
+    def preferred_block_size(self, default: int | None = None) -> int:
+        """Block size chosen when ``--block-size`` is unset (``get_preferred_block_size``
+        called with the platform's default, ``default_block`` unless given)."""
         if self.preferred is not None:
             return self.preferred
-        return default if self.accepts(default) else self.min_block
+        start = self.default_block if default is None else default
+        return start if self.supports_block_size(start) else self.min_block
 
 
 @dataclass(frozen=True)
 class Gpu:
-    """A GPU model: vendor and CUDA compute capability (``None`` on ROCm)."""
+    """A device model: vendor and CUDA compute capability (``None`` off CUDA).
+
+    ``vendor`` is ``nvidia`` (CUDA), ``amd`` (ROCm), ``intel`` (XPU) or ``cpu``.
+    """
 
     name: str
     vendor: str
@@ -65,33 +94,71 @@ class Gpu:
         """SM100 family (B200/GB200/B300/GB300): FlashInfer TRT-LLM large pages."""
         return self.capability is not None and self.capability[0] == 10
 
+    @property
+    def platform(self) -> Platform:
+        """The vLLM platform this device runs on."""
+        return {"nvidia": "cuda", "amd": "rocm", "intel": "xpu", "cpu": "cpu"}[self.vendor]
+
 
 _FLASHINFER_LARGE = (16, 32, 64, 128, 256, 512, 1024)
+_CUDA, _ROCM, _CPU, _XPU = ("cuda",), ("rocm",), ("cpu",), ("xpu",)
 
+#: decoder attention backends vLLM 0.33 selects on CUDA, ROCm, CPU and XPU (the
+#: platform files' backend priority lists), with each class's
+#: ``get_supported_kernel_block_sizes`` / ``get_preferred_block_size`` /
+#: ``supports_block_size`` (``vllm/v1/attention/backends/**``). Sparse (DSA/NSA), ViT-only,
+#: multimodal-prefix and packed-KV backends (TURBOQUANT, ULTRAQUANT, ROCM_OCTAVE) are not
+#: listed: kvalign does not model their models or KV layouts.
 BACKENDS: dict[str, Backend] = {
     b.name: b
     for b in (
-        Backend("FLASH_ATTN", multiple_of=16),
+        # CUDA (platforms/cuda.py _get_backend_priorities)
+        Backend("FLASH_ATTN", multiple_of=16, platforms=("cuda", "xpu")),
         Backend("FLASHINFER", sizes=(16, 32, 64)),
-        Backend("TRITON_ATTN", multiple_of=16),
+        Backend("TRITON_ATTN", multiple_of=16, platforms=("cuda", "rocm", "xpu")),
         Backend("FLEX_ATTENTION", multiple_of=16),
-        Backend("CPU_ATTN", multiple_of=32),
-        Backend("ROCM_AITER_FA", sizes=(16, 32)),
-        Backend("ROCM_ATTN", multiple_of=16),
-        Backend("ROCM_AITER_UNIFIED_ATTN", multiple_of=16, preferred=64),
-        Backend("FLASH_ATTN_MLA", multiple_of=16, mla=True),
+        Backend("HPC_ATTN", sizes=(64,)),
+        # ROCm (platforms/rocm.py _get_backend_priorities)
+        Backend("ROCM_ATTN", multiple_of=16, platforms=_ROCM),
+        Backend("ROCM_AITER_FA", sizes=(16, 32), platforms=_ROCM),
+        Backend("ROCM_AITER_UNIFIED_ATTN", multiple_of=16, preferred=64, platforms=_ROCM),
+        # CPU (platforms/cpu.py: default block 128 for get_preferred_block_size)
+        Backend("CPU_ATTN", multiple_of=32, platforms=_CPU, default_block=128),
+        # MLA
+        Backend("FLASH_ATTN_MLA", multiple_of=16, mla=True, platforms=("cuda", "xpu")),
         Backend("FLASHMLA", sizes=(64,), mla=True),
         Backend("CUTLASS_MLA", sizes=(128,), mla=True),
         Backend("FLASHINFER_MLA", sizes=(32, 64), mla=True),
-        Backend("TRITON_MLA", multiple_of=16, mla=True),
+        Backend("TOKENSPEED_MLA", sizes=(32, 64), mla=True),
+        Backend("TRITON_MLA", multiple_of=16, mla=True, platforms=("cuda", "rocm", "xpu")),
+        Backend("ROCM_AITER_MLA", multiple_of=1, mla=True, platforms=_ROCM),
+        Backend("ROCM_AITER_TRITON_MLA", multiple_of=1, mla=True, platforms=_ROCM),
+        Backend(
+            "CPU_MLA", sizes=(16,), mla=True, platforms=_CPU, default_block=128, exact_only=True
+        ),
+        Backend("AMX_MLA", multiple_of=32, mla=True, platforms=_CPU, default_block=128),
     )
 }
 
-#: non-MLA backend name → the MLA backend vLLM runs MLA layers on for it.
-MLA_COUNTERPART: dict[str, str] = {
-    "FLASH_ATTN": "FLASH_ATTN_MLA",
-    "FLASHINFER": "FLASHINFER_MLA",
-    "TRITON_ATTN": "TRITON_MLA",
+#: XPU builds of FLASH_ATTN / FLASH_ATTN_MLA: ``MultipleOf(64)``, preferring 64
+#: (``flash_attn.py`` ``is_xpu`` branches; ``flashattn_mla.py`` ``XPUFlashAttnMLABackend``).
+_XPU_VARIANTS: dict[str, Backend] = {
+    "FLASH_ATTN": Backend("FLASH_ATTN", multiple_of=64, preferred=64, platforms=_XPU),
+    "FLASH_ATTN_MLA": Backend("FLASH_ATTN_MLA", multiple_of=64, mla=True, platforms=_XPU),
+}
+
+#: (platform, non-MLA backend name) → the MLA backend vLLM runs MLA layers on for it.
+MLA_COUNTERPART: dict[tuple[Platform, str], str] = {
+    ("cuda", "FLASH_ATTN"): "FLASH_ATTN_MLA",
+    ("cuda", "FLASHINFER"): "FLASHINFER_MLA",
+    ("cuda", "TRITON_ATTN"): "TRITON_MLA",
+    ("rocm", "TRITON_ATTN"): "TRITON_MLA",
+    ("rocm", "ROCM_ATTN"): "TRITON_MLA",
+    ("rocm", "ROCM_AITER_UNIFIED_ATTN"): "TRITON_MLA",
+    ("rocm", "ROCM_AITER_FA"): "ROCM_AITER_MLA",
+    ("cpu", "CPU_ATTN"): "CPU_MLA",
+    ("xpu", "FLASH_ATTN"): "FLASH_ATTN_MLA",
+    ("xpu", "TRITON_ATTN"): "TRITON_MLA",
 }
 
 DEFAULT_BACKEND = "FLASH_ATTN"
@@ -116,6 +183,10 @@ GPUS: dict[str, Gpu] = {
         Gpu("MI300X", "amd", None),
         Gpu("MI325X", "amd", None),
         Gpu("MI355X", "amd", None),
+        Gpu("Max-1550", "intel", None),
+        Gpu("Arc-B580", "intel", None),
+        Gpu("Arc-Pro-B60", "intel", None),
+        Gpu("CPU", "cpu", None),
     )
 }
 
@@ -134,28 +205,84 @@ def get_gpu(name: str | None) -> Gpu | None:
     raise InvalidSettings(f"--gpu: unknown GPU {name!r} (known: {', '.join(GPUS)})")
 
 
+def platform_for(name: str, gpu: Gpu | None) -> Platform:
+    """The platform ``--attention-backend name`` runs on: the GPU's, else the backend's
+    only platform, else CUDA (an unspecified CUDA GPU)."""
+    if gpu is not None:
+        return gpu.platform
+    backend = BACKENDS.get(name.strip().upper())
+    if backend is not None and len(backend.platforms) == 1:
+        return backend.platforms[0]
+    return "cuda"
+
+
+def _names_on(platform: Platform) -> str:
+    return ", ".join(n for n, b in BACKENDS.items() if platform in b.platforms)
+
+
 def resolve_backend(name: str, *, use_mla: bool, gqa: bool, gpu: Gpu | None) -> Backend:
     """The backend that serves the model's attention layers for ``--attention-backend name``.
 
-    MLA models run on the MLA counterpart of a non-MLA name (``FLASHINFER`` →
-    ``FLASHINFER_MLA``). FlashInfer advertises 128..1024-token pages only on Blackwell
-    (SM100 family) for GQA models (``flashinfer.py`` ``get_supported_kernel_block_sizes``).
+    The platform is the GPU's (``--gpu``), else the backend's only platform, else CUDA.
+    MLA models run on the MLA counterpart of a non-MLA name on that platform
+    (``FLASHINFER`` → ``FLASHINFER_MLA``; ROCm ``ROCM_AITER_FA`` → ``ROCM_AITER_MLA``).
+    FlashInfer advertises 128..1024-token pages only on Blackwell (SM100 family) for GQA
+    models (``flashinfer.py`` ``get_supported_kernel_block_sizes``); FLASH_ATTN and
+    FLASH_ATTN_MLA use 64-token multiples on XPU.
 
     Raises:
-        InvalidSettings: unknown backend, or an MLA-only backend for a non-MLA model.
+        InvalidSettings: unknown backend, a backend the platform does not run (e.g. a
+            CUDA-only backend on a ROCm GPU), or an MLA-only backend for a non-MLA model.
     """
     key = name.strip().upper()
     if key not in BACKENDS:
         raise InvalidSettings(
             f"--attention-backend: unknown backend {name!r} (known: {', '.join(BACKENDS)})"
         )
+    platform = platform_for(key, gpu)
+    if platform not in BACKENDS[key].platforms:
+        # only reachable with --gpu: without one the platform is always the backend's
+        assert gpu is not None
+        runs_on = "/".join(PLATFORM_NAMES[p] for p in BACKENDS[key].platforms)
+        kind = PLATFORM_NAMES[platform] + (" device" if platform == "cpu" else " GPU")
+        article = "an" if platform == "xpu" else "a"
+        raise InvalidSettings(
+            f"--attention-backend {key} is a {runs_on} backend but --gpu {gpu.name} is "
+            f"{article} {kind} ({PLATFORM_NAMES[platform]} backends: {_names_on(platform)})"
+        )
     if use_mla and not BACKENDS[key].mla:
-        if key not in MLA_COUNTERPART:
-            raise InvalidSettings(f"--attention-backend {key} cannot serve MLA attention layers")
-        key = MLA_COUNTERPART[key]
+        counterpart = MLA_COUNTERPART.get((platform, key))
+        if counterpart is None:
+            raise InvalidSettings(
+                f"--attention-backend {key} cannot serve MLA attention layers on "
+                f"{PLATFORM_NAMES[platform]}"
+            )
+        key = counterpart
     elif not use_mla and BACKENDS[key].mla:
         raise InvalidSettings(f"--attention-backend {key} serves MLA models only")
+    if platform == "xpu" and key in _XPU_VARIANTS:
+        return _XPU_VARIANTS[key]
     backend = BACKENDS[key]
     if key == "FLASHINFER" and gqa and gpu is not None and gpu.blackwell:
         return Backend("FLASHINFER", sizes=_FLASHINFER_LARGE)
     return backend
+
+
+def platform_note(name: str, gpu_name: str | None) -> str:
+    """One line saying which backend/platform assumption the numbers use.
+
+    Raises:
+        InvalidSettings: an unknown GPU name.
+    """
+    gpu = get_gpu(gpu_name)
+    key = name.strip().upper()
+    platform = platform_for(key, gpu)
+    if gpu is not None:
+        return f"attention backend {key} on {gpu.name} ({PLATFORM_NAMES[platform]})"
+    if platform != "cuda":
+        return f"attention backend {key} on {PLATFORM_NAMES[platform]} (no --gpu given)"
+    default = " (vLLM's default)" if key == DEFAULT_BACKEND else ""
+    return (
+        f"attention backend {key}{default} on an unspecified CUDA GPU "
+        "(pass --gpu and --attention-backend to match your deployment)"
+    )

@@ -22,6 +22,7 @@ from kvalign.alignment import (
     chunk_alignment,
     common_block_size,
 )
+from kvalign.backends import platform_note
 from kvalign.geometry import ModelGeometry
 from kvalign.settings import Settings
 from kvalign.versions import DEFAULT_PROFILE, Profile, resolve
@@ -271,6 +272,8 @@ def analyze(
     )
     flagged = any(pair.flagged for pair in pairs)
     notes = [resolved.note, *geometry.notes]
+    if geometry.attention is not None:
+        notes.append(platform_note(settings.attention_backend, settings.gpu))
     profile = resolved.profile
     if (
         geometry.state is not None
