@@ -208,6 +208,25 @@ TrustOpt = Annotated[
         help="Let transformers run a hub repo's config code for unknown model types (off).",
     ),
 ]
+HfOverridesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--hf-overrides",
+        metavar="JSON",
+        help="vLLM --hf-overrides: a JSON object merged into the config before sizing, "
+        """e.g. '{"n_groups": 4}'.""",
+    ),
+]
+
+
+def _overrides(text: str | None) -> dict[str, object] | None:
+    """Parse ``--hf-overrides`` and say on stderr which top-level keys it overrides."""
+    from kvalign.sources.overrides import parse_hf_overrides
+
+    parsed = parse_hf_overrides(text)
+    if parsed:
+        sys.stderr.write(f"kvalign: note: --hf-overrides applied to: {', '.join(parsed)}\n")
+    return parsed
 
 
 def _report(
@@ -217,12 +236,15 @@ def _report(
     settings: Settings,
     revision: str | None,
     trust_remote_code: bool,
+    hf_overrides: dict[str, object] | None = None,
 ) -> Report:
     if trust_remote_code:
         sys.stderr.write(
             "kvalign: warning: --trust-remote-code lets a hub repository run code on this machine\n"
         )
-    geometry = load_model(model, revision=revision, trust_remote_code=trust_remote_code)
+    geometry = load_model(
+        model, revision=revision, trust_remote_code=trust_remote_code, hf_overrides=hf_overrides
+    )
     return analyze(geometry, settings, prefill, decode)
 
 
@@ -250,6 +272,7 @@ def check(
     output_format: FormatOpt = OutputFormat.table,
     revision: RevisionOpt = None,
     trust_remote_code: TrustOpt = False,
+    hf_overrides: HfOverridesOpt = None,
 ) -> None:
     """Check every prefill × decode TP pair: block sizes, block_size_ratio, prefix drift.
 
@@ -273,7 +296,9 @@ def check(
             alignment=alignment.value,
             vllm_version=vllm_version,
         )
-        report = _report(model, prefill, decode, settings, revision, trust_remote_code)
+        report = _report(
+            model, prefill, decode, settings, revision, trust_remote_code, _overrides(hf_overrides)
+        )
         invalid = report.invalid_tps
         if invalid:
             details = "; ".join(f"TP {r.tp}: {r.reason}" for r in invalid)
@@ -312,6 +337,7 @@ def matrix(
     output_format: FormatOpt = OutputFormat.table,
     revision: RevisionOpt = None,
     trust_remote_code: TrustOpt = False,
+    hf_overrides: HfOverridesOpt = None,
 ) -> None:
     """Full prefill × decode grid for a runbook. TP sizes the model rejects show as INVALID.
 
@@ -334,7 +360,9 @@ def matrix(
             alignment=alignment.value,
             vllm_version=vllm_version,
         )
-        report = _report(model, tps, tps, settings, revision, trust_remote_code)
+        report = _report(
+            model, tps, tps, settings, revision, trust_remote_code, _overrides(hf_overrides)
+        )
         if output_format is OutputFormat.json:
             typer.echo(to_json(report))
         elif output_format is OutputFormat.markdown:
@@ -557,6 +585,7 @@ def survey(
     ] = None,
     revision: RevisionOpt = None,
     trust_remote_code: TrustOpt = False,
+    hf_overrides: HfOverridesOpt = None,
 ) -> None:
     """Count mismatched P/D pairs per model under vLLM's and the TP-stable alignment.
 
@@ -591,8 +620,14 @@ def survey(
                 "this machine\n"
             )
         names = model or [entry.model_id for entry in catalog.entries()]
+        overrides = _overrides(hf_overrides)
         geometries = [
-            load_model(name, revision=revision, trust_remote_code=trust_remote_code)
+            load_model(
+                name,
+                revision=revision,
+                trust_remote_code=trust_remote_code,
+                hf_overrides=overrides,
+            )
             for name in names
         ]
         result = run_survey(geometries, settings, tps)
@@ -645,6 +680,7 @@ def explain(
     ] = ExplainFormat.text,
     revision: RevisionOpt = None,
     trust_remote_code: TrustOpt = False,
+    hf_overrides: HfOverridesOpt = None,
 ) -> None:
     """Show the block-size derivation step by step: each quantity, the config fields and
     flags it came from, the formula with numbers, and the vLLM function it mirrors.
@@ -671,7 +707,12 @@ def explain(
         if trust_remote_code:
             sys.stderr.write("kvalign: warning: --trust-remote-code lets a hub repository run "
                              "code on this machine\n")  # fmt: skip
-        geometry = load_model(model, revision=revision, trust_remote_code=trust_remote_code)
+        geometry = load_model(
+            model,
+            revision=revision,
+            trust_remote_code=trust_remote_code,
+            hf_overrides=_overrides(hf_overrides),
+        )
         ex = build_explanation(geometry, settings, tp)
         if output_format is ExplainFormat.json:
             typer.echo(explain_json(ex))

@@ -10,6 +10,7 @@ Resolution order for the ``MODEL`` argument (:func:`load_model`):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from kvalign.errors import ConfigNotFound, UnsupportedModel
@@ -17,6 +18,7 @@ from kvalign.geometry import ModelGeometry
 from kvalign.sources import catalog, hub
 from kvalign.sources.build import geometry_from_dict
 from kvalign.sources.config_file import read_config_json
+from kvalign.sources.overrides import apply_hf_overrides
 
 __all__ = ["catalog", "load_model"]
 
@@ -35,6 +37,7 @@ def load_model(
     *,
     revision: str | None = None,
     trust_remote_code: bool = False,
+    hf_overrides: Mapping[str, object] | None = None,
 ) -> ModelGeometry:
     """Load and model one config, resolving ``name`` as described in the module docstring.
 
@@ -43,6 +46,8 @@ def load_model(
         revision: hub revision (branch, tag or commit) for hub ids.
         trust_remote_code: allow transformers to run the repo's config code for hub
             models whose type neither transformers nor kvalign knows. Off by default.
+        hf_overrides: vLLM's ``--hf-overrides`` (a dict), applied to the raw config dict
+            before the geometry is built (:func:`kvalign.sources.overrides.apply_hf_overrides`).
 
     Raises:
         ConfigNotFound, InvalidConfig, UnsupportedModel: see :mod:`kvalign.errors`.
@@ -52,14 +57,14 @@ def load_model(
         raise ConfigNotFound("MODEL is empty: give a bundled model id, a path or a hub id")
     entry = catalog.lookup(name) if revision is None else None
     if entry is not None:
-        raw = read_config_json(entry.config_path)
+        raw = apply_hf_overrides(read_config_json(entry.config_path), hf_overrides)
         return geometry_from_dict(
             raw, model_id=entry.model_id, config_path=str(entry.config_path), source="catalog"
         )
     path = Path(name).expanduser()
     if path.exists() or name.endswith(".json") or name.startswith((".", "/", "~")):
         config_path = _local_config(path)
-        raw = read_config_json(config_path)
+        raw = apply_hf_overrides(read_config_json(config_path), hf_overrides)
         return geometry_from_dict(raw, model_id=name, config_path=str(config_path), source="local")
     if not hub.looks_like_repo_id(name):
         raise ConfigNotFound(
@@ -67,16 +72,21 @@ def load_model(
             "(see `kvalign models`)"
         )
     config_path = hub.fetch_config(name, revision)
-    raw = read_config_json(config_path)
+    raw = apply_hf_overrides(read_config_json(config_path), hf_overrides)
     try:
         return geometry_from_dict(raw, model_id=name, config_path=str(config_path), source="hub")
     except UnsupportedModel:
         if not trust_remote_code:
             raise
-        return _remote_code_geometry(name, revision, str(config_path))
+        return _remote_code_geometry(name, revision, str(config_path), hf_overrides)
 
 
-def _remote_code_geometry(name: str, revision: str | None, config_path: str) -> ModelGeometry:
+def _remote_code_geometry(
+    name: str,
+    revision: str | None,
+    config_path: str,
+    hf_overrides: Mapping[str, object] | None = None,
+) -> ModelGeometry:
     """Last resort behind ``--trust-remote-code``: let transformers run the repo's config code."""
     from transformers import AutoConfig
 
@@ -86,4 +96,5 @@ def _remote_code_geometry(name: str, revision: str | None, config_path: str) -> 
         cfg = AutoConfig.from_pretrained(name, revision=revision, trust_remote_code=True)
     except Exception as exc:
         raise InvalidConfig(f"{name}: remote config code failed: {exc}") from None
-    return geometry_from_dict(cfg.to_dict(), model_id=name, config_path=config_path, source="hub")
+    raw = apply_hf_overrides(cfg.to_dict(), hf_overrides)
+    return geometry_from_dict(raw, model_id=name, config_path=config_path, source="hub")
