@@ -721,3 +721,68 @@ def explain(
         return EXIT_OK
 
     raise typer.Exit(_guarded(run))
+
+
+# ---- verify (issue 4) ---------------------------------------------------------------------
+class VerifyFormat(str, Enum):
+    """``verify --format`` values."""
+
+    table = "table"
+    json = "json"
+
+
+@app.command()
+def verify(
+    model: ModelArg,
+    tp: Annotated[str, typer.Option("--tp", help="TP sizes, comma-separated.")] = "1",
+    dtype: DtypeOpt = "auto",
+    kv_cache_dtype: KvDtypeOpt = "auto",
+    block_size: BlockOpt = None,
+    enable_prefix_caching: PrefixOpt = True,
+    mamba_cache_dtype: MambaDtypeOpt = "auto",
+    mamba_ssm_cache_dtype: SsmDtypeOpt = "auto",
+    num_speculative_tokens: SpecOpt = 0,
+    attention_backend: BackendOpt = "FLASH_ATTN",
+    gpu: GpuOpt = None,
+    gdn_prefill_backend: GdnOpt = GdnBackendChoice.auto,
+    vllm_version: VersionOpt = None,
+    output_format: Annotated[
+        VerifyFormat, typer.Option("--format", help="Output format.")
+    ] = VerifyFormat.table,
+    revision: RevisionOpt = None,
+    hf_overrides: HfOverridesOpt = None,
+) -> None:
+    """Compare kvalign's pages and block sizes with vLLM's own functions (needs vLLM
+    installed here: pip install 'kvalign[verify]'). No GPU, weights or model code.
+
+    Exit 0 when identical, 1 on any difference, 2 when vLLM is missing, raises, or on
+    bad input.
+    """
+    from kvalign.report.verify_format import verify_json, verify_table
+    from kvalign.verify import verify as run_verify
+
+    def run() -> int:
+        tps = parse_tp_list(tp, "--tp")
+        settings = Settings(
+            dtype=dtype,
+            kv_cache_dtype=kv_cache_dtype,
+            block_size=block_size,
+            enable_prefix_caching=enable_prefix_caching,
+            mamba_cache_dtype=mamba_cache_dtype,
+            mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
+            num_speculative_tokens=num_speculative_tokens,
+            attention_backend=attention_backend,
+            gpu=gpu,
+            gdn_prefill_backend=gdn_prefill_backend.value,
+            vllm_version=vllm_version,
+        )
+        overrides = _overrides(hf_overrides)
+        geometry = load_model(model, revision=revision, hf_overrides=overrides)
+        result = run_verify(geometry, settings, tps, hf_overrides=overrides)
+        if output_format is VerifyFormat.json:
+            typer.echo(verify_json(result))
+        else:
+            _stdout().print(verify_table(result))
+        return EXIT_OK if result.identical else EXIT_FLAGGED
+
+    raise typer.Exit(_guarded(run))
