@@ -22,5 +22,5 @@ class MLAAttentionSpec:
 class MambaSpec:
     def __init__(self, shapes, dtypes, block_size):
         self.page_size_bytes = sum(
-            math.prod(shape) * dtype.itemsize for shape, dtype in zip(shapes, dtypes)
+            math.prod(shape) * dtype.itemsize for shape, dtype in zip(shapes, dtypes, strict=True)
         )
