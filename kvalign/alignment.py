@@ -592,7 +592,8 @@ def analyze_rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankRe
         # Platform._check_aligned_block_size: the backend accepts only its listed sizes
         raise InvalidSettings(
             f"vLLM rejects this configuration: aligned KV cache block size {block} is not "
-            f"supported by attention backend {inputs.backend.name} (only {inputs.backend.sizes})"
+            f"supported by attention backend {inputs.backend.name} (only "
+            f"{', '.join(map(str, inputs.backend.sizes))} tokens)"
         )
     stable, grown = tp_stable_block_size(geometry, settings, tp)
     return RankResult(
