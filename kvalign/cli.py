@@ -179,7 +179,11 @@ BackendOpt = Annotated[
 ]
 GpuOpt = Annotated[
     str | None,
-    typer.Option("--gpu", help="GPU model, e.g. H100, B200 (capability-dependent rules)."),
+    typer.Option(
+        "--gpu",
+        help="GPU model, e.g. H100, B200, MI300X, Max-1550, CPU: platform and "
+        "capability-dependent rules.",
+    ),
 ]
 GdnOpt = Annotated[
     GdnBackendChoice,
