@@ -228,8 +228,16 @@ def vllm_answer(request: ProbeRequest) -> VllmAnswer:
                 model_cls, _ = ModelRegistry.resolve_model_cls(
                     model_config.architecture, model_config=model_config
                 )
-                raw_shapes = model_cls.get_mamba_state_shape_from_config(vllm_config)
-                raw_dtypes = model_cls.get_mamba_state_dtype_from_config(vllm_config)
+                if hasattr(model_cls, "get_mamba_specs_from_config"):
+                    # several state layouts (Qwen4Exp): vLLM aligns to the largest page
+                    largest = max(
+                        model_cls.get_mamba_specs_from_config(vllm_config),
+                        key=lambda spec: spec.page_size_bytes,
+                    )
+                    raw_shapes, raw_dtypes = largest.shapes, largest.dtypes
+                else:
+                    raw_shapes = model_cls.get_mamba_state_shape_from_config(vllm_config)
+                    raw_dtypes = model_cls.get_mamba_state_dtype_from_config(vllm_config)
                 m = MambaSpec(shapes=raw_shapes, dtypes=raw_dtypes, block_size=-1).page_size_bytes
                 shapes = tuple(tuple(int(d) for d in shape) for shape in raw_shapes)
                 dtypes = tuple(_dtype_name(dt) for dt in raw_dtypes)
