@@ -10,24 +10,18 @@ import os
 import sys
 from collections.abc import Callable
 from enum import Enum
-from typing import Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 
 from kvalign import __version__
 from kvalign.errors import InvalidSettings, KvalignError
-from kvalign.pd import Report, analyze
-from kvalign.report import (
-    check_markdown,
-    check_table,
-    matrix_markdown,
-    matrix_table,
-    models_table,
-    to_json,
-)
 from kvalign.settings import Settings
-from kvalign.sources import catalog, load_model
+
+if TYPE_CHECKING:  # heavy modules load inside the commands: --version/--help stay fast
+    from rich.console import Console
+
+    from kvalign.pd import Report
 
 EXIT_OK, EXIT_FLAGGED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
@@ -69,6 +63,8 @@ class GdnBackendChoice(str, Enum):
 
 
 def _stdout() -> Console:
+    from rich.console import Console
+
     width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
     return Console(width=width, soft_wrap=False, highlight=False)
 
@@ -201,6 +197,13 @@ VersionOpt = Annotated[
 RevisionOpt = Annotated[
     str | None, typer.Option("--revision", help="Hub revision (branch, tag, commit).")
 ]
+NoCacheOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Neither read nor write the geometry cache ($XDG_CACHE_HOME/kvalign).",
+    ),
+]
 TrustOpt = Annotated[
     bool,
     typer.Option(
@@ -217,12 +220,18 @@ def _report(
     settings: Settings,
     revision: str | None,
     trust_remote_code: bool,
+    use_cache: bool = True,
 ) -> Report:
     if trust_remote_code:
         sys.stderr.write(
             "kvalign: warning: --trust-remote-code lets a hub repository run code on this machine\n"
         )
-    geometry = load_model(model, revision=revision, trust_remote_code=trust_remote_code)
+    from kvalign.pd import analyze
+    from kvalign.sources import load_model
+
+    geometry = load_model(
+        model, revision=revision, trust_remote_code=trust_remote_code, use_cache=use_cache
+    )
     return analyze(geometry, settings, prefill, decode)
 
 
@@ -250,11 +259,14 @@ def check(
     output_format: FormatOpt = OutputFormat.table,
     revision: RevisionOpt = None,
     trust_remote_code: TrustOpt = False,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Check every prefill × decode TP pair: block sizes, block_size_ratio, prefix drift.
 
     Exit 0 when no pair is flagged, 1 when a pair is flagged, 2 on bad input.
     """
+
+    from kvalign.report import check_markdown, check_table, to_json
 
     def run() -> int:
         prefill = parse_tp_list(prefill_tp, "--prefill-tp")
@@ -273,7 +285,9 @@ def check(
             alignment=alignment.value,
             vllm_version=vllm_version,
         )
-        report = _report(model, prefill, decode, settings, revision, trust_remote_code)
+        report = _report(
+            model, prefill, decode, settings, revision, trust_remote_code, not no_cache
+        )
         invalid = report.invalid_tps
         if invalid:
             details = "; ".join(f"TP {r.tp}: {r.reason}" for r in invalid)
@@ -312,11 +326,14 @@ def matrix(
     output_format: FormatOpt = OutputFormat.table,
     revision: RevisionOpt = None,
     trust_remote_code: TrustOpt = False,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Full prefill × decode grid for a runbook. TP sizes the model rejects show as INVALID.
 
     Exit 0 when no valid pair is flagged, 1 when one is, 2 on bad input.
     """
+
+    from kvalign.report import matrix_markdown, matrix_table, to_json
 
     def run() -> int:
         tps = parse_tp_list(tp, "--tp")
@@ -334,7 +351,7 @@ def matrix(
             alignment=alignment.value,
             vllm_version=vllm_version,
         )
-        report = _report(model, tps, tps, settings, revision, trust_remote_code)
+        report = _report(model, tps, tps, settings, revision, trust_remote_code, not no_cache)
         if output_format is OutputFormat.json:
             typer.echo(to_json(report))
         elif output_format is OutputFormat.markdown:
@@ -355,15 +372,17 @@ def models(
     def run() -> int:
         import json
 
+        from kvalign.report import models_table
+        from kvalign.sources import catalog
+        from kvalign.sources.config_file import read_config_json
+
         entries = catalog.entries()
         kinds: dict[str, str] = {}
         for entry in entries:
             model_type = ""
             try:
-                with entry.config_path.open(encoding="utf-8") as handle:
-                    raw = json.load(handle)
-                model_type = str(raw.get("model_type", ""))
-            except (OSError, ValueError):
+                model_type = str(read_config_json(entry.config_path).get("model_type", ""))
+            except KvalignError:
                 model_type = "(unreadable)"
             kinds[entry.model_id] = model_type
         if output_format is OutputFormat.json:
@@ -445,6 +464,7 @@ def audit(
     verbose: Annotated[
         bool, typer.Option("--verbose", help="List unknown flags and skipped files on stderr.")
     ] = False,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Audit P/D deployment files (kvalign YAML, vllm serve lines, Kubernetes, llm-d,
     Dynamo, KServe) before they ship.
@@ -453,6 +473,8 @@ def audit(
     3 a file could not be evaluated.
     """
     from pathlib import Path
+
+    from rich.console import Console
 
     from kvalign.audit import run_audit
     from kvalign.deploy import read_paths
@@ -469,6 +491,7 @@ def audit(
             ignores=ignores,
             baseline=known,
             skipped=tuple(skipped),
+            use_cache=not no_cache,
         )
         for problem in report.problems:
             sys.stderr.write(f"kvalign: warning: {problem.location}: {problem.message}\n")
@@ -557,6 +580,7 @@ def survey(
     ] = None,
     revision: RevisionOpt = None,
     trust_remote_code: TrustOpt = False,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Count mismatched P/D pairs per model under vLLM's and the TP-stable alignment.
 
@@ -566,6 +590,7 @@ def survey(
     """
     from kvalign.report.plot import survey_svg
     from kvalign.report.survey import survey_csv, survey_json, survey_markdown, survey_table
+    from kvalign.sources import catalog, load_model
     from kvalign.survey import survey as run_survey
 
     def run() -> int:
@@ -592,7 +617,12 @@ def survey(
             )
         names = model or [entry.model_id for entry in catalog.entries()]
         geometries = [
-            load_model(name, revision=revision, trust_remote_code=trust_remote_code)
+            load_model(
+                name,
+                revision=revision,
+                trust_remote_code=trust_remote_code,
+                use_cache=not no_cache,
+            )
             for name in names
         ]
         result = run_survey(geometries, settings, tps)
@@ -645,6 +675,7 @@ def explain(
     ] = ExplainFormat.text,
     revision: RevisionOpt = None,
     trust_remote_code: TrustOpt = False,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Show the block-size derivation step by step: each quantity, the config fields and
     flags it came from, the formula with numbers, and the vLLM function it mirrors.
@@ -653,6 +684,7 @@ def explain(
     """
     from kvalign.explain import explain as build_explanation
     from kvalign.report.explain_format import explain_json, explain_text
+    from kvalign.sources import load_model
 
     def run() -> int:
         settings = Settings(
@@ -671,7 +703,9 @@ def explain(
         if trust_remote_code:
             sys.stderr.write("kvalign: warning: --trust-remote-code lets a hub repository run "
                              "code on this machine\n")  # fmt: skip
-        geometry = load_model(model, revision=revision, trust_remote_code=trust_remote_code)
+        geometry = load_model(
+            model, revision=revision, trust_remote_code=trust_remote_code, use_cache=not no_cache
+        )
         ex = build_explanation(geometry, settings, tp)
         if output_format is ExplainFormat.json:
             typer.echo(explain_json(ex))

@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import yaml
-
 from kvalign.deploy.common import (
     PoolInput,
     build_pool,
@@ -31,6 +29,7 @@ from kvalign.deploy.common import (
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem, Role
 from kvalign.deploy.vllm_args import parse_vllm_args, serve_arguments, split_command
 from kvalign.errors import KvalignError
+from kvalign.safeio import load_yaml
 
 KIND = "kubernetes"
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "Pod", "Job"})
@@ -211,8 +210,8 @@ def _router_sizes(ctx: _Context, node: Any, start: int, path: str = "") -> None:
                 )
             elif isinstance(value, str) and ("blockSize" in value) and "\n" in value:
                 try:
-                    embedded = yaml.safe_load(value)
-                except yaml.YAMLError:
+                    embedded = load_yaml(value, ctx.file)
+                except KvalignError:
                     continue
                 _router_sizes(ctx, embedded, start, here)
             else:

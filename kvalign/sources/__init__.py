@@ -10,13 +10,15 @@ Resolution order for the ``MODEL`` argument (:func:`load_model`):
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from kvalign.errors import ConfigNotFound, UnsupportedModel
 from kvalign.geometry import ModelGeometry
-from kvalign.sources import catalog, hub
-from kvalign.sources.build import geometry_from_dict
-from kvalign.sources.config_file import read_config_json
+from kvalign.sources import cache, catalog, hub
+from kvalign.sources.config_file import parse_config_bytes, read_config_bytes
 
 __all__ = ["catalog", "load_model"]
 
@@ -30,11 +32,44 @@ def _local_config(path: Path) -> Path:
     return path
 
 
+def _geometry(
+    config_path: Path,
+    *,
+    model_id: str,
+    source: str,
+    use_cache: bool,
+    params: Mapping[str, Any],
+) -> ModelGeometry:
+    """Read ``config_path`` (size-capped) and build its geometry, through the cache.
+
+    The cache key covers the file's bytes, the kvalign version and ``params`` (every other
+    load parameter that changes the geometry); a hit never imports transformers.
+    """
+    data = read_config_bytes(config_path)
+    key = cache.cache_key(data, params) if use_cache else ""
+    if key:
+        hit = cache.load(key)
+        if hit is not None:
+            return dataclasses.replace(
+                hit, model_id=model_id, config_path=str(config_path), source=source
+            )
+    from kvalign.sources.build import geometry_from_dict
+
+    raw = parse_config_bytes(data, config_path)
+    geometry = geometry_from_dict(
+        raw, model_id=model_id, config_path=str(config_path), source=source
+    )
+    if key:
+        cache.store(key, geometry)
+    return geometry
+
+
 def load_model(
     name: str,
     *,
     revision: str | None = None,
     trust_remote_code: bool = False,
+    use_cache: bool = False,
 ) -> ModelGeometry:
     """Load and model one config, resolving ``name`` as described in the module docstring.
 
@@ -43,33 +78,44 @@ def load_model(
         revision: hub revision (branch, tag or commit) for hub ids.
         trust_remote_code: allow transformers to run the repo's config code for hub
             models whose type neither transformers nor kvalign knows. Off by default.
+        use_cache: read/write the geometry cache (:mod:`kvalign.sources.cache`); the CLI
+            turns it on unless ``--no-cache``.
 
     Raises:
         ConfigNotFound, InvalidConfig, UnsupportedModel: see :mod:`kvalign.errors`.
     """
+    # every load parameter (besides the config bytes) that changes the geometry: part of
+    # the cache key.
+    params: dict[str, Any] = {}
     name = name.strip()
     if not name:
         raise ConfigNotFound("MODEL is empty: give a bundled model id, a path or a hub id")
     entry = catalog.lookup(name) if revision is None else None
     if entry is not None:
-        raw = read_config_json(entry.config_path)
-        return geometry_from_dict(
-            raw, model_id=entry.model_id, config_path=str(entry.config_path), source="catalog"
-        )
+        return _geometry(
+            entry.config_path, model_id=entry.model_id, source="catalog",
+            use_cache=use_cache, params=params,
+        )  # fmt: skip
     path = Path(name).expanduser()
-    if path.exists() or name.endswith(".json") or name.startswith((".", "/", "~")):
-        config_path = _local_config(path)
-        raw = read_config_json(config_path)
-        return geometry_from_dict(raw, model_id=name, config_path=str(config_path), source="local")
+    if (
+        path.exists()
+        or path.is_symlink()
+        or name.endswith(".json")
+        or name.startswith((".", "/", "~"))
+    ):
+        return _geometry(
+            _local_config(path), model_id=name, source="local", use_cache=use_cache, params=params
+        )
     if not hub.looks_like_repo_id(name):
         raise ConfigNotFound(
             f"{name}: not a bundled model, an existing path, or a Hub id of the form org/name "
             "(see `kvalign models`)"
         )
     config_path = hub.fetch_config(name, revision)
-    raw = read_config_json(config_path)
     try:
-        return geometry_from_dict(raw, model_id=name, config_path=str(config_path), source="hub")
+        return _geometry(
+            config_path, model_id=name, source="hub", use_cache=use_cache, params=params
+        )
     except UnsupportedModel:
         if not trust_remote_code:
             raise
@@ -81,6 +127,7 @@ def _remote_code_geometry(name: str, revision: str | None, config_path: str) -> 
     from transformers import AutoConfig
 
     from kvalign.errors import InvalidConfig
+    from kvalign.sources.build import geometry_from_dict
 
     try:
         cfg = AutoConfig.from_pretrained(name, revision=revision, trust_remote_code=True)
