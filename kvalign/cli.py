@@ -330,7 +330,8 @@ def matrix(
 ) -> None:
     """Full prefill × decode grid for a runbook. TP sizes the model rejects show as INVALID.
 
-    Exit 0 when no valid pair is flagged, 1 when one is, 2 on bad input.
+    Exit 0 when no valid pair is flagged, 1 when one is, 2 on bad input (including when
+    no requested TP size is valid).
     """
 
     from kvalign.report import matrix_markdown, matrix_table, to_json
@@ -352,6 +353,11 @@ def matrix(
             vllm_version=vllm_version,
         )
         report = _report(model, tps, tps, settings, revision, trust_remote_code, not no_cache)
+        if len(report.invalid_tps) == len(report.ranks):  # nothing valid to show
+            details = "; ".join(f"TP {r.tp}: {r.reason}" for r in report.invalid_tps)
+            raise InvalidSettings(
+                f"{report.geometry.model_id}: no valid tensor parallel size ({details})"
+            )
         if output_format is OutputFormat.json:
             typer.echo(to_json(report))
         elif output_format is OutputFormat.markdown:
@@ -406,9 +412,30 @@ def models(
     raise typer.Exit(_guarded(run))
 
 
-def main() -> None:
-    """Console-script entry point."""
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point.
+
+    Usage errors (unknown option, a value out of range) become one line on stderr with
+    exit 2, like every other bad input; ``kvalign`` with no arguments prints the help.
+    """
+    try:
+        code = app(args=argv, standalone_mode=False)
+    except Exception as exc:
+        show = getattr(exc, "show", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and callable(show):
+            show()
+            sys.exit(EXIT_USAGE)
+        message = getattr(exc, "format_message", None)
+        if callable(message):  # click's UsageError / BadParameter
+            command = getattr(getattr(exc, "ctx", None), "command_path", "kvalign")
+            one_line = " ".join(str(message()).split())
+            sys.stderr.write(f"kvalign: error: {one_line} (see `{command} --help`)\n")
+            sys.exit(int(getattr(exc, "exit_code", EXIT_USAGE)))
+        if type(exc).__name__ == "Abort":
+            sys.stderr.write("kvalign: error: aborted\n")
+            sys.exit(130)
+        raise
+    sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 
 # ---- audit ------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ def read_text(text: str, file: str, base: Path | None = None) -> Deployment | No
 
     Returns:
         A :class:`Deployment`, or ``None`` when the text is no deployment kvalign knows
-        (e.g. a vLLM ``--config`` YAML on its own).
+        (e.g. a vLLM ``--config`` YAML on its own, manifests without a vLLM pool).
 
     Raises:
         InvalidConfig: a YAML file that does not parse; a kvalign-schema field of the wrong type.
@@ -75,6 +75,8 @@ def read_text(text: str, file: str, base: Path | None = None) -> Deployment | No
         deployment = cmdline.read(text, file, _config_loader(base))
     if deployment is None:
         return None
+    if not deployment.pools and not any(p.blocking for p in deployment.problems):
+        return None  # e.g. manifests without a vLLM container, a lone roleless command
     return Deployment(
         source=deployment.source,
         kind=deployment.kind,

@@ -140,6 +140,26 @@ def _containers(node: Any) -> Iterator[Mapping[str, Any]]:
             yield from _containers(item)
 
 
+def _malformed_containers(node: Any, path: str = "") -> str | None:
+    """Dotted path of the first ``containers`` that is not a list of mappings, if any."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            here = f"{path}.{key}" if path else str(key)
+            if key == "containers" and (
+                not isinstance(value, list) or not all(isinstance(c, Mapping) for c in value)
+            ):
+                return here
+            found = _malformed_containers(value, here)
+            if found is not None:
+                return found
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            found = _malformed_containers(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
 def _labels(node: Any) -> dict[str, Any]:
     """All ``labels`` mappings under ``node`` merged (workload first, then templates)."""
     found: dict[str, Any] = {}
@@ -171,6 +191,13 @@ def _add_pool(
     dp: int | None = None,
     needle: str | None = None,
 ) -> None:
+    bad = _malformed_containers(node)
+    if bad is not None:
+        ctx.problems.append(
+            Problem(ctx.where(needle or f"name: {name}", start),
+                    f"{name}: {bad}: expected a list of containers")
+        )  # fmt: skip
+        return
     for container in _containers(node):
         env = _env(container, ctx)
         launched = _launch(container, env)
