@@ -378,6 +378,7 @@ def read(docs: list[tuple[int, Any]], text: str, file: str) -> Deployment:
         if not isinstance(doc, Mapping):
             continue
         kind = doc.get("kind")
+        kind = kind if isinstance(kind, str) else None
         if is_modelservice(doc):
             _modelservice(ctx, doc, start)
         elif kind in WORKLOADS:
