@@ -236,3 +236,67 @@ def test_probe_timeout_honours_hf_hub_etag_timeout(monkeypatch: pytest.MonkeyPat
     assert hub._probe_timeout() == 2.5
     monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "soon")
     assert hub._probe_timeout() == hub.PROBE_TIMEOUT
+
+
+def _hub_error(name: str, status: int) -> Exception:
+    import httpx2
+    from huggingface_hub import errors
+
+    request = httpx2.Request("HEAD", "https://huggingface.co/x/y/resolve/main/config.json")
+    response = httpx2.Response(status, request=request)
+    cls = getattr(errors, name)
+    if name in ("LocalEntryNotFoundError",):
+        return cls("not cached")  # type: ignore[no-any-return]
+    return cls(f"{name} message", response=response)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "message"),
+    [
+        ("GatedRepoError", 401, "example-org/x: gated repository; log in"),
+        ("RepositoryNotFoundError", 404, "example-org/x: not a bundled model, a local path, or"),
+        ("RevisionNotFoundError", 404, "example-org/x: revision 'v9' not found on the Hub"),
+        ("RemoteEntryNotFoundError", 404, "example-org/x: the repository has no config.json"),
+        ("LocalEntryNotFoundError", 0, "example-org/x: not bundled and not in the Hugging Face"),
+        ("HfHubHTTPError", 403, "example-org/x: the Hub answered HTTP 403"),
+    ],
+)
+def test_hub_errors_become_one_line_config_not_found(
+    monkeypatch: pytest.MonkeyPatch, error: str, status: int, message: str
+) -> None:
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    from kvalign.errors import ConfigNotFound
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # no probe: straight to download
+    exc = _hub_error(error, status)
+
+    def download(*args: object, **kwargs: object) -> str:
+        raise exc
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    with pytest.raises(ConfigNotFound) as info:
+        hub.fetch_config("example-org/x", "v9")
+    assert str(info.value).startswith(message)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(("status", "reachable"), [(503, False), (429, False), (403, None)])
+def test_probe_treats_server_trouble_as_unreachable(
+    monkeypatch: pytest.MonkeyPatch, status: int, reachable: bool | None
+) -> None:
+    import huggingface_hub
+    from huggingface_hub.errors import HfHubHTTPError
+
+    exc = _hub_error("HfHubHTTPError", status)
+
+    def head(*args: object, **kwargs: object) -> None:
+        raise exc
+
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", head)
+    if reachable is None:
+        with pytest.raises(HfHubHTTPError):
+            hub._hub_reachable("example-org/x", None)
+    else:
+        assert hub._hub_reachable("example-org/x", None) is reachable
