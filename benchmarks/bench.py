@@ -96,7 +96,9 @@ def generate_deployments(folder: Path, count: int) -> int:
     """``count`` deployment files: copies of every example kind (Kubernetes, llm-d,
     Dynamo, KServe, shell scripts with their --config) and kvalign-schema files that pair
     every bundled model at several TP sizes. Returns the number of files written."""
-    models = sorted(f"{p.parent.parent.name}/{p.parent.name}" for p in CATALOG.glob("*/*/config.json"))
+    models = sorted(
+        f"{p.parent.parent.name}/{p.parent.name}" for p in CATALOG.glob("*/*/config.json")
+    )
     written = 0
     copy = 0
     while written < count // 2:
@@ -111,8 +113,8 @@ def generate_deployments(folder: Path, count: int) -> int:
         model = models[index % len(models)]
         prefill, decode = pairs[index % len(pairs)]
         text = (
-            f"model: {model}\nprefill: {{tp: {prefill}, args: \"--block-size 64\"}}\n"
-            f"decode: {{tp: {decode}, args: \"--block-size 64\"}}\n"
+            f'model: {model}\nprefill: {{tp: {prefill}, args: "--block-size 64"}}\n'
+            f'decode: {{tp: {decode}, args: "--block-size 64"}}\n'
         )
         (folder / "own").mkdir(exist_ok=True)
         (folder / "own" / f"pair-{index:04d}.yaml").write_text(text, encoding="utf-8")
@@ -141,7 +143,9 @@ def machine() -> dict[str, str]:
     }
 
 
-def render(figures: list[Figure], info: dict[str, str], repeat: int, files: int) -> str:
+def render(
+    figures: list[Figure], info: dict[str, str], repeat: int, files: int, evaluated: int
+) -> str:
     rows = "\n".join(
         f"| {f.name} | {f.median_s:.3f} | {f.min_s:.3f} – {f.max_s:.3f} | {f.peak_rss_mib:.0f} | "
         f"{'≤ ' + format(f.target_s, 'g') + ' s' if f.target_s else ''} {f.verdict} | {f.note} |"
@@ -164,7 +168,9 @@ load average at start {info["load"]} (other jobs shared the machine); {info["dat
 {rows}
 
 `audit` inputs: {files} deployment files generated into a temporary folder (copies of every
-example kind under `configs/deployments/` plus kvalign-schema pairs of every bundled model).
+example kind under `configs/deployments/` plus kvalign-schema pairs of every bundled model);
+{evaluated} are evaluated, the rest are the `--config` YAMLs the shell scripts read (skipped as
+files of their own). The `matrix` rows are the total of one process per bundled model.
 
 ## Reading the figures
 
@@ -196,7 +202,8 @@ def main() -> None:
         deploy.mkdir()
         files = generate_deployments(deploy, opts.files)
         models = [
-            f"{p.parent.parent.name}/{p.parent.name}" for p in sorted(CATALOG.glob("*/*/config.json"))
+            f"{p.parent.parent.name}/{p.parent.name}"
+            for p in sorted(CATALOG.glob("*/*/config.json"))
         ]
 
         def clear_cache() -> None:
@@ -212,45 +219,69 @@ def main() -> None:
             measure("kvalign --help", lambda: [[*KVALIGN, "--help"]], env, r, target=0.3),
             measure(
                 "import transformers config classes (reference)",
-                lambda: [[sys.executable, "-c",
-                          "import transformers.models.auto.configuration_auto as m; "
-                          "m.CONFIG_MAPPING['nemotron_h']"]],
-                env, r, note="what a cold check pays on top of warm",
-            ),  # fmt: skip
+                lambda: [
+                    [
+                        sys.executable,
+                        "-c",
+                        "import transformers.models.auto.configuration_auto as m; "
+                        "m.CONFIG_MAPPING['nemotron_h']",
+                    ]
+                ],
+                env,
+                r,
+                note="what a cold check pays on top of warm",
+            ),
             measure(
                 f"check {NANO.split('/')[1]} cold",
                 lambda: [[*KVALIGN, "check", NANO, "--no-cache"]],
-                env, r, target=1.5, before=clear_cache,
-            ),  # fmt: skip
+                env,
+                r,
+                target=1.5,
+                before=clear_cache,
+            ),
             measure(
                 f"check {NANO.split('/')[1]} warm",
                 lambda: [[*KVALIGN, "check", NANO]],
-                env, r, target=0.3, before=prime,
-            ),  # fmt: skip
+                env,
+                r,
+                target=0.3,
+                before=prime,
+            ),
             measure(
                 f"matrix --tp 1,2,4,8,16 × {len(models)} bundled models, warm (total)",
                 lambda: [[*KVALIGN, "matrix", m, "--tp", "1,2,4,8,16"] for m in models],
-                env, max(1, r // 3), before=prime,
+                env,
+                max(1, r // 3),
+                before=prime,
                 note=f"{len(models)} processes per run",
-            ),  # fmt: skip
+            ),
             measure(
                 f"matrix --tp 1,2,4,8,16 × {len(models)} bundled models, cold (total)",
                 lambda: [
                     [*KVALIGN, "matrix", m, "--tp", "1,2,4,8,16", "--no-cache"] for m in models
                 ],
-                env, max(1, r // 3),
+                env,
+                max(1, r // 3),
                 note=f"{len(models)} processes per run",
-            ),  # fmt: skip
+            ),
             measure(
                 f"audit {files} files, cold",
                 lambda: [[*KVALIGN, "audit", str(deploy), "--format", "json", "--no-cache"]],
-                env, max(1, r // 2), target=10.0, ok_codes=(0, 1, 3), before=clear_cache,
-            ),  # fmt: skip
+                env,
+                max(1, r // 2),
+                target=10.0,
+                ok_codes=(0, 1, 3),
+                before=clear_cache,
+            ),
             measure(
                 f"audit {files} files, warm",
                 lambda: [[*KVALIGN, "audit", str(deploy), "--format", "json"]],
-                env, max(1, r // 2), target=10.0, ok_codes=(0, 1, 3), before=prime,
-            ),  # fmt: skip
+                env,
+                max(1, r // 2),
+                target=10.0,
+                ok_codes=(0, 1, 3),
+                before=prime,
+            ),
         ]
         done = subprocess.run(
             [*KVALIGN, "audit", str(deploy), "--format", "json"],
@@ -264,7 +295,9 @@ def main() -> None:
         print(f"{f.name:70s} {f.median_s:7.3f} s  {f.peak_rss_mib:5.0f} MiB{target}")
     print(f"audit evaluated {evaluated} of {files} files")
     if not opts.no_write:
-        (ROOT / "BENCHMARKS.md").write_text(render(figures, info, opts.repeat, files), "utf-8")
+        (ROOT / "BENCHMARKS.md").write_text(
+            render(figures, info, opts.repeat, files, evaluated), "utf-8"
+        )
         print("wrote BENCHMARKS.md")
 
 

@@ -540,21 +540,26 @@ def audit(
             AuditFormat.junit: audit_report.to_junit,  # type: ignore[dict-item]
             AuditFormat.github: audit_report.to_github,  # type: ignore[dict-item]
         }
-        if output_format is AuditFormat.table:
-            if output is None:
-                _stdout().print(audit_report.to_table(report))
+        try:
+            if output_format is AuditFormat.table:
+                if output is None:
+                    _stdout().print(audit_report.to_table(report))
+                else:
+                    with open(output, "w", encoding="utf-8") as handle:
+                        Console(file=handle, width=200, no_color=True).print(
+                            audit_report.to_table(report)
+                        )
             else:
-                with open(output, "w", encoding="utf-8") as handle:
-                    Console(file=handle, width=200, no_color=True).print(
-                        audit_report.to_table(report)
-                    )
-        else:
-            text = renderers[output_format](report)
-            text = text if text.endswith("\n") or not text else text + "\n"
-            if output is None:
-                typer.echo(text, nl=False)
-            else:
-                Path(output).write_text(text, encoding="utf-8")
+                text = renderers[output_format](report)
+                text = text if text.endswith("\n") or not text else text + "\n"
+                if output is None:
+                    typer.echo(text, nl=False)
+                else:
+                    Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InvalidSettings(
+                f"--output {output}: cannot write ({exc.strerror or type(exc).__name__})"
+            ) from None
         return report.exit_code(fail_on.value)
 
     raise typer.Exit(_guarded(run))

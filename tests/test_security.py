@@ -211,6 +211,7 @@ def test_probe_failure_reads_only_the_hf_cache(monkeypatch: pytest.MonkeyPatch) 
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE")
 
     def down(*args: object, **kwargs: object) -> None:
         raise ConnectionError("network unreachable")
@@ -227,6 +228,15 @@ def test_probe_failure_reads_only_the_hf_cache(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", lambda *a, **k: None)
     hub.fetch_config("example-org/x")
     assert asked == [True, False]  # unreachable → cache only; reachable → normal download
+
+    def no_probe(*args: object, **kwargs: object) -> None:
+        raise AssertionError("offline: no request may be made")
+
+    # HF_HUB_OFFLINE set after huggingface_hub was imported is honoured as well
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", no_probe)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    hub.fetch_config("example-org/x")
+    assert asked == [True, False, True]
 
 
 def test_probe_timeout_honours_hf_hub_etag_timeout(monkeypatch: pytest.MonkeyPatch) -> None:

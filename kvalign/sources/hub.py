@@ -35,6 +35,10 @@ def _probe_timeout() -> float:
         return PROBE_TIMEOUT
 
 
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
 @contextlib.contextmanager
 def _quiet_hub_logs() -> Iterator[None]:
     """Silence huggingface_hub's logger (retry warnings, tracebacks) for one call."""
@@ -106,7 +110,12 @@ def fetch_config(repo_id: str, revision: str | None = None) -> Path:
     # LocalEntryNotFoundError subclasses EntryNotFoundError: keep it first.
     try:
         with _quiet_hub_logs():
-            offline = constants.HF_HUB_OFFLINE or not _hub_reachable(repo_id, revision)
+            # huggingface_hub reads HF_HUB_OFFLINE once, at import; honour a later setting too
+            offline = (
+                constants.HF_HUB_OFFLINE
+                or _env_true("HF_HUB_OFFLINE")
+                or not _hub_reachable(repo_id, revision)
+            )
             return Path(
                 hf_hub_download(repo_id, "config.json", revision=revision, local_files_only=offline)
             )

@@ -543,6 +543,21 @@ def cli_cases() -> list[dict[str, Any]]:
             "--vllm-version",
         ),
         ("audit-fail-on", ["audit", "configs/deployments/kvalign", "--fail-on=never"], "--fail-on"),
+        (
+            "audit-output-unwritable",
+            ["audit", "configs/deployments/kvalign", "--output=no-such-dir/report.txt"],
+            "--output no-such-dir/report.txt: cannot write",
+        ),
+        (
+            "audit-output-json-unwritable",
+            [
+                "audit",
+                "configs/deployments/kvalign",
+                "--format=json",
+                "--output=no-such-dir/r.json",
+            ],
+            "--output no-such-dir/r.json: cannot write",
+        ),
     ]
     for case_id, argv, names in other:
         cases.append({"id": case_id, "argv": argv, "names": names})
