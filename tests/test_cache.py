@@ -186,3 +186,27 @@ def test_version_and_help_stay_light() -> None:
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert done.stderr.strip().splitlines()[-1] == "heavy=[]"
+
+
+def test_audit_loads_each_distinct_model_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import kvalign.audit as audit_module
+
+    calls: list[str] = []
+    real = audit_module.load_model
+
+    def counting(name: str, **kwargs: object) -> object:
+        calls.append(name)
+        return real(name, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(audit_module, "load_model", counting)
+    for index, (prefill, decode) in enumerate([(8, 1), (4, 2), (2, 2), (1, 1)]):
+        (tmp_path / f"pair-{index}.yaml").write_text(
+            f"model: {NANO}\nprefill: {{tp: {prefill}}}\ndecode: {{tp: {decode}}}\n",
+            encoding="utf-8",
+        )
+    result = runner.invoke(app, ["audit", str(tmp_path), "--format", "json"])
+    assert result.exit_code in (0, 1), result.stderr
+    assert len(json.loads(result.stdout)["files"]) == 4
+    assert calls == [NANO]  # 4 files × 2 pools, one load
