@@ -18,8 +18,8 @@ demo: $(STAMP)  ## the main job on a bundled real config (no network); the pair 
 	HF_HUB_OFFLINE=1 $(BIN)/kvalign check nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 \
 		--prefill-tp 8 --decode-tp 1 || test $$? -eq 1
 
-test: $(STAMP)  ## unit, golden, property and CLI tests
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+test: $(STAMP)  ## unit, golden, property, corpus and CLI tests, with line coverage of kvalign/
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest --cov=kvalign --cov-report=term
 
 lint: $(STAMP)  ## ruff + mypy
 	$(BIN)/ruff check kvalign tests
@@ -30,7 +30,7 @@ format: $(STAMP)
 	$(BIN)/ruff format kvalign tests
 	$(BIN)/ruff check --fix kvalign tests
 
-bench: $(STAMP)  ## wall time of the main commands (see BENCHMARKS.md)
+bench: $(STAMP)  ## wall time and peak RSS of the main commands (writes BENCHMARKS.md)
 	$(BIN)/python benchmarks/bench.py
 
 docs: $(STAMP)  ## regenerate the command output in docs/why.md and docs/*.svg

@@ -65,7 +65,10 @@ class AuditReport:
 
 
 def _group(
-    deployment: Deployment, version: str | None, cache: dict[str, ModelGeometry]
+    deployment: Deployment,
+    version: str | None,
+    cache: dict[str, ModelGeometry],
+    use_cache: bool = False,
 ) -> GroupResult:
     chosen = version or deployment.vllm_version
     resolved = resolve(chosen)
@@ -73,7 +76,7 @@ def _group(
     for pool in deployment.pools:
         key = f"{pool.model}@{pool.args.revision or ''}"
         if key not in cache:
-            cache[key] = load_model(pool.model, revision=pool.args.revision)
+            cache[key] = load_model(pool.model, revision=pool.args.revision, use_cache=use_cache)
         settings = dataclasses.replace(pool.settings, vllm_version=chosen)
         pool = dataclasses.replace(pool, settings=settings)
         results.append(PoolResult(pool, cache[key], analyze_rank(cache[key], settings, pool.tp)))
@@ -105,12 +108,15 @@ def run_audit(
     ignores: tuple[Ignore, ...] = (),
     baseline: frozenset[str] = frozenset(),
     skipped: tuple[str, ...] = (),
+    use_cache: bool = False,
 ) -> AuditReport:
     """Evaluate deployments and apply ignores / baseline.
 
     ``vllm_version`` (``--vllm-version``) wins over a file's ``vllm_version``; neither →
-    the newest profile. A file with blocking problems, or whose model cannot be loaded or
-    settings are rejected, is reported in ``unevaluated`` and not analysed.
+    the newest profile. Each distinct ``(model, revision)`` is loaded once per run;
+    ``use_cache`` also uses the on-disk geometry cache. A file with blocking problems, or
+    whose model cannot be loaded or settings are rejected, is reported in ``unevaluated``
+    and not analysed.
 
     Raises:
         InvalidSettings: ``vllm_version`` is not a version kvalign can resolve.
@@ -129,7 +135,7 @@ def run_audit(
             unevaluated += blocking
             continue
         try:
-            group = _group(deployment, vllm_version, cache)
+            group = _group(deployment, vllm_version, cache, use_cache)
         except KvalignError as exc:
             unevaluated.append(Problem(deployment.pools[0].location, str(exc)))
             continue

@@ -10,24 +10,19 @@ import os
 import sys
 from collections.abc import Callable
 from enum import Enum
-from typing import Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 
 from kvalign import __version__
 from kvalign.errors import InvalidSettings, KvalignError
-from kvalign.pd import Report, analyze
-from kvalign.report import (
-    check_markdown,
-    check_table,
-    matrix_markdown,
-    matrix_table,
-    models_table,
-    to_json,
-)
 from kvalign.settings import Settings
-from kvalign.sources import catalog, load_model
+
+if TYPE_CHECKING:  # heavy modules load inside the commands: --version/--help stay fast
+    from rich.console import Console
+
+    from kvalign.geometry import ModelGeometry
+    from kvalign.pd import Report
 
 EXIT_OK, EXIT_FLAGGED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
@@ -69,6 +64,8 @@ class GdnBackendChoice(str, Enum):
 
 
 def _stdout() -> Console:
+    from rich.console import Console
+
     width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
     return Console(width=width, soft_wrap=False, highlight=False)
 
@@ -205,6 +202,13 @@ VersionOpt = Annotated[
 RevisionOpt = Annotated[
     str | None, typer.Option("--revision", help="Hub revision (branch, tag, commit).")
 ]
+NoCacheOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Neither read nor write the geometry cache ($XDG_CACHE_HOME/kvalign).",
+    ),
+]
 TrustOpt = Annotated[
     bool,
     typer.Option(
@@ -223,14 +227,34 @@ HfOverridesOpt = Annotated[
 ]
 
 
-def _overrides(text: str | None) -> dict[str, object] | None:
-    """Parse ``--hf-overrides`` and say on stderr which top-level keys it overrides."""
+def _load_geometry(
+    model: str,
+    *,
+    revision: str | None,
+    trust_remote_code: bool,
+    hf_overrides: str | None,
+    use_cache: bool,
+    quiet: bool = False,
+) -> ModelGeometry:
+    """Load one model for a command: warns about remote code, parses ``--hf-overrides``
+    (``quiet`` skips the warning/note lines, for the second and later models of a run)."""
+    from kvalign.sources import load_model
     from kvalign.sources.overrides import parse_hf_overrides
 
-    parsed = parse_hf_overrides(text)
-    if parsed:
-        sys.stderr.write(f"kvalign: note: --hf-overrides applied to: {', '.join(parsed)}\n")
-    return parsed
+    if trust_remote_code and not quiet:
+        sys.stderr.write(
+            "kvalign: warning: --trust-remote-code lets a hub repository run code on this machine\n"
+        )
+    overrides = parse_hf_overrides(hf_overrides)
+    if overrides and not quiet:
+        sys.stderr.write(f"kvalign: note: --hf-overrides applied to: {', '.join(overrides)}\n")
+    return load_model(
+        model,
+        revision=revision,
+        trust_remote_code=trust_remote_code,
+        hf_overrides=overrides,
+        use_cache=use_cache,
+    )
 
 
 def _report(
@@ -240,14 +264,17 @@ def _report(
     settings: Settings,
     revision: str | None,
     trust_remote_code: bool,
-    hf_overrides: dict[str, object] | None = None,
+    use_cache: bool = True,
+    hf_overrides: str | None = None,
 ) -> Report:
-    if trust_remote_code:
-        sys.stderr.write(
-            "kvalign: warning: --trust-remote-code lets a hub repository run code on this machine\n"
-        )
-    geometry = load_model(
-        model, revision=revision, trust_remote_code=trust_remote_code, hf_overrides=hf_overrides
+    from kvalign.pd import analyze
+
+    geometry = _load_geometry(
+        model,
+        revision=revision,
+        trust_remote_code=trust_remote_code,
+        hf_overrides=hf_overrides,
+        use_cache=use_cache,
     )
     return analyze(geometry, settings, prefill, decode)
 
@@ -277,11 +304,14 @@ def check(
     revision: RevisionOpt = None,
     trust_remote_code: TrustOpt = False,
     hf_overrides: HfOverridesOpt = None,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Check every prefill × decode TP pair: block sizes, block_size_ratio, prefix drift.
 
     Exit 0 when no pair is flagged, 1 when a pair is flagged, 2 on bad input.
     """
+
+    from kvalign.report import check_markdown, check_table, to_json
 
     def run() -> int:
         prefill = parse_tp_list(prefill_tp, "--prefill-tp")
@@ -301,8 +331,9 @@ def check(
             vllm_version=vllm_version,
         )
         report = _report(
-            model, prefill, decode, settings, revision, trust_remote_code, _overrides(hf_overrides)
-        )
+            model, prefill, decode, settings, revision, trust_remote_code, not no_cache,
+            hf_overrides,
+        )  # fmt: skip
         invalid = report.invalid_tps
         if invalid:
             details = "; ".join(f"TP {r.tp}: {r.reason}" for r in invalid)
@@ -342,11 +373,15 @@ def matrix(
     revision: RevisionOpt = None,
     trust_remote_code: TrustOpt = False,
     hf_overrides: HfOverridesOpt = None,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Full prefill × decode grid for a runbook. TP sizes the model rejects show as INVALID.
 
-    Exit 0 when no valid pair is flagged, 1 when one is, 2 on bad input.
+    Exit 0 when no valid pair is flagged, 1 when one is, 2 on bad input (including when
+    no requested TP size is valid).
     """
+
+    from kvalign.report import matrix_markdown, matrix_table, to_json
 
     def run() -> int:
         tps = parse_tp_list(tp, "--tp")
@@ -365,8 +400,13 @@ def matrix(
             vllm_version=vllm_version,
         )
         report = _report(
-            model, tps, tps, settings, revision, trust_remote_code, _overrides(hf_overrides)
+            model, tps, tps, settings, revision, trust_remote_code, not no_cache, hf_overrides
         )
+        if len(report.invalid_tps) == len(report.ranks):  # nothing valid to show
+            details = "; ".join(f"TP {r.tp}: {r.reason}" for r in report.invalid_tps)
+            raise InvalidSettings(
+                f"{report.geometry.model_id}: no valid tensor parallel size ({details})"
+            )
         if output_format is OutputFormat.json:
             typer.echo(to_json(report))
         elif output_format is OutputFormat.markdown:
@@ -387,15 +427,17 @@ def models(
     def run() -> int:
         import json
 
+        from kvalign.report import models_table
+        from kvalign.sources import catalog
+        from kvalign.sources.config_file import read_config_json
+
         entries = catalog.entries()
         kinds: dict[str, str] = {}
         for entry in entries:
             model_type = ""
             try:
-                with entry.config_path.open(encoding="utf-8") as handle:
-                    raw = json.load(handle)
-                model_type = str(raw.get("model_type", ""))
-            except (OSError, ValueError):
+                model_type = str(read_config_json(entry.config_path).get("model_type", ""))
+            except KvalignError:
                 model_type = "(unreadable)"
             kinds[entry.model_id] = model_type
         if output_format is OutputFormat.json:
@@ -419,9 +461,30 @@ def models(
     raise typer.Exit(_guarded(run))
 
 
-def main() -> None:
-    """Console-script entry point."""
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point.
+
+    Usage errors (unknown option, a value out of range) become one line on stderr with
+    exit 2, like every other bad input; ``kvalign`` with no arguments prints the help.
+    """
+    try:
+        code = app(args=argv, standalone_mode=False)
+    except Exception as exc:
+        show = getattr(exc, "show", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and callable(show):
+            show()
+            sys.exit(EXIT_USAGE)
+        message = getattr(exc, "format_message", None)
+        if callable(message):  # click's UsageError / BadParameter
+            command = getattr(getattr(exc, "ctx", None), "command_path", "kvalign")
+            one_line = " ".join(str(message()).split())
+            sys.stderr.write(f"kvalign: error: {one_line} (see `{command} --help`)\n")
+            sys.exit(int(getattr(exc, "exit_code", EXIT_USAGE)))
+        if type(exc).__name__ == "Abort":
+            sys.stderr.write("kvalign: error: aborted\n")
+            sys.exit(130)
+        raise
+    sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 
 # ---- audit ------------------------------------------------------------------------------
@@ -477,6 +540,7 @@ def audit(
     verbose: Annotated[
         bool, typer.Option("--verbose", help="List unknown flags and skipped files on stderr.")
     ] = False,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Audit P/D deployment files (kvalign YAML, vllm serve lines, Kubernetes, llm-d,
     Dynamo, KServe) before they ship.
@@ -485,6 +549,8 @@ def audit(
     3 a file could not be evaluated.
     """
     from pathlib import Path
+
+    from rich.console import Console
 
     from kvalign.audit import run_audit
     from kvalign.deploy import read_paths
@@ -501,6 +567,7 @@ def audit(
             ignores=ignores,
             baseline=known,
             skipped=tuple(skipped),
+            use_cache=not no_cache,
         )
         for problem in report.problems:
             sys.stderr.write(f"kvalign: warning: {problem.location}: {problem.message}\n")
@@ -522,21 +589,26 @@ def audit(
             AuditFormat.junit: audit_report.to_junit,  # type: ignore[dict-item]
             AuditFormat.github: audit_report.to_github,  # type: ignore[dict-item]
         }
-        if output_format is AuditFormat.table:
-            if output is None:
-                _stdout().print(audit_report.to_table(report))
+        try:
+            if output_format is AuditFormat.table:
+                if output is None:
+                    _stdout().print(audit_report.to_table(report))
+                else:
+                    with open(output, "w", encoding="utf-8") as handle:
+                        Console(file=handle, width=200, no_color=True).print(
+                            audit_report.to_table(report)
+                        )
             else:
-                with open(output, "w", encoding="utf-8") as handle:
-                    Console(file=handle, width=200, no_color=True).print(
-                        audit_report.to_table(report)
-                    )
-        else:
-            text = renderers[output_format](report)
-            text = text if text.endswith("\n") or not text else text + "\n"
-            if output is None:
-                typer.echo(text, nl=False)
-            else:
-                Path(output).write_text(text, encoding="utf-8")
+                text = renderers[output_format](report)
+                text = text if text.endswith("\n") or not text else text + "\n"
+                if output is None:
+                    typer.echo(text, nl=False)
+                else:
+                    Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InvalidSettings(
+                f"--output {output}: cannot write ({exc.strerror or type(exc).__name__})"
+            ) from None
         return report.exit_code(fail_on.value)
 
     raise typer.Exit(_guarded(run))
@@ -590,6 +662,7 @@ def survey(
     revision: RevisionOpt = None,
     trust_remote_code: TrustOpt = False,
     hf_overrides: HfOverridesOpt = None,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Count mismatched P/D pairs per model under vLLM's and the TP-stable alignment.
 
@@ -599,6 +672,7 @@ def survey(
     """
     from kvalign.report.plot import survey_svg
     from kvalign.report.survey import survey_csv, survey_json, survey_markdown, survey_table
+    from kvalign.sources import catalog
     from kvalign.survey import survey as run_survey
 
     def run() -> int:
@@ -618,21 +692,17 @@ def survey(
         )
         if plot is not None and not plot.lower().endswith(".svg"):
             raise InvalidSettings(f"--plot {plot}: only SVG output is supported (FILE.svg)")
-        if trust_remote_code:
-            sys.stderr.write(
-                "kvalign: warning: --trust-remote-code lets a hub repository run code on "
-                "this machine\n"
-            )
         names = model or [entry.model_id for entry in catalog.entries()]
-        overrides = _overrides(hf_overrides)
         geometries = [
-            load_model(
+            _load_geometry(
                 name,
                 revision=revision,
                 trust_remote_code=trust_remote_code,
-                hf_overrides=overrides,
+                hf_overrides=hf_overrides,
+                use_cache=not no_cache,
+                quiet=index > 0,
             )
-            for name in names
+            for index, name in enumerate(names)
         ]
         result = run_survey(geometries, settings, tps)
         svg = survey_svg(result) if plot is not None else None
@@ -685,6 +755,7 @@ def explain(
     revision: RevisionOpt = None,
     trust_remote_code: TrustOpt = False,
     hf_overrides: HfOverridesOpt = None,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Show the block-size derivation step by step: each quantity, the config fields and
     flags it came from, the formula with numbers, and the vLLM function it mirrors.
@@ -708,14 +779,12 @@ def explain(
             gdn_prefill_backend=gdn_prefill_backend.value,
             vllm_version=vllm_version,
         )
-        if trust_remote_code:
-            sys.stderr.write("kvalign: warning: --trust-remote-code lets a hub repository run "
-                             "code on this machine\n")  # fmt: skip
-        geometry = load_model(
+        geometry = _load_geometry(
             model,
             revision=revision,
             trust_remote_code=trust_remote_code,
-            hf_overrides=_overrides(hf_overrides),
+            hf_overrides=hf_overrides,
+            use_cache=not no_cache,
         )
         ex = build_explanation(geometry, settings, tp)
         if output_format is ExplainFormat.json:
@@ -755,6 +824,7 @@ def verify(
     ] = VerifyFormat.table,
     revision: RevisionOpt = None,
     hf_overrides: HfOverridesOpt = None,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Compare kvalign's pages and block sizes with vLLM's own functions (needs vLLM
     installed here: pip install 'kvalign[verify]'). No GPU, weights or model code.
@@ -763,6 +833,7 @@ def verify(
     bad input.
     """
     from kvalign.report.verify_format import verify_json, verify_table
+    from kvalign.sources.overrides import parse_hf_overrides
     from kvalign.verify import verify as run_verify
 
     def run() -> int:
@@ -780,9 +851,14 @@ def verify(
             gdn_prefill_backend=gdn_prefill_backend.value,
             vllm_version=vllm_version,
         )
-        overrides = _overrides(hf_overrides)
-        geometry = load_model(model, revision=revision, hf_overrides=overrides)
-        result = run_verify(geometry, settings, tps, hf_overrides=overrides)
+        geometry = _load_geometry(
+            model,
+            revision=revision,
+            trust_remote_code=False,
+            hf_overrides=hf_overrides,
+            use_cache=not no_cache,
+        )
+        result = run_verify(geometry, settings, tps, hf_overrides=parse_hf_overrides(hf_overrides))
         if output_format is VerifyFormat.json:
             typer.echo(verify_json(result))
         else:

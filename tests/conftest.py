@@ -41,3 +41,9 @@ def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test reaches the network: the Hub is offline and the HF cache is empty."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The geometry cache of every test lives in its own tmp folder, never in ~/.cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))

@@ -1,17 +1,32 @@
-"""The hostile-input corpus (tests/corpus/): every case exits 2 with one line, no traceback."""
+"""The hostile-input corpus (tests/corpus/): every case exits 2 (or 3 for a deployment that
+was read but cannot be evaluated) with one line naming the file, never a traceback."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from kvalign.cli import app
-from tests.corpus.generate import OUT, cases
+from kvalign.cli import app, main
+from tests.corpus.generate import (
+    CLI_OUT,
+    DEPLOY_OUT,
+    OUT,
+    ROOT,
+    cases,
+    cli_cases,
+    deployment_cases,
+)
 
 runner = CliRunner()
 FILES = sorted(OUT.iterdir())
+DEPLOYMENTS = sorted(DEPLOY_OUT.iterdir())
+CLI_CASES = json.loads(CLI_OUT.read_text(encoding="utf-8"))
 
 
 def test_corpus_is_committed_and_current() -> None:
@@ -36,3 +51,146 @@ def test_hostile_config_is_rejected_cleanly(path: Path) -> None:
         field = path.stem.split("--")[1]
         if not field.startswith(("truncated", "text_config-")):
             assert field.split(".")[-1] in err, err
+
+
+def test_deployment_and_cli_corpus_is_committed_and_current() -> None:
+    expected = deployment_cases()
+    assert len(expected) >= 90
+    assert sorted(p.name for p in DEPLOYMENTS) == sorted(expected)
+    for path in DEPLOYMENTS:
+        assert path.read_bytes() == expected[path.name], f"stale corpus file {path.name}"
+    assert cli_cases() == CLI_CASES, "stale tests/corpus/cli-args.json: run generate.py"
+
+
+def _assert_one_line_error(err: str, name: str) -> None:
+    assert err.startswith("kvalign: error: "), err
+    assert len(err.splitlines()) == 1, err
+    assert name in err, err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("path", DEPLOYMENTS, ids=[p.name for p in DEPLOYMENTS])
+def test_hostile_deployment_is_rejected_cleanly(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)  # model paths inside the corpus are relative to the repository
+    rel = str(path.relative_to(ROOT))
+    result = runner.invoke(app, ["audit", rel, "--format", "github"])
+    out, err = result.stdout, result.stderr.strip()
+    assert "Traceback" not in out + err
+    assert not isinstance(result.exception, Exception) or isinstance(
+        result.exception, SystemExit
+    ), repr(result.exception)
+    if "--kva010-" in path.name:
+        # a well-formed TP the model cannot use is audit rule KVA010 (an error finding)
+        assert result.exit_code == 1
+        assert f"file={rel}" in out and "KVA010" in out
+    elif result.exit_code == 2:
+        _assert_one_line_error(err, rel)
+    else:
+        assert result.exit_code == 3, (result.exit_code, out, err)
+        lines = [ln for ln in out.splitlines() if "not evaluated" in ln]
+        assert lines and all(f"file={rel}," in ln for ln in lines), out
+        assert all(ln.split("::", 2)[2].strip() for ln in lines)  # a message follows
+
+
+@pytest.mark.parametrize("case", CLI_CASES, ids=[c["id"] for c in CLI_CASES])
+def test_hostile_command_line_is_rejected_cleanly(
+    case: dict[str, object], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the console entry point, so click usage errors are covered too."""
+    monkeypatch.chdir(ROOT)
+    argv = case["argv"]
+    assert isinstance(argv, list)
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 2, (captured.out, captured.err)
+    _assert_one_line_error(captured.err.strip(), str(case["names"]))
+
+
+# ---- cases git cannot hold: made at runtime --------------------------------------------
+def test_symlink_loop_is_rejected(tmp_path: Path) -> None:
+    loop_a, loop_b = tmp_path / "a.json", tmp_path / "b.json"
+    loop_a.symlink_to(loop_b)
+    loop_b.symlink_to(loop_a)
+    result = runner.invoke(app, ["check", str(loop_a)])
+    assert result.exit_code == 2
+    _assert_one_line_error(result.stderr.strip(), str(loop_a))
+    assert "symbolic links" in result.stderr
+    yaml_loop = tmp_path / "d.yaml"
+    yaml_loop.symlink_to(tmp_path / "e.yaml")
+    (tmp_path / "e.yaml").symlink_to(yaml_loop)
+    result = runner.invoke(app, ["audit", str(yaml_loop)])
+    assert result.exit_code == 2
+    _assert_one_line_error(result.stderr.strip(), str(yaml_loop))
+
+
+def test_symlinked_directory_loop_is_not_followed(tmp_path: Path) -> None:
+    folder = tmp_path / "deploy"
+    folder.mkdir()
+    (folder / "self").symlink_to(folder, target_is_directory=True)
+    good = ROOT / "configs" / "deployments" / "kvalign" / "nemotron-nano-good.yaml"
+    (folder / "good.yaml").write_bytes(good.read_bytes())
+    result = runner.invoke(app, ["audit", str(folder), "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert [f["file"] for f in json.loads(result.stdout)["files"]] == [str(folder / "good.yaml")]
+
+
+def test_very_large_files_are_refused_without_reading_them(tmp_path: Path) -> None:
+    big_json, big_yaml = tmp_path / "config.json", tmp_path / "big.yaml"
+    for big in (big_json, big_yaml):
+        with big.open("wb") as handle:  # sparse: 100 MB on paper, no disk used
+            handle.truncate(100 * 1024 * 1024)
+    result = runner.invoke(app, ["check", str(tmp_path)])
+    assert result.exit_code == 2
+    _assert_one_line_error(result.stderr.strip(), str(big_json))
+    assert "larger than 8 MiB" in result.stderr
+    result = runner.invoke(app, ["audit", str(big_yaml)])
+    assert result.exit_code == 2
+    _assert_one_line_error(result.stderr.strip(), str(big_yaml))
+
+
+def test_large_stdin_is_capped() -> None:
+    result = runner.invoke(app, ["audit", "-"], input="#" * (8 * 1024 * 1024 + 10))
+    assert result.exit_code == 2
+    _assert_one_line_error(result.stderr.strip(), "-: larger than 8 MiB")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    result = runner.invoke(app, ["check", str(fifo)])
+    assert result.exit_code == 2
+    _assert_one_line_error(result.stderr.strip(), f"{fifo}: not a regular file")
+
+
+def test_directory_without_config_json(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["check", str(tmp_path)])
+    assert result.exit_code == 2
+    _assert_one_line_error(result.stderr.strip(), f"{tmp_path}: directory has no config.json")
+
+
+def test_whole_corpus_stays_within_memory(tmp_path: Path) -> None:
+    """Every deployment and config case in one process: peak RSS stays in the low hundreds
+    of MB (transformers alone is ~80 MB), i.e. no bomb or deep file blew up."""
+    script = (
+        "import os, resource, sys\n"
+        "from pathlib import Path\n"
+        "from typer.testing import CliRunner\n"
+        "from kvalign.cli import app\n"
+        "r = CliRunner()\n"
+        "for p in sorted(Path('tests/corpus/deployments').iterdir()):\n"
+        "    r.invoke(app, ['audit', str(p)])\n"
+        "for p in sorted(Path('tests/corpus/configs').iterdir())[::7]:\n"
+        "    r.invoke(app, ['check', str(p)])\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    env = dict(os.environ, HF_HUB_OFFLINE="1", XDG_CACHE_HOME=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    peak_kib = int(done.stdout.strip().splitlines()[-1])
+    assert peak_kib < 400 * 1024, f"peak RSS {peak_kib // 1024} MiB"

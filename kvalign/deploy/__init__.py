@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kvalign.deploy import cmdline, k8s, own
 from kvalign.deploy.common import ignores_in
 from kvalign.deploy.model import Deployment, Location, Problem
-from kvalign.errors import InvalidConfig
+from kvalign.errors import InvalidConfig, KvalignError
+from kvalign.safeio import load_yaml, load_yaml_documents, read_stream
+from kvalign.safeio import read_text as read_file_text
 
 __all__ = ["read_paths", "read_text"]
 
@@ -27,27 +27,14 @@ HELM_HINT = (
 )
 
 
-def _yaml_docs(text: str, file: str) -> list[tuple[int, Any]]:
-    try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-        docs = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{file}:{mark.line + 1}" if mark is not None else file
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise InvalidConfig(f"{where}: not valid YAML ({problem})") from None
-    starts = [node.start_mark.line + 1 if node is not None else 1 for node in nodes]
-    return list(zip(starts, docs, strict=False))
-
-
 def _config_loader(base: Path | None) -> Any:
     def load(path: str) -> Mapping[str, Any] | None:
         candidate = Path(path)
         if not candidate.is_absolute() and base is not None:
             candidate = base / candidate
         try:
-            data = yaml.safe_load(candidate.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
+            data = load_yaml(read_file_text(candidate), str(candidate))
+        except KvalignError:
             return None
         return data if isinstance(data, Mapping) else None
 
@@ -59,7 +46,7 @@ def read_text(text: str, file: str, base: Path | None = None) -> Deployment | No
 
     Returns:
         A :class:`Deployment`, or ``None`` when the text is no deployment kvalign knows
-        (e.g. a vLLM ``--config`` YAML on its own).
+        (e.g. a vLLM ``--config`` YAML on its own, manifests without a vLLM pool).
 
     Raises:
         InvalidConfig: a YAML file that does not parse; a kvalign-schema field of the wrong type.
@@ -75,7 +62,7 @@ def read_text(text: str, file: str, base: Path | None = None) -> Deployment | No
     docs: list[tuple[int, Any]] = []
     if is_yaml:
         try:
-            docs = _yaml_docs(text, file)
+            docs = load_yaml_documents(text, file)
         except InvalidConfig:
             if file != "-":
                 raise
@@ -88,6 +75,8 @@ def read_text(text: str, file: str, base: Path | None = None) -> Deployment | No
         deployment = cmdline.read(text, file, _config_loader(base))
     if deployment is None:
         return None
+    if not deployment.pools and not any(p.blocking for p in deployment.problems):
+        return None  # e.g. manifests without a vLLM container, a lone roleless command
     return Deployment(
         source=deployment.source,
         kind=deployment.kind,
@@ -100,10 +89,8 @@ def read_text(text: str, file: str, base: Path | None = None) -> Deployment | No
 
 
 def _read_file(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidConfig(f"{path}: cannot read ({exc.__class__.__name__})") from None
+    """A deployment file's text (size-capped, UTF-8; see :mod:`kvalign.safeio`)."""
+    return read_file_text(path)
 
 
 def read_paths(
@@ -122,7 +109,7 @@ def read_paths(
     skipped: list[str] = []
     for raw in paths:
         if raw == "-":
-            text = stdin_text if stdin_text is not None else sys.stdin.read()
+            text = stdin_text if stdin_text is not None else read_stream(sys.stdin)
             found = read_text(text, "-")
             if found is None:
                 raise InvalidConfig("-: stdin holds no deployment kvalign can read")
@@ -143,7 +130,7 @@ def read_paths(
                 else:
                     deployments.append(found)
             continue
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():  # a symlink loop is read (and refused)
             raise InvalidConfig(f"{raw}: no such file or directory")
         found = read_text(_read_file(path), raw, path.parent)
         if found is None:

@@ -156,6 +156,20 @@ def build_pool(
     model = found.model or args.model
     if not model:
         return None, [Problem(found.location, f"{role}/{found.name}: no model given")]
+    sizes = (
+        ("tensor parallel size (manifest field)", found.tp),
+        ("data parallel size (manifest field)", found.dp),
+        ("--tensor-parallel-size", args.tensor_parallel_size),
+        ("--data-parallel-size", args.data_parallel_size),
+    )
+    for what, value in sizes:
+        if value is not None and (isinstance(value, bool) or value < 1):
+            return None, [
+                Problem(
+                    found.location,
+                    f"{role}/{found.name}: {what}: expected a positive integer, got {value!r}",
+                )
+            ]
     tp = found.tp or args.tensor_parallel_size or 1
     dp = found.dp or args.data_parallel_size or 1
     settings = Settings(

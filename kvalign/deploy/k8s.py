@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import yaml
-
 from kvalign.deploy.common import (
     PoolInput,
     build_pool,
@@ -31,6 +29,7 @@ from kvalign.deploy.common import (
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem, Role
 from kvalign.deploy.vllm_args import parse_vllm_args, serve_arguments, split_command
 from kvalign.errors import KvalignError
+from kvalign.safeio import load_yaml
 
 KIND = "kubernetes"
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "Pod", "Job"})
@@ -141,6 +140,26 @@ def _containers(node: Any) -> Iterator[Mapping[str, Any]]:
             yield from _containers(item)
 
 
+def _malformed_containers(node: Any, path: str = "") -> str | None:
+    """Dotted path of the first ``containers`` that is not a list of mappings, if any."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            here = f"{path}.{key}" if path else str(key)
+            if key == "containers" and (
+                not isinstance(value, list) or not all(isinstance(c, Mapping) for c in value)
+            ):
+                return here
+            found = _malformed_containers(value, here)
+            if found is not None:
+                return found
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            found = _malformed_containers(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
 def _labels(node: Any) -> dict[str, Any]:
     """All ``labels`` mappings under ``node`` merged (workload first, then templates)."""
     found: dict[str, Any] = {}
@@ -172,6 +191,13 @@ def _add_pool(
     dp: int | None = None,
     needle: str | None = None,
 ) -> None:
+    bad = _malformed_containers(node)
+    if bad is not None:
+        ctx.problems.append(
+            Problem(ctx.where(needle or f"name: {name}", start),
+                    f"{name}: {bad}: expected a list of containers")
+        )  # fmt: skip
+        return
     for container in _containers(node):
         env = _env(container, ctx)
         launched = _launch(container, env)
@@ -211,8 +237,8 @@ def _router_sizes(ctx: _Context, node: Any, start: int, path: str = "") -> None:
                 )
             elif isinstance(value, str) and ("blockSize" in value) and "\n" in value:
                 try:
-                    embedded = yaml.safe_load(value)
-                except yaml.YAMLError:
+                    embedded = load_yaml(value, ctx.file)
+                except KvalignError:
                     continue
                 _router_sizes(ctx, embedded, start, here)
             else:
@@ -352,6 +378,7 @@ def read(docs: list[tuple[int, Any]], text: str, file: str) -> Deployment:
         if not isinstance(doc, Mapping):
             continue
         kind = doc.get("kind")
+        kind = kind if isinstance(kind, str) else None
         if is_modelservice(doc):
             _modelservice(ctx, doc, start)
         elif kind in WORKLOADS:

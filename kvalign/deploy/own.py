@@ -35,16 +35,22 @@ def _int(value: Any, field: str, file: str) -> int:
     return value
 
 
+def _model(value: Any, field: str, file: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidConfig(f"{file}: {field}: expected a model id or path, got {value!r}")
+    return value.strip()
+
+
 def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
     """Read one kvalign-schema document.
 
     Raises:
-        InvalidConfig: a field has the wrong type (``tp`` not an integer, ``args`` not a
-            list or string).
+        InvalidConfig: a field has the wrong type (``model`` not a non-empty string, ``tp``
+            not a positive integer, ``args`` not a list or string).
     """
     version = doc.get("vllm_version")
     version = None if version is None else str(version)
-    model = str(doc["model"])
+    model = _model(doc["model"], "model", file)
     pools: list[Pool] = []
     problems: list[Problem] = []
     role: Role
@@ -68,7 +74,7 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
                 args=args if isinstance(args, str) else [str(a) for a in args],
                 location=Location(file, line_of(text, f"{role}:")),
                 env={str(k): str(v) for k, v in env.items()},
-                model=str(entry.get("model", model)),
+                model=_model(entry["model"], f"{role}.model", file) if "model" in entry else model,
                 tp=_int(entry["tp"], f"{role}.tp", file) if "tp" in entry else None,
                 dp=_int(entry["dp"], f"{role}.dp", file) if "dp" in entry else None,
                 vllm_version=version,

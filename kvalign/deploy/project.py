@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
-
 from kvalign.deploy.model import Ignore, Location
-from kvalign.errors import InvalidConfig
+from kvalign.errors import InvalidConfig, KvalignError
+from kvalign.safeio import load_yaml, read_text
 
 
 def load_ignores(path: Path) -> tuple[Ignore, ...]:
@@ -21,10 +20,7 @@ def load_ignores(path: Path) -> tuple[Ignore, ...]:
     """
     if not path.is_file():
         return ()
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise InvalidConfig(f"{path}: cannot read ({exc.__class__.__name__})") from None
+    data = load_yaml(read_text(path), str(path)) or {}
     entries = data.get("ignore", []) if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise InvalidConfig(f"{path}: ignore: expected a list")
@@ -47,11 +43,13 @@ def load_baseline(path: Path) -> frozenset[str]:
         InvalidConfig: missing, unreadable or not that JSON shape.
     """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = read_text(path)
+    except KvalignError as exc:
+        raise InvalidConfig(f"--baseline {exc}") from None
+    try:
+        data = json.loads(text)
         return frozenset(str(f["fingerprint"]) for f in data["findings"])
-    except OSError as exc:
-        raise InvalidConfig(f"--baseline {path}: cannot read ({exc.__class__.__name__})") from None
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise InvalidConfig(
             f"--baseline {path}: not a `kvalign audit --format json` output"
         ) from None

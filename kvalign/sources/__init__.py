@@ -10,14 +10,15 @@ Resolution order for the ``MODEL`` argument (:func:`load_model`):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from kvalign.errors import ConfigNotFound, UnsupportedModel
 from kvalign.geometry import ModelGeometry
-from kvalign.sources import catalog, hub
-from kvalign.sources.build import geometry_from_dict
-from kvalign.sources.config_file import read_config_json
+from kvalign.sources import cache, catalog, hub
+from kvalign.sources.config_file import parse_config_bytes, read_config_bytes
 from kvalign.sources.overrides import apply_hf_overrides
 
 __all__ = ["catalog", "load_model"]
@@ -32,12 +33,46 @@ def _local_config(path: Path) -> Path:
     return path
 
 
+def _geometry(
+    config_path: Path,
+    *,
+    model_id: str,
+    source: str,
+    use_cache: bool,
+    params: Mapping[str, Any],
+    hf_overrides: Mapping[str, object] | None = None,
+) -> ModelGeometry:
+    """Read ``config_path`` (size-capped) and build its geometry, through the cache.
+
+    The cache key covers the file's bytes, the kvalign version and ``params`` (every other
+    load parameter that changes the geometry); a hit never imports transformers.
+    """
+    data = read_config_bytes(config_path)
+    key = cache.cache_key(data, params) if use_cache else ""
+    if key:
+        hit = cache.load(key)
+        if hit is not None:
+            return dataclasses.replace(
+                hit, model_id=model_id, config_path=str(config_path), source=source
+            )
+    from kvalign.sources.build import geometry_from_dict
+
+    raw = apply_hf_overrides(parse_config_bytes(data, config_path), hf_overrides)
+    geometry = geometry_from_dict(
+        raw, model_id=model_id, config_path=str(config_path), source=source
+    )
+    if key:
+        cache.store(key, geometry)
+    return geometry
+
+
 def load_model(
     name: str,
     *,
     revision: str | None = None,
     trust_remote_code: bool = False,
     hf_overrides: Mapping[str, object] | None = None,
+    use_cache: bool = False,
 ) -> ModelGeometry:
     """Load and model one config, resolving ``name`` as described in the module docstring.
 
@@ -48,33 +83,46 @@ def load_model(
             models whose type neither transformers nor kvalign knows. Off by default.
         hf_overrides: vLLM's ``--hf-overrides`` (a dict), applied to the raw config dict
             before the geometry is built (:func:`kvalign.sources.overrides.apply_hf_overrides`).
+        use_cache: read/write the geometry cache (:mod:`kvalign.sources.cache`); the CLI
+            turns it on unless ``--no-cache``.
 
     Raises:
         ConfigNotFound, InvalidConfig, UnsupportedModel: see :mod:`kvalign.errors`.
     """
+    # every load parameter (besides the config bytes) that changes the geometry: part of
+    # the cache key.
+    params: dict[str, Any] = {"hf_overrides": hf_overrides or {}}
     name = name.strip()
     if not name:
         raise ConfigNotFound("MODEL is empty: give a bundled model id, a path or a hub id")
     entry = catalog.lookup(name) if revision is None else None
     if entry is not None:
-        raw = apply_hf_overrides(read_config_json(entry.config_path), hf_overrides)
-        return geometry_from_dict(
-            raw, model_id=entry.model_id, config_path=str(entry.config_path), source="catalog"
-        )
+        return _geometry(
+            entry.config_path, model_id=entry.model_id, source="catalog",
+            use_cache=use_cache, params=params, hf_overrides=hf_overrides,
+        )  # fmt: skip
     path = Path(name).expanduser()
-    if path.exists() or name.endswith(".json") or name.startswith((".", "/", "~")):
-        config_path = _local_config(path)
-        raw = apply_hf_overrides(read_config_json(config_path), hf_overrides)
-        return geometry_from_dict(raw, model_id=name, config_path=str(config_path), source="local")
+    if (
+        path.exists()
+        or path.is_symlink()
+        or name.endswith(".json")
+        or name.startswith((".", "/", "~"))
+    ):
+        return _geometry(
+            _local_config(path), model_id=name, source="local", use_cache=use_cache,
+            params=params, hf_overrides=hf_overrides,
+        )  # fmt: skip
     if not hub.looks_like_repo_id(name):
         raise ConfigNotFound(
             f"{name}: not a bundled model, an existing path, or a Hub id of the form org/name "
             "(see `kvalign models`)"
         )
     config_path = hub.fetch_config(name, revision)
-    raw = apply_hf_overrides(read_config_json(config_path), hf_overrides)
     try:
-        return geometry_from_dict(raw, model_id=name, config_path=str(config_path), source="hub")
+        return _geometry(
+            config_path, model_id=name, source="hub", use_cache=use_cache, params=params,
+            hf_overrides=hf_overrides,
+        )  # fmt: skip
     except UnsupportedModel:
         if not trust_remote_code:
             raise
@@ -91,6 +139,7 @@ def _remote_code_geometry(
     from transformers import AutoConfig
 
     from kvalign.errors import InvalidConfig
+    from kvalign.sources.build import geometry_from_dict
 
     try:
         cfg = AutoConfig.from_pretrained(name, revision=revision, trust_remote_code=True)

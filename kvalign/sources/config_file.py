@@ -11,10 +11,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from kvalign.errors import ConfigNotFound, InvalidConfig
+from kvalign.errors import InvalidConfig
+from kvalign.safeio import MAX_FILE_BYTES, decode_text, read_bytes
 
 #: largest config file kvalign reads (real configs are < 100 KiB; this guards against junk).
-MAX_CONFIG_BYTES = 8 * 1024 * 1024
+MAX_CONFIG_BYTES = MAX_FILE_BYTES
 #: nesting depth beyond which a config is rejected (real configs nest < 6 levels).
 MAX_DEPTH = 64
 
@@ -42,32 +43,14 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
-def read_config_json(path: Path) -> dict[str, Any]:
-    """Parse ``path`` as a Hugging Face ``config.json`` (read-only).
-
-    Returns:
-        The JSON object as a dict.
+def parse_config_bytes(data: bytes, path: Path | str) -> dict[str, Any]:
+    """Parse the bytes of a Hugging Face ``config.json`` (already read with a size cap).
 
     Raises:
-        ConfigNotFound: the file does not exist or cannot be opened.
-        InvalidConfig: too large (> ``MAX_CONFIG_BYTES``), not UTF-8, not JSON, too deeply
-            nested, or not a JSON object; the message names the file.
+        InvalidConfig: not UTF-8, not JSON, too deeply nested, or not a JSON object; the
+            message names the file.
     """
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigNotFound(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigNotFound(f"{path}: is a directory without config.json") from None
-    except OSError as exc:
-        raise ConfigNotFound(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise InvalidConfig(f"{path}: larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InvalidConfig(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    text = decode_text(data, str(path))
     try:
         parsed = json.loads(text, object_hook=_decode_special)
     except json.JSONDecodeError as exc:
@@ -81,3 +64,27 @@ def read_config_json(path: Path) -> dict[str, Any]:
     if _depth(parsed, MAX_DEPTH) > MAX_DEPTH:
         raise InvalidConfig(f"{path}: JSON nested deeper than {MAX_DEPTH} levels")
     return parsed
+
+
+def read_config_bytes(path: Path) -> bytes:
+    """The bytes of ``config.json`` at ``path`` (read-only, at most ``MAX_CONFIG_BYTES``).
+
+    Raises:
+        ConfigNotFound: missing, a directory, a symlink loop, or unreadable.
+        InvalidConfig: not a regular file, or larger than ``MAX_CONFIG_BYTES``.
+    """
+    return read_bytes(path, limit=MAX_CONFIG_BYTES)
+
+
+def read_config_json(path: Path) -> dict[str, Any]:
+    """Parse ``path`` as a Hugging Face ``config.json`` (read-only).
+
+    Returns:
+        The JSON object as a dict.
+
+    Raises:
+        ConfigNotFound: the file does not exist or cannot be opened.
+        InvalidConfig: too large (> ``MAX_CONFIG_BYTES``), not UTF-8, not JSON, too deeply
+            nested, or not a JSON object; the message names the file.
+    """
+    return parse_config_bytes(read_config_bytes(path), path)

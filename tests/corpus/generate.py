@@ -1,15 +1,28 @@
-"""Generate the hostile-input corpus for model configs (``tests/corpus/configs/``).
+"""Generate the hostile-input corpus (``tests/corpus/``).
 
-Run ``python tests/corpus/generate.py`` to regenerate; the output is committed and checked
-by ``tests/test_corpus.py``. Every case is a file that ``kvalign check`` must reject with exit
-2 and a one-line message naming the file (and the field, where one is at fault), without a
-traceback. Cases start from real bundled configs and break one thing at a time.
+Three parts, all committed and checked by ``tests/test_corpus.py`` (a test fails when the
+committed output differs from what this script generates):
+
+* ``configs/``: model configs ``kvalign check`` must reject (below);
+* ``deployments/``: deployment files ``kvalign audit`` must reject (exit 2) or report as
+  not evaluated (exit 3), see :func:`deployment_cases`;
+* ``cli-args.json``: command lines for ``check``/``matrix``/``explain``/``survey``/``audit``
+  that must fail with exit 2, see :func:`cli_cases`.
+
+Cases git cannot hold (a symlink loop, a 100 MB file, a FIFO) are made at runtime by the
+test in a temporary folder.
+
+Run ``python tests/corpus/generate.py`` to regenerate. Every ``configs/`` case is a file
+that ``kvalign check`` must reject with exit 2 and a one-line message naming the file (and
+the field, where one is at fault), without a traceback. Cases start from real bundled
+configs and break one thing at a time.
 Missing fields are only cases for raw-JSON types (Kimi-K3): for types transformers ships,
 the config class fills a documented default, exactly as vLLM sees it.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -18,6 +31,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 OUT = HERE / "configs"
+DEPLOY_OUT = HERE / "deployments"
+CLI_OUT = HERE / "cli-args.json"
 CATALOG = ROOT / "configs" / "models"
 
 # base config -> the fields its formulas read (dotted; ``text_config.`` for VL wrappers)
@@ -188,14 +203,377 @@ def cases() -> dict[str, bytes]:
     return out
 
 
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+OWN = f"""model: {NANO}
+prefill:
+  tp: 8
+  args: "--block-size 64"
+decode:
+  tp: 1
+  args: ["--block-size", "64"]
+router:
+  block_size: 64
+"""
+K8S = f"""apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: nano-prefill
+  labels:
+    llm-d.ai/role: prefill
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.33.0
+        args: ["vllm", "serve", "{NANO}", "--tensor-parallel-size", "8"]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: nano-decode
+  labels:
+    llm-d.ai/role: decode
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.33.0
+        args: ["vllm", "serve", "{NANO}", "--tensor-parallel-size", "1"]
+"""
+SHELL = f"""#!/bin/sh
+# prefill
+vllm serve {NANO} --tensor-parallel-size 8 \\
+  --kv-transfer-config '{{"kv_connector":"NixlConnector","kv_role":"kv_producer"}}'
+# decode
+vllm serve {NANO} --tensor-parallel-size 1 \\
+  --kv-transfer-config '{{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}}'
+"""
+
+
+def _bomb(levels: int = 9, width: int = 9) -> str:
+    """A "billion laughs" YAML: ``width ** levels`` nodes once aliases expand."""
+    names = [f"l{i}" for i in range(levels + 1)]
+    lines = [f"{names[0]}: &{names[0]} [" + ", ".join(['"lol"'] * width) + "]"]
+    for prev, name in itertools.pairwise(names):
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * width) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def _own(prefill: str = "tp: 8", decode: str = "tp: 1", model: str = NANO, extra: str = "") -> str:
+    return f"model: {model}\nprefill: {{{prefill}}}\ndecode: {{{decode}}}\n{extra}"
+
+
+def deployment_cases() -> dict[str, bytes]:
+    """Every deployment corpus file name → its bytes.
+
+    Each must make ``kvalign audit FILE`` exit 2 (unreadable, malformed, wrong type: one
+    ``kvalign: error:`` line naming the file) or 3 (read, but a pool cannot be evaluated:
+    a "not evaluated" entry naming the file), except the ``*--kva010*`` cases, whose TP is
+    a well-formed integer the model cannot use: that is rule KVA010 (exit 1).
+    """
+    out: dict[str, bytes] = {}
+    # truncated files: cut mid-line, so every cut is malformed or incomplete
+    for label, text in (("own", OWN), ("k8s", K8S)):
+        lines = text.splitlines(keepends=True)
+        for keep in (1, 3, len(lines) // 2):
+            cut = "".join(lines[:keep]) + lines[keep][: max(1, len(lines[keep]) // 2)]
+            out[f"truncated--{label}-{keep}.yaml"] = cut.encode()
+    # malformed YAML
+    malformed = {
+        "tab-indent": OWN.replace("  tp: 8", "\ttp: 8"),
+        "unclosed-quote": OWN.replace('"--block-size 64"', '"--block-size 64'),
+        "unclosed-flow": _own(prefill="tp: 8, args: [--block-size, 64"),
+        "bad-indent": OWN.replace("decode:\n  tp: 1", "decode:\n tp: 1\n   x: 2"),
+        "unknown-alias": OWN.replace("tp: 8", "tp: *nowhere"),
+        "unhashable-key": OWN + "? [a, b]\n: 1\n",
+        "duplicate-anchor-recursive": "a: &a [*a]\n" + OWN,
+        "directive-only": "%YAML 1.1\n%YAML 1.1\n---\n" + OWN,
+        "python-object-tag": OWN.replace(
+            "tp: 8", "tp: !!python/object/apply:os.system [echo pwned]"
+        ),
+    }
+    for name, text in malformed.items():
+        out[f"malformed--{name}.yaml"] = text.encode()
+    # wrong types in kvalign's own schema (``--kva010`` = valid integer, impossible TP)
+    wrong = {
+        "tp-string": _own(prefill='tp: "eight"'),
+        "tp-float": _own(prefill="tp: 1.5"),
+        "tp-zero": _own(prefill="tp: 0"),
+        "tp-negative": _own(decode="tp: -4"),
+        "tp-bool": _own(prefill="tp: true"),
+        "tp-list": _own(prefill="tp: [8]"),
+        "tp-null": _own(prefill="tp: null"),
+        "tp-infinity": _own(prefill="tp: .inf"),
+        "tp-nan": _own(prefill="tp: .nan"),
+        "dp-zero": _own(prefill="tp: 8, dp: 0"),
+        "args-number": _own(prefill="tp: 8, args: 42"),
+        "args-mapping": _own(prefill="tp: 8, args: {block-size: 64}"),
+        "env-list": _own(prefill="tp: 8, env: [A, B]"),
+        "router-block-size-string": _own(extra="router: {block_size: sixty-four}\n"),
+        "router-block-size-zero": _own(extra="router: {block_size: 0}\n"),
+        "model-list": _own(model="[a, b]"),
+        "model-null": _own(model="null"),
+        "model-number": _own(model="42"),
+        "model-empty-string": _own(model='""'),
+        "prefill-list-of-strings": _own(prefill="").replace("prefill: {}", "prefill: [a, b]"),
+        "args-tp-zero": _own(prefill='args: "--tensor-parallel-size 0"'),
+        "args-tp-negative": _own(prefill='args: "-tp -2"'),
+        "args-tp-float": _own(prefill='args: "-tp 1.5"'),
+        "args-tp-word": _own(prefill='args: "--tensor-parallel-size eight"'),
+        "args-block-size-zero": _own(prefill='tp: 8, args: "--block-size 0"'),
+        "args-block-size-negative": _own(prefill='tp: 8, args: "--block-size=-16"'),
+        "args-block-size-word": _own(prefill='tp: 8, args: "--block-size big"'),
+        "args-bad-json": _own(prefill="tp: 8, args: \"--speculative-config '{oops'\""),
+        "args-json-list": _own(prefill="tp: 8, args: \"--kv-transfer-config '[1]'\""),
+        "args-unbalanced-quote": _own(prefill='tp: 8, args: "--block-size \'64"'),
+        "args-kv-dtype-unknown": _own(prefill='tp: 8, args: "--kv-cache-dtype int3"'),
+        "args-missing-config": _own(prefill='tp: 8, args: "--config missing.yaml"'),
+        "args-spec-tokens-word": _own(
+            prefill='tp: 8, args: "--speculative-config.num_speculative_tokens many"'
+        ),
+        "vllm-version-bad": _own(extra='vllm_version: "banana"\n'),
+        "kva010-tp-indivisible": _own(prefill="tp: 3"),
+        "kva010-tp-huge": _own(prefill="tp: " + "9" * 30),
+    }
+    for name, text in wrong.items():
+        out[f"wrong-type--{name}.yaml"] = text.encode()
+    # wrong types in Kubernetes manifests
+    k8s_wrong = {
+        "args-string": K8S.replace(
+            f'args: ["vllm", "serve", "{NANO}", "--tensor-parallel-size", "8"]',
+            f'args: "vllm serve {NANO} -tp 8"',
+        ),
+        "containers-mapping": K8S.replace(
+            "containers:\n      - name: vllm", "containers:\n        name: vllm", 1
+        ),
+        "tp-word": K8S.replace(
+            '"--tensor-parallel-size", "8"', '"--tensor-parallel-size", "eight"'
+        ),
+        "tp-zero": K8S.replace('"--tensor-parallel-size", "8"', '"--tensor-parallel-size", "0"'),
+        "metadata-list": K8S.replace("metadata:\n  name: nano-decode", "metadata: [nano-decode]"),
+        "parallelism-zero": K8S.replace('"--tensor-parallel-size", "1"', '"-tp", "1", "-dp", "0"'),
+        "env-number": K8S.replace(
+            f'args: ["vllm", "serve", "{NANO}", "--tensor-parallel-size", "1"]',
+            'env: 5\n        args: ["vllm", "serve", "$(MODEL)", "--tensor-parallel-size", "1"]',
+        ),
+    }
+    for name, text in k8s_wrong.items():
+        out[f"k8s--{name}.yaml"] = text.encode()
+    # unresolved variables
+    out["unresolved--k8s-model.yaml"] = K8S.replace(
+        f'"serve", "{NANO}"', '"serve", "$(MODEL_ID)"'
+    ).encode()
+    out["unresolved--k8s-tp.yaml"] = K8S.replace(
+        '"--tensor-parallel-size", "1"', '"--tensor-parallel-size", "$(TP)"'
+    ).encode()
+    out["unresolved--k8s-configmap-missing-key.yaml"] = (
+        K8S.replace(
+            '"--tensor-parallel-size", "8"]',
+            '"--tensor-parallel-size", "$(TP)"]\n'
+            "        env:\n        - name: TP\n          valueFrom:\n"
+            "            configMapKeyRef: {name: absent, key: TP}",
+        )
+    ).encode()
+    out["unresolved--shell.sh"] = SHELL.replace(
+        f"vllm serve {NANO} --tensor-parallel-size 1", "vllm serve $MODEL --tensor-parallel-size 1"
+    ).encode()
+    out["unresolved--own-args.yaml"] = _own(prefill='tp: 8, args: "--block-size $(BLOCK)"').encode()
+    out["shell--unbalanced-quote.sh"] = SHELL.replace("kv_producer\"}'", 'kv_producer"}').encode()
+    # Helm templates
+    out["helm--values-template.yaml"] = OWN.replace(
+        "tp: 8", "tp: {{ .Values.prefill.tp }}"
+    ).encode()
+    out["helm--k8s-template.yaml"] = K8S.replace(f'"{NANO}"', '"{{ .Values.model }}"').encode()
+    out["helm--block-directive.yaml"] = (
+        "{{- if .Values.enabled }}\n" + K8S + "{{- end }}\n"
+    ).encode()
+    # alias bombs, recursion, deep nesting
+    out["bomb--billion-laughs.yaml"] = _bomb().encode()
+    out["bomb--inside-own.yaml"] = (
+        OWN + "junk:\n" + "".join("  " + ln + "\n" for ln in _bomb().splitlines())
+    ).encode()
+    out["bomb--inside-k8s.yaml"] = (K8S + "---\n" + _bomb()).encode()
+    out["bomb--recursive-alias.yaml"] = (OWN + "loop: &loop {self: *loop}\n").encode()
+    out["deep--flow-100k.yaml"] = ("x: " + "[" * 100_000 + "]" * 100_000 + "\n").encode()
+    out["deep--flow-100.yaml"] = (OWN + "x: " + "[" * 100 + "]" * 100 + "\n").encode()
+    out["deep--block-80.yaml"] = (
+        OWN + "".join(f"{'  ' * i}k{i}:\n" for i in range(80)) + "  " * 80 + "v: 1\n"
+    ).encode()
+    # binary and non-UTF-8
+    out["binary--bytes.yaml"] = bytes(range(256)) * 8
+    out["binary--nul-in-text.yaml"] = OWN.encode().replace(b"tp: 8", b"tp: \x008")
+    out["binary--elf-header.sh"] = b"\x7fELF\x02\x01\x01\x00" + bytes(200)
+    out["encoding--latin1.yaml"] = (OWN + "# caf\xe9\n").encode("latin-1")
+    out["encoding--utf16.yaml"] = OWN.encode("utf-16")
+    out["encoding--utf32.sh"] = SHELL.encode("utf-32")
+    # not a deployment at all (given by name: exit 2)
+    out["shape--empty.yaml"] = b""
+    out["shape--comments-only.yaml"] = b"# nothing here\n"
+    out["shape--list.yaml"] = b"- 1\n- 2\n"
+    out["shape--scalar.yaml"] = b"just a string\n"
+    out["shape--no-decode.yaml"] = f"model: {NANO}\nprefill: {{tp: 8}}\n".encode()
+    out["shape--plain-text.txt"] = b"please run vllm on eight GPUs\n"
+    out["shape--roleless-shell.sh"] = f"vllm serve {NANO} -tp 8\n".encode()
+    # unknown models inside manifests (configs from the config corpus; paths are relative
+    # to the repository root, where the test runs)
+    unknown = {
+        "llama": "tests/corpus/configs/llama.json",
+        "mystery-type": "tests/corpus/configs/nano--unknown-model-type.json",
+        "type-number": "tests/corpus/configs/nano--model-type-number.json",
+        "vl-text-llama": "tests/corpus/configs/qwen35--text_config-model-type-llama.json",
+        "dir-without-config": "tests/corpus",
+        "missing-path": "tests/corpus/configs/no-such-config.json",
+        "hub-id-not-cached": "example-org/not-a-real-model",
+        "not-an-id": "no spaces allowed here",
+    }
+    for name, model in unknown.items():
+        out[f"model--{name}.yaml"] = _own(model=f'"{model}"').encode()
+    out["model--k8s-unknown-hub-id.yaml"] = K8S.replace(NANO, "example-org/unknown-hybrid").encode()
+    return out
+
+
+#: (id, argv, what the message must name) for command lines that must exit 2
+def cli_cases() -> list[dict[str, Any]]:
+    """Command-line cases: each must exit 2 with one ``kvalign: error:`` line naming
+    ``names`` (the option, or the model for TP sizes the model cannot use)."""
+    cases: list[dict[str, Any]] = []
+    bad_tps = {
+        "zero": "0",
+        "negative": "-1",
+        "fraction": "1.5",
+        "word": "eight",
+        "empty-item": "1,,2",
+        "empty": "",
+        "huge": "9" * 30,
+        "indivisible": "3",
+        "all-indivisible": "3,5,7",
+    }
+    model_named = ("huge", "indivisible", "all-indivisible")
+    for name, value in bad_tps.items():
+        names = NANO if name in model_named else None
+        cases.append(
+            {"id": f"check-prefill-tp-{name}", "argv": ["check", NANO, f"--prefill-tp={value}"],
+             "names": names or "--prefill-tp"}
+        )  # fmt: skip
+        cases.append(
+            {"id": f"check-decode-tp-{name}", "argv": ["check", NANO, f"--decode-tp={value}"],
+             "names": names or "--decode-tp"}
+        )  # fmt: skip
+        cases.append(
+            {"id": f"matrix-tp-{name}", "argv": ["matrix", NANO, f"--tp={value}"],
+             "names": names or "--tp"}
+        )  # fmt: skip
+        if name not in ("indivisible", "huge", "all-indivisible"):
+            cases.append(
+                {"id": f"survey-tp-{name}", "argv": ["survey", NANO, f"--tp={value}"],
+                 "names": "--tp"}
+            )  # fmt: skip
+    for name, value in (("zero", "0"), ("negative", "-2"), ("fraction", "1.5"), ("word", "x")):
+        cases.append(
+            {"id": f"explain-tp-{name}", "argv": ["explain", NANO, f"--tp={value}"],
+             "names": "--tp"}
+        )  # fmt: skip
+    cases.append(
+        {"id": "explain-tp-indivisible", "argv": ["explain", NANO, "--tp=3"], "names": NANO}
+    )
+    cases.append(
+        {"id": "explain-tp-huge", "argv": ["explain", NANO, "--tp=" + "9" * 30], "names": NANO}
+    )
+    other = [
+        ("check-block-size-zero", ["check", NANO, "--block-size=0"], "--block-size"),
+        ("check-block-size-word", ["check", NANO, "--block-size=big"], "--block-size"),
+        (
+            "check-spec-negative",
+            ["check", NANO, "--num-speculative-tokens=-1"],
+            "--num-speculative-tokens",
+        ),
+        ("check-kv-dtype", ["check", NANO, "--kv-cache-dtype=int3"], "--kv-cache-dtype"),
+        ("check-vllm-version", ["check", NANO, "--vllm-version=banana"], "--vllm-version"),
+        ("check-format", ["check", NANO, "--format=xml"], "--format"),
+        ("check-unknown-option", ["check", NANO, "--bogus"], "--bogus"),
+        ("check-missing-model", ["check"], "MODEL"),
+        ("check-empty-model", ["check", ""], "MODEL"),
+        ("check-dir-without-config", ["check", "tests/corpus"], "tests/corpus"),
+        ("check-missing-file", ["check", "tests/corpus/configs/none.json"], "none.json"),
+        ("check-not-an-id", ["check", "no such model"], "no such model"),
+        (
+            "check-unknown-hub-id",
+            ["check", "example-org/not-a-real-model"],
+            "example-org/not-a-real-model",
+        ),
+        ("matrix-corpus-config", ["matrix", "tests/corpus/configs/llama.json"], "llama.json"),
+        ("audit-missing-path", ["audit", "tests/corpus/deployments/none.yaml"], "none.yaml"),
+        (
+            "audit-baseline-missing",
+            ["audit", "configs/deployments/kvalign", "--baseline=none.json"],
+            "none.json",
+        ),
+        (
+            "audit-baseline-not-json",
+            [
+                "audit",
+                "configs/deployments/kvalign",
+                "--baseline=tests/corpus/deployments/shape--list.yaml",
+            ],
+            "shape--list.yaml",
+        ),
+        (
+            "audit-config-bomb",
+            [
+                "audit",
+                "configs/deployments/kvalign",
+                "--config=tests/corpus/deployments/bomb--billion-laughs.yaml",
+            ],
+            "bomb--billion-laughs.yaml",
+        ),
+        (
+            "audit-config-malformed",
+            [
+                "audit",
+                "configs/deployments/kvalign",
+                "--config=tests/corpus/deployments/malformed--tab-indent.yaml",
+            ],
+            "malformed--tab-indent.yaml",
+        ),
+        (
+            "audit-vllm-version",
+            ["audit", "configs/deployments/kvalign", "--vllm-version=banana"],
+            "--vllm-version",
+        ),
+        ("audit-fail-on", ["audit", "configs/deployments/kvalign", "--fail-on=never"], "--fail-on"),
+        (
+            "audit-output-unwritable",
+            ["audit", "configs/deployments/kvalign", "--output=no-such-dir/report.txt"],
+            "--output no-such-dir/report.txt: cannot write",
+        ),
+        (
+            "audit-output-json-unwritable",
+            [
+                "audit",
+                "configs/deployments/kvalign",
+                "--format=json",
+                "--output=no-such-dir/r.json",
+            ],
+            "--output no-such-dir/r.json: cannot write",
+        ),
+    ]
+    for case_id, argv, names in other:
+        cases.append({"id": case_id, "argv": argv, "names": names})
+    return cases
+
+
 def main() -> None:
-    if OUT.exists():
-        shutil.rmtree(OUT)
-    OUT.mkdir(parents=True)
-    generated = cases()
-    for name, body in sorted(generated.items()):
-        (OUT / name).write_bytes(body)
-    print(f"wrote {len(generated)} cases to {OUT.relative_to(ROOT)}")
+    for folder, generated in ((OUT, cases()), (DEPLOY_OUT, deployment_cases())):
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        for name, body in sorted(generated.items()):
+            (folder / name).write_bytes(body)
+        print(f"wrote {len(generated)} cases to {folder.relative_to(ROOT)}")
+    CLI_OUT.write_text(json.dumps(cli_cases(), indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {len(cli_cases())} cases to {CLI_OUT.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

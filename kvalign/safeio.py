@@ -1,0 +1,202 @@
+"""Bounded reading of user files and the one safe YAML loader every reader uses.
+
+Every file kvalign reads (model ``config.json``, deployment files, ``--config`` YAML,
+``.kvalign.yaml``, ``--baseline`` JSON, stdin) goes through :func:`read_bytes` /
+:func:`read_text`, which refuse non-regular files (FIFOs, devices) and anything larger than
+:data:`MAX_FILE_BYTES` without reading past the cap. YAML is parsed only here, by
+:func:`load_yaml_documents` / :func:`load_yaml`: PyYAML's safe loader (no Python objects are
+ever constructed), after checking the composed node graph for alias bombs ("billion
+laughs"), recursive aliases and excessive nesting, so no reader can be made to hang or
+exhaust memory by a small hostile file. Files are opened read-only; nothing is written.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+from typing import IO, Any
+
+from kvalign.errors import ConfigNotFound, InvalidConfig
+
+#: largest file kvalign reads (real configs and manifests are well under 1 MiB).
+MAX_FILE_BYTES = 8 * 1024 * 1024
+#: deepest nesting accepted in a YAML document (real manifests nest < 20 levels).
+MAX_YAML_DEPTH = 64
+#: most YAML nodes a document may expand to once aliases are followed.
+MAX_YAML_NODES = 1_000_000
+
+
+def _too_large(path: Path | str) -> InvalidConfig:
+    return InvalidConfig(f"{path}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+
+
+def read_bytes(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file, read-only, at most ``limit`` bytes.
+
+    Raises:
+        ConfigNotFound: the file does not exist, is a directory, is a symlink loop, or
+            cannot be opened (the message names the file and the OS reason).
+        InvalidConfig: not a regular file (FIFO, device, socket), or larger than ``limit``.
+    """
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise ConfigNotFound(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ConfigNotFound(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ConfigNotFound(f"{path}: is a directory without config.json")
+    if not stat.S_ISREG(info.st_mode):
+        raise InvalidConfig(f"{path}: not a regular file")
+    if info.st_size > limit:
+        raise _too_large(path)
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise ConfigNotFound(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if len(data) > limit:  # grew since stat
+        raise _too_large(path)
+    return data
+
+
+def decode_text(data: bytes, name: str) -> str:
+    """UTF-8 (optionally with a BOM) → text.
+
+    Raises:
+        InvalidConfig: not UTF-8 (the message names the file and the byte offset).
+    """
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidConfig(f"{name}: not UTF-8 text (byte {exc.start})") from None
+
+
+def read_text(path: Path, *, limit: int = MAX_FILE_BYTES) -> str:
+    """:func:`read_bytes` then :func:`decode_text`. Raises what they raise."""
+    return decode_text(read_bytes(path, limit=limit), str(path))
+
+
+def read_stream(stream: IO[str], name: str = "-", *, limit: int = MAX_FILE_BYTES) -> str:
+    """At most ``limit`` characters of a text stream (stdin).
+
+    Raises:
+        InvalidConfig: the stream holds more than ``limit`` characters, or is not text.
+    """
+    try:
+        text = stream.read(limit + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidConfig(f"{name}: cannot read ({type(exc).__name__})") from None
+    if len(text) > limit:
+        raise _too_large(name)
+    return text
+
+
+# ---- YAML --------------------------------------------------------------------------------
+def _yaml_module() -> Any:
+    import yaml
+
+    return yaml
+
+
+def _loader_class() -> Any:
+    yaml = _yaml_module()
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _children(node: Any) -> list[Any]:
+    value = node.value
+    if isinstance(value, list):
+        if value and isinstance(value[0], tuple):  # mapping: (key, value) node pairs
+            return [part for pair in value for part in pair]
+        return list(value)
+    return []
+
+
+def check_yaml_node(root: Any, name: str) -> None:
+    """Reject a composed YAML node graph that is recursive, too deep or too large.
+
+    Aliases are shared in the graph; the expanded size (what a reader that walks the
+    document would visit) is computed with memoisation, so a billion-laughs document is
+    rejected in time linear in the file.
+
+    Raises:
+        InvalidConfig: a recursive alias, nesting deeper than :data:`MAX_YAML_DEPTH`, or
+            more than :data:`MAX_YAML_NODES` nodes after alias expansion.
+    """
+    sizes: dict[int, int] = {}
+    heights: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, finished = stack.pop()
+        key = id(node)
+        if finished:
+            on_path.discard(key)
+            kids = _children(node)
+            sizes[key] = 1 + sum(sizes[id(k)] for k in kids)
+            heights[key] = 1 + max((heights[id(k)] for k in kids), default=0)
+            if sizes[key] > MAX_YAML_NODES:
+                raise InvalidConfig(
+                    f"{name}: YAML expands to more than {MAX_YAML_NODES:,} nodes "
+                    "(alias/anchor bomb?)"
+                )
+            continue
+        if key in sizes:
+            if depth + heights[key] - 1 > MAX_YAML_DEPTH:
+                raise InvalidConfig(f"{name}: YAML nested deeper than {MAX_YAML_DEPTH} levels")
+            continue
+        if key in on_path:
+            raise InvalidConfig(f"{name}: recursive YAML alias")
+        if depth > MAX_YAML_DEPTH:
+            raise InvalidConfig(f"{name}: YAML nested deeper than {MAX_YAML_DEPTH} levels")
+        on_path.add(key)
+        stack.append((node, depth, True))
+        stack.extend((child, depth + 1, False) for child in _children(node))
+
+
+def load_yaml_documents(text: str, name: str) -> list[tuple[int, Any]]:
+    """Every document of a YAML stream as ``(1-based start line, data)`` pairs.
+
+    Safe loading only (PyYAML ``SafeLoader``, the libyaml-backed one when available):
+    plain scalars, lists and mappings. Each document's node graph is checked by
+    :func:`check_yaml_node` before it is constructed.
+
+    Raises:
+        InvalidConfig: not valid YAML (the message names ``name`` and the line), or a
+            document rejected by :func:`check_yaml_node`.
+    """
+    yaml = _yaml_module()
+    loader = _loader_class()(text)
+    docs: list[tuple[int, Any]] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:  # pragma: no cover - check_node() guarantees a node
+                break
+            check_yaml_node(node, name)
+            docs.append((node.start_mark.line + 1, loader.construct_document(node)))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{name}:{mark.line + 1}" if mark is not None else name
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise InvalidConfig(f"{where}: not valid YAML ({problem})") from None
+    except RecursionError:
+        raise InvalidConfig(f"{name}: YAML nested deeper than {MAX_YAML_DEPTH} levels") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. an unhashable mapping key
+        raise InvalidConfig(f"{name}: not valid YAML ({type(exc).__name__})") from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def load_yaml(text: str, name: str) -> Any:
+    """The single document of a YAML text (``None`` for an empty text).
+
+    Raises:
+        InvalidConfig: as :func:`load_yaml_documents`, or the text holds several documents.
+    """
+    docs = load_yaml_documents(text, name)
+    if len(docs) > 1:
+        raise InvalidConfig(f"{name}: expected one YAML document, found {len(docs)}")
+    return docs[0][1] if docs else None

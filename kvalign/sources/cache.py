@@ -1,0 +1,209 @@
+"""On-disk geometry cache: ``$XDG_CACHE_HOME/kvalign/`` (default ``~/.cache/kvalign/``).
+
+A warm ``kvalign check`` skips transformers entirely: the :class:`ModelGeometry` built from a
+config is stored as JSON (never pickle) under a key that is the sha256 of
+
+* the config file's bytes,
+* the kvalign version and :data:`FORMAT` (the cache layout),
+* a canonical JSON (sorted keys, no whitespace) of every other load parameter that can
+  change the geometry (e.g. ``hf_overrides``).
+
+Writes are atomic (a temporary file in the cache folder, then :func:`os.replace`), so
+concurrent runs never see a half-written entry. An entry that cannot be read or does not
+decode to a valid geometry is ignored (and rewritten by the caller). Every cache failure
+is silent: the cache can only make kvalign faster, never make it fail. Only files inside
+the cache folder are ever written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kvalign import __version__
+from kvalign.geometry import FAMILIES, AttentionGeometry, ModelGeometry, StateGeometry
+
+#: cache layout version; bump when the JSON shape of an entry changes.
+FORMAT = 1
+#: largest cache entry read back (entries are ~2 KiB).
+_MAX_ENTRY_BYTES = 256 * 1024
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/kvalign`` when ``XDG_CACHE_HOME`` is an absolute path, else
+    ``~/.cache/kvalign`` (XDG Base Directory specification)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+    return root / "kvalign"
+
+
+def canonical_params(params: Mapping[str, Any] | None) -> str:
+    """Canonical JSON of extra load parameters (sorted keys, compact; ``{}`` when none).
+
+    Values that are not JSON types are written with ``str`` so that any parameter can be
+    part of the key.
+    """
+    return json.dumps(
+        dict(params or {}), sort_keys=True, separators=(",", ":"), default=str, allow_nan=True
+    )
+
+
+def cache_key(config_bytes: bytes, params: Mapping[str, Any] | None = None) -> str:
+    """sha256 hex of (config bytes, kvalign version, :data:`FORMAT`, canonical params)."""
+    digest = hashlib.sha256()
+    digest.update(hashlib.sha256(config_bytes).digest())
+    digest.update(f"\0kvalign {__version__}\0format {FORMAT}\0".encode())
+    digest.update(canonical_params(params).encode())
+    return digest.hexdigest()
+
+
+def _entry_path(key: str) -> Path:
+    return cache_dir() / f"geometry-{key}.json"
+
+
+def geometry_to_dict(geometry: ModelGeometry) -> dict[str, Any]:
+    """A JSON-ready dict of every field of ``geometry`` (inverse: :func:`geometry_from_json`)."""
+    attention = geometry.attention
+    state = geometry.state
+    return {
+        "model_id": geometry.model_id,
+        "model_type": geometry.model_type,
+        "architecture": geometry.architecture,
+        "config_path": geometry.config_path,
+        "source": geometry.source,
+        "loader": geometry.loader,
+        "model_dtype": geometry.model_dtype,
+        "attention": None
+        if attention is None
+        else {
+            "num_attention_heads": attention.num_attention_heads,
+            "total_kv_heads": attention.total_kv_heads,
+            "head_size": attention.head_size,
+            "use_mla": attention.use_mla,
+        },
+        "state": None if state is None else {"family": state.family, "params": dict(state.params)},
+        "ssm_dtype_default": geometry.ssm_dtype_default,
+        "provenance": dict(geometry.provenance),
+        "notes": list(geometry.notes),
+        "mamba_chunk_size": geometry.mamba_chunk_size,
+        "ssm_dtype_fallback": geometry.ssm_dtype_fallback,
+    }
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("not an integer")
+    return value
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("not a string")
+    return value
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else _str(value)
+
+
+def geometry_from_json(data: Any) -> ModelGeometry:
+    """Rebuild a :class:`ModelGeometry` from :func:`geometry_to_dict` output.
+
+    Raises:
+        ValueError: any field is missing or of the wrong type (a corrupt entry).
+    """
+    if not isinstance(data, dict):
+        raise ValueError("not an object")
+    try:
+        att = data["attention"]
+        attention = (
+            None
+            if att is None
+            else AttentionGeometry(
+                _int(att["num_attention_heads"]),
+                _int(att["total_kv_heads"]),
+                _int(att["head_size"]),
+                bool(att["use_mla"]),
+            )
+        )
+        st = data["state"]
+        state = None
+        if st is not None:
+            family = _str(st["family"])
+            if family not in FAMILIES or not isinstance(st["params"], dict):
+                raise ValueError("bad state")
+            params = {_str(k): _int(v) for k, v in st["params"].items()}
+            state = StateGeometry(family, params)
+        provenance = data["provenance"]
+        notes = data["notes"]
+        chunk = data["mamba_chunk_size"]
+        if not isinstance(provenance, dict) or not isinstance(notes, list):
+            raise ValueError("bad provenance/notes")
+        return ModelGeometry(
+            model_id=_str(data["model_id"]),
+            model_type=_str(data["model_type"]),
+            architecture=_str(data["architecture"]),
+            config_path=_str(data["config_path"]),
+            source=_str(data["source"]),
+            loader=_str(data["loader"]),
+            model_dtype=_str(data["model_dtype"]),
+            attention=attention,
+            state=state,
+            ssm_dtype_default=_opt_str(data["ssm_dtype_default"]),
+            provenance={_str(k): _str(v) for k, v in provenance.items()},
+            notes=tuple(_str(n) for n in notes),
+            mamba_chunk_size=None if chunk is None else _int(chunk),
+            ssm_dtype_fallback=bool(data["ssm_dtype_fallback"]),
+        )
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"corrupt entry ({type(exc).__name__})") from None
+
+
+def load(key: str) -> ModelGeometry | None:
+    """The cached geometry for ``key``, or ``None`` (missing, unreadable or corrupt)."""
+    path = _entry_path(key)
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(_MAX_ENTRY_BYTES + 1)
+        if len(data) > _MAX_ENTRY_BYTES:
+            return None
+        entry = json.loads(data.decode("utf-8"))
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            return None
+        return geometry_from_json(entry.get("geometry"))
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def store(key: str, geometry: ModelGeometry) -> bool:
+    """Write ``geometry`` under ``key`` atomically; ``False`` when the cache is unwritable.
+
+    The entry is written to a temporary file in the cache folder and moved into place with
+    :func:`os.replace`, so a concurrent reader sees either no entry or a whole one, and
+    concurrent writers of the same key leave one whole entry.
+    """
+    payload = {"key": key, "kvalign": __version__, "geometry": geometry_to_dict(geometry)}
+    try:
+        text = json.dumps(payload, sort_keys=True, allow_nan=False)
+    except ValueError:  # pragma: no cover - geometries hold finite ints only
+        return False
+    folder = cache_dir()
+    tmp_name = ""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=".geometry-", suffix=".tmp", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp_name, _entry_path(key))
+        return True
+    except OSError:
+        if tmp_name:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+        return False
