@@ -367,11 +367,18 @@ class RankResult:
 
     Sizes are in bytes (``*_bytes*``) or tokens (``*block_size``). For attention-free
     models only the Mamba fields are set; for an invalid TP only ``reason``.
+
+    ``valid`` is vLLM's configuration-time verdict (attention heads and state dimensions
+    divide by TP: what ``VllmConfig`` checks, and what the golden vectors record).
+    ``load_error`` is set when the configuration passes but a layer would refuse to load
+    at that TP (e.g. Mamba2 with ``n_groups`` neither 1 nor divisible by TP); the sizes
+    are still computed. :attr:`usable` combines both.
     """
 
     tp: int
     valid: bool
     reason: str = ""
+    load_error: str = ""
     attention_free: bool = False
     use_mla: bool = False
     backend: str = ""
@@ -392,6 +399,16 @@ class RankResult:
     tp_stable_grown: bool = False
     derivation: BlockDerivation | None = None
     profile: str = ""
+
+    @property
+    def usable(self) -> bool:
+        """Whether vLLM both accepts the configuration and loads the model at this TP."""
+        return self.valid and not self.load_error
+
+    @property
+    def problem(self) -> str:
+        """Why the TP is unusable (``""`` when usable)."""
+        return self.reason or self.load_error
 
     def logical(self, alignment: str) -> int | None:
         """Logical block size under ``alignment`` (``vllm`` or ``tp-stable``)."""
@@ -467,6 +484,18 @@ def kernel_for(logical: int, inputs: _Inputs) -> int | None:
     if not inputs.profile.kernel_block_split:
         return logical
     return kernel_block_size(logical, inputs.backend)
+
+
+def load_problem(geometry: ModelGeometry, tp: int) -> str:
+    """Why a state layer would refuse to load at ``tp`` although the config validates.
+
+    Asks the family module's ``load_problem`` (Mamba2 group sharding, GDN key heads);
+    ``""`` for families without such a rule.
+    """
+    if geometry.state is None:
+        return ""
+    check = getattr(family_module(geometry.state.family), "load_problem", None)
+    return str(check(geometry.state.params, tp)) if check is not None else ""
 
 
 def validate_tp(geometry: ModelGeometry, tp: int) -> str:
@@ -549,12 +578,14 @@ def analyze_rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankRe
             state_page = mamba_page(geometry, settings, tp, profile)
         except IndivisibleTP as exc:
             return RankResult(tp=tp, valid=False, reason=str(exc))
+    load_error = load_problem(geometry, tp)
 
     if attention is None:
         assert state_page is not None
         return RankResult(
             tp=tp,
             valid=True,
+            load_error=load_error,
             attention_free=True,
             mamba_page_bytes=state_page.page_bytes,
             mamba_state_shapes=state_page.shapes,
@@ -567,6 +598,7 @@ def analyze_rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankRe
     common = {
         "tp": tp,
         "valid": True,
+        "load_error": load_error,
         "use_mla": attention.use_mla,
         "backend": inputs.backend.name,
         "kv_heads_per_rank": kv_heads_per_rank(attention, tp),
@@ -646,7 +678,7 @@ def common_block_size(
     kv_bytes = kv_cache_dtype_bytes(settings.kv_cache_dtype, model_dtype)
     pages: dict[int, tuple[int, int]] = {}
     for tp in sorted(set(tps)):
-        if validate_tp(geometry, tp):
+        if validate_tp(geometry, tp) or load_problem(geometry, tp):
             continue
         try:
             m = mamba_page(geometry, settings, tp, profile).page_bytes

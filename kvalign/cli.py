@@ -336,7 +336,7 @@ def check(
         )  # fmt: skip
         invalid = report.invalid_tps
         if invalid:
-            details = "; ".join(f"TP {r.tp}: {r.reason}" for r in invalid)
+            details = "; ".join(f"TP {r.tp}: {r.problem}" for r in invalid)
             raise InvalidSettings(
                 f"{report.geometry.model_id}: invalid tensor parallel size ({details})"
             )
@@ -403,7 +403,7 @@ def matrix(
             model, tps, tps, settings, revision, trust_remote_code, not no_cache, hf_overrides
         )
         if len(report.invalid_tps) == len(report.ranks):  # nothing valid to show
-            details = "; ".join(f"TP {r.tp}: {r.reason}" for r in report.invalid_tps)
+            details = "; ".join(f"TP {r.tp}: {r.problem}" for r in report.invalid_tps)
             raise InvalidSettings(
                 f"{report.geometry.model_id}: no valid tensor parallel size ({details})"
             )

@@ -63,7 +63,7 @@ class Economics:
 
 def economics(rank: RankResult) -> Economics | None:
     """Prefix-cache economics for a valid, non-attention-free rank, else ``None``."""
-    if not rank.valid or rank.block_size is None:
+    if not rank.usable or rank.block_size is None:
         return None
     padding: int | None = None
     if rank.mamba_page_bytes is not None and rank.attn_page_bytes_per_token is not None:
@@ -318,9 +318,9 @@ def explain(geometry: ModelGeometry, settings: Settings, tp: int) -> Explanation
     """
     resolved = resolve(settings.vllm_version)
     rank = analyze_rank(geometry, settings, tp)
-    if not rank.valid:
+    if not rank.usable:
         raise InvalidSettings(f"{geometry.model_id}: invalid tensor parallel size {tp}: "
-                              f"{rank.reason}")  # fmt: skip
+                              f"{rank.problem}")  # fmt: skip
     steps: list[Step] = []
     if geometry.attention is not None:
         steps += _attention_steps(geometry, settings, rank)

@@ -104,12 +104,12 @@ def analyze_pair(
     profile: Profile = DEFAULT_PROFILE,
 ) -> PairResult:
     """Compare one prefill rank result with one decode rank result under ``profile``."""
-    if not prefill.valid or not decode.valid:
-        bad = prefill if not prefill.valid else decode
+    if not prefill.usable or not decode.usable:
+        bad = prefill if not prefill.usable else decode
         side = "prefill" if bad is prefill else "decode"
         return PairResult(
             prefill.tp, decode.tp, None, None, None, None, None, None, None, None,
-            "invalid", f"{side} TP {bad.tp} is invalid: {bad.reason}",
+            "invalid", f"{side} TP {bad.tp} is invalid: {bad.problem}",
         )  # fmt: skip
     if prefill.attention_free:
         return PairResult(
@@ -213,8 +213,8 @@ class Report:
 
     @property
     def invalid_tps(self) -> list[RankResult]:
-        """Requested TP sizes vLLM would reject for this model."""
-        return [r for r in self.ranks.values() if not r.valid]
+        """Requested TP sizes vLLM would reject (config check or model load)."""
+        return [r for r in self.ranks.values() if not r.usable]
 
 
 def economics_notes(ranks: dict[int, RankResult]) -> list[str]:
@@ -223,7 +223,7 @@ def economics_notes(ranks: dict[int, RankResult]) -> list[str]:
     layer per block (``block * a - m``)."""
     notes = []
     for tp, rank in sorted(ranks.items()):
-        if not rank.valid or rank.block_size is None or rank.mamba_page_bytes is None:
+        if not rank.usable or rank.block_size is None or rank.mamba_page_bytes is None:
             continue
         assert rank.attn_page_bytes_per_token is not None
         pad = rank.block_size * rank.attn_page_bytes_per_token - rank.mamba_page_bytes
@@ -288,7 +288,7 @@ def analyze(
             f"to the Mamba chunk size {chunk}"
         )
     if geometry.is_hybrid:
-        first = next((r for r in ranks.values() if r.valid), None)
+        first = next((r for r in ranks.values() if r.usable), None)
         if first is not None and first.backend != settings.attention_backend.upper():
             notes.append(f"MLA model: attention runs on {first.backend}")
         overridden = sorted(r.tp for r in ranks.values() if r.block_size_overridden)

@@ -187,8 +187,8 @@ def survey_model(geometry: ModelGeometry, settings: Settings, tps: Sequence[int]
         analyze(geometry, replace(settings, alignment=a), tp_list, tp_list) for a in ALIGNMENTS
     ]
     ranks = reports[0].ranks
-    valid = {tp for tp in tp_list if ranks[tp].valid}
-    invalid = tuple((tp, ranks[tp].reason) for tp in tp_list if not ranks[tp].valid)
+    valid = {tp for tp in tp_list if ranks[tp].usable}
+    invalid = tuple((tp, ranks[tp].problem) for tp in tp_list if not ranks[tp].usable)
     kind = _kind(geometry)
     family = geometry.state.family if geometry.state else None
     valid_tps = tuple(tp for tp in tp_list if tp in valid)

@@ -228,3 +228,24 @@ def test_attention_free_has_no_block() -> None:
     assert result.attention_free and result.block_size is None
     # mamba1: conv (3, 8192) x 2 B = 49,152; ssm 8192 x 16 x 2 B = 262,144
     assert result.mamba_page_bytes == 49_152 + 262_144
+
+
+def test_mamba2_group_rule_is_a_load_error_not_a_config_error(nano: ModelGeometry) -> None:
+    # TP 16 passes vLLM's config check (oracle: valid) and sizes normally: G' = 16,
+    # conv (4096 + 2*16*128)/16 = 512 x 3 x 2 = 3,072; ssm 4x64x128x4 = 131,072 -> 134,144;
+    # a = 512 -> 16 x ceil(134144 / 8192 = 16.4) = 272. But n_groups = 8 is neither 1 nor
+    # divisible by 16: MambaMixer2 refuses to load, so the TP is not usable.
+    rank = analyze_rank(nano, Settings(), 16)
+    assert rank.valid and rank.block_size == 272
+    assert not rank.usable
+    assert "n_groups G = 8" in rank.load_error and rank.problem == rank.load_error
+    # G = 1 (Falcon-H1) replicates groups and loads at any TP that divides the heads
+    assert analyze_rank(load_model("tiiuae/Falcon-H1-0.5B-Base"), Settings(), 8).usable
+
+
+def test_gdn_key_heads_must_shard() -> None:
+    geo = load_model("Qwen/Qwen3.5-397B-A17B")  # 32 attention heads, 16 key heads
+    rank = analyze_rank(geo, Settings(), 32)
+    assert rank.valid and not rank.usable
+    assert "linear_num_key_heads Hk = 16" in rank.load_error
+    assert analyze_rank(geo, Settings(), 16).usable

@@ -217,3 +217,9 @@ def test_parse_tp_list() -> None:
     assert parse_tp_list("8, 1,8", "--tp") == [8, 1]
     with pytest.raises(InvalidSettings):
         parse_tp_list("-1", "--tp")
+
+
+def test_tp_that_cannot_load_is_bad_input_for_check() -> None:
+    code, out, err = run("check", NANO, "--prefill-tp", "16")
+    assert code == 2
+    assert "TP 16: n_groups G = 8" in err and "MambaMixer2" in err

@@ -21,6 +21,21 @@ def shapes(p: Mapping[str, int], tp: int, num_spec: int) -> tuple[Shape, ...]:
     return conv, recurrent
 
 
+def load_problem(p: Mapping[str, int], tp: int) -> str:
+    """Why vLLM's GDN layer cannot shard its key heads at ``tp`` (``""`` when it can).
+
+    The GDN layers (``vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py``)
+    size per-rank key heads as ``num_k_heads // TP``: with ``Hk % TP != 0`` the per-rank
+    q/k projections no longer match the checkpoint's head layout.
+    """
+    if p["Hk"] % tp:
+        return (
+            f"linear_num_key_heads Hk = {p['Hk']} is not divisible by tensor parallel size "
+            f"{tp}: vLLM's GDN layer cannot shard the key heads"
+        )
+    return ""
+
+
 def dtypes(conv: str, ssm: str) -> tuple[str, ...]:
     """State dtypes: conv state, then recurrent state."""
     return conv, ssm

@@ -29,6 +29,21 @@ def shapes(p: Mapping[str, int], tp: int, num_spec: int) -> tuple[Shape, ...]:
     return conv, ssm
 
 
+def load_problem(p: Mapping[str, int], tp: int) -> str:
+    """Why vLLM's Mamba2 layer refuses to load at ``tp`` (``""`` when it loads).
+
+    ``MambaMixer2.__init__`` (``vllm/model_executor/layers/mamba/mamba_mixer2.py``)
+    asserts ``n_groups % TP == 0 or n_groups == 1``: group replication is only
+    implemented for a single group.
+    """
+    if p["G"] % tp and p["G"] != 1:
+        return (
+            f"n_groups G = {p['G']} is neither divisible by tensor parallel size {tp} nor 1: "
+            "vLLM's MambaMixer2 refuses to load"
+        )
+    return ""
+
+
 def dtypes(conv: str, ssm: str) -> tuple[str, ...]:
     """State dtypes: conv state, then ssm state."""
     return conv, ssm

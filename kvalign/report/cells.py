@@ -52,8 +52,8 @@ def pct(value: float | None) -> str:
 
 def deployment_cells(role: str, rank: RankResult, alignment: str) -> list[str]:
     """One deployments-table row."""
-    if not rank.valid:
-        return [role, str(rank.tp), "invalid: " + rank.reason, "", "", "", "", "", ""]
+    if not rank.usable:
+        return [role, str(rank.tp), "invalid: " + rank.problem, "", "", "", "", "", ""]
     chosen = rank.kernel(alignment)
     stable = num(rank.tp_stable_block_size)
     if rank.tp_stable_grown:

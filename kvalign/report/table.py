@@ -81,8 +81,8 @@ def matrix_table(report: Report) -> RenderableType:
         blocks.add_column(column, justify="right")
     align = report.settings.alignment
     for tp, rank in sorted(report.ranks.items()):
-        if not rank.valid:
-            blocks.add_row(str(tp), "invalid", rank.reason, "", "")
+        if not rank.usable:
+            blocks.add_row(str(tp), "invalid: " + rank.problem, "", "", "")
             continue
         pad = rank.tp_stable_padding_pct if align == "tp-stable" else rank.mamba_padding_pct
         blocks.add_row(

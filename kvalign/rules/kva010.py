@@ -21,9 +21,9 @@ def find(group: GroupResult) -> list[Finding]:
             SEVERITY,
             (r.pool.label,),
             r.pool.location,
-            f"TP {r.pool.tp} is invalid for {r.pool.model}: {r.rank.reason}",
+            f"TP {r.pool.tp} is invalid for {r.pool.model}: {r.rank.problem}",
             "choose a tensor parallel size that divides the model's heads",
         )
         for r in group.pools
-        if not r.rank.valid
+        if not r.rank.usable
     ]
