@@ -99,6 +99,12 @@ def _guarded(action: Callable[[], T]) -> T:
         )
 
 
+#: sanity bounds on numeric flags (far above any real deployment).
+MAX_TP = 4096
+MAX_BLOCK_SIZE = 1 << 20
+MAX_SPEC_TOKENS = 1024
+
+
 def parse_tp_list(text: str, option: str) -> list[int]:
     """``"1,2,4"`` → ``[1, 2, 4]`` (order kept, duplicates dropped).
 
@@ -108,9 +114,10 @@ def parse_tp_list(text: str, option: str) -> list[int]:
     values: list[int] = []
     for part in text.split(","):
         item = part.strip()
-        if not item.isdigit() or int(item) < 1:
+        if not (item.isascii() and item.isdigit()) or not 1 <= int(item) <= MAX_TP:
             raise InvalidSettings(
-                f"{option}: {item!r} is not a positive integer (expected e.g. 8 or 1,2,4)"
+                f"{option}: {item!r} is not a tensor parallel size from 1 to {MAX_TP} "
+                "(expected e.g. 8 or 1,2,4)"
             )
         if int(item) not in values:
             values.append(int(item))
@@ -149,7 +156,12 @@ KvDtypeOpt = Annotated[
 ]
 BlockOpt = Annotated[
     int | None,
-    typer.Option("--block-size", min=1, help="vLLM --block-size in tokens (default: unset)."),
+    typer.Option(
+        "--block-size",
+        min=1,
+        max=MAX_BLOCK_SIZE,
+        help="vLLM --block-size in tokens (default: unset).",
+    ),
 ]
 PrefixOpt = Annotated[
     bool,
@@ -169,7 +181,13 @@ SsmDtypeOpt = Annotated[
     ),
 ]
 SpecOpt = Annotated[
-    int, typer.Option("--num-speculative-tokens", min=0, help="Speculative tokens (MTP/EAGLE).")
+    int,
+    typer.Option(
+        "--num-speculative-tokens",
+        min=0,
+        max=MAX_SPEC_TOKENS,
+        help="Speculative tokens (MTP/EAGLE).",
+    ),
 ]
 BackendOpt = Annotated[
     str, typer.Option("--attention-backend", help="vLLM attention backend name.")

@@ -133,7 +133,10 @@ def test_attention_free_model_exits_zero() -> None:
     ("args", "message"),
     [
         (("check", "/nonexistent/config.json"), "no such file"),
-        (("check", NANO, "--prefill-tp", "x"), "--prefill-tp: 'x' is not a positive integer"),
+        (
+            ("check", NANO, "--prefill-tp", "x"),
+            "--prefill-tp: 'x' is not a tensor parallel size from 1 to 4096",
+        ),
         (("check", NANO, "--decode-tp", "0"), "--decode-tp: '0'"),
         (("check", NANO, "--attention-backend", "BOGUS"), "unknown backend 'BOGUS'"),
         (("check", NANO, "--kv-cache-dtype", "nvfp4"), "not modelled"),
@@ -220,6 +223,6 @@ def test_parse_tp_list() -> None:
 
 
 def test_tp_that_cannot_load_is_bad_input_for_check() -> None:
-    code, out, err = run("check", NANO, "--prefill-tp", "16")
+    code, _, err = run("check", NANO, "--prefill-tp", "16")
     assert code == 2
     assert "TP 16: n_groups G = 8" in err and "MambaMixer2" in err

@@ -267,7 +267,7 @@ def _hub_error(name: str, status: int) -> Exception:
         ("RepositoryNotFoundError", 404, "example-org/x: not a bundled model, a local path, or"),
         ("RevisionNotFoundError", 404, "example-org/x: revision 'v9' not found on the Hub"),
         ("RemoteEntryNotFoundError", 404, "example-org/x: the repository has no config.json"),
-        ("LocalEntryNotFoundError", 0, "example-org/x: not bundled and not in the Hugging Face"),
+        ("LocalEntryNotFoundError", 0, "revision 'v9' of example-org/x: not in the Hugging Face"),
         ("HfHubHTTPError", 403, "example-org/x: the Hub answered HTTP 403"),
     ],
 )

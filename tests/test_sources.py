@@ -129,3 +129,23 @@ def test_user_files_are_not_modified(tmp_path: Path) -> None:
     before = (path.read_bytes(), path.stat().st_mtime_ns)
     load_model(str(path))
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+
+
+def test_fields_filled_by_transformers_defaults_are_named(tmp_path: Path) -> None:
+    # a bare nemotron_h config parses (the class has defaults for everything), but the
+    # report must say which geometry fields were not in the file
+    (tmp_path / "config.json").write_text('{"model_type": "nemotron_h"}', encoding="utf-8")
+    geo = load_model(str(tmp_path))
+    note = next(n for n in geo.notes if "defaults" in n)
+    for key in ("mamba_num_heads", "n_groups", "ssm_state_size", "num_attention_heads"):
+        assert key in note
+    # a complete real config has no such note (attention_head_dim counts for head_dim)
+    assert not any("defaults" in n for n in load_model("nvidia/Nemotron-H-56B-Base-8K").notes)
+
+
+def test_bad_model_ssm_dtype_names_the_field(tmp_path: Path) -> None:
+    data = json.loads((CATALOG / "Qwen" / "Qwen3.5-27B" / "config.json").read_text())
+    data["text_config"]["mamba_ssm_dtype"] = "8"
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(InvalidConfig, match=r"text_config\.mamba_ssm_dtype"):
+        load_model(str(tmp_path))

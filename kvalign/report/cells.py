@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from kvalign.alignment import RankResult
+from kvalign.dtypes import resolve_model_dtype
+from kvalign.errors import KvalignError
+from kvalign.geometry import ModelGeometry
 from kvalign.pd import PairResult, Report
+from kvalign.settings import Settings
 
 DEPLOYMENT_COLUMNS = (
     "Role",
@@ -110,6 +114,14 @@ def matrix_cell(pair: PairResult) -> str:
     return f"{blocks} {VERDICT_LABELS[pair.verdict]}"
 
 
+def runtime_dtype(settings: Settings, geometry: ModelGeometry) -> str:
+    """The dtype vLLM runs the model in for ``--dtype`` (float32 configs run in bfloat16)."""
+    try:
+        return resolve_model_dtype(settings.dtype, geometry.model_dtype)
+    except KvalignError:
+        return settings.dtype
+
+
 def header_lines(report: Report) -> list[str]:
     """Model and settings summary lines."""
     geo = report.geometry
@@ -121,7 +133,8 @@ def header_lines(report: Report) -> list[str]:
     return [
         f"Model: {geo.model_id} ({geo.model_type}, {kind}, state family {family}{mla}; "
         f"config from {geo.source}: {geo.config_path})",
-        f"Settings: dtype={s.dtype} (model {geo.model_dtype}) kv-cache-dtype={s.kv_cache_dtype} "
+        f"Settings: dtype={s.dtype} (config {geo.model_dtype}, runs in "
+        f"{runtime_dtype(s, geo)}) kv-cache-dtype={s.kv_cache_dtype} "
         f"block-size={block} prefix-caching={'on' if s.enable_prefix_caching else 'off'} "
         f"mamba-cache-dtype={s.mamba_cache_dtype} mamba-ssm-cache-dtype={s.mamba_ssm_cache_dtype} "
         f"spec-tokens={s.num_speculative_tokens} backend={s.attention_backend} "

@@ -56,9 +56,10 @@ def _parse_with_transformers(cls: Any, raw: dict[str, Any], path: str) -> Any:
         try:
             return cls.from_dict(dict(raw))
         except Exception as exc:  # transformers raises many types for bad fields
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            detail = " ".join(lines[:3]) if lines else type(exc).__name__
             raise InvalidConfig(
-                f"{path}: transformers {cls.__name__} rejected the config: {first}"
+                f"{path}: transformers {cls.__name__} rejected the config: {detail}"
             ) from None
 
 
@@ -145,14 +146,23 @@ def _attention(text: ConfigFields, spec: ModelSpec) -> AttentionGeometry:
     return AttentionGeometry(heads, kv_heads, head_size)
 
 
+_SSM_DTYPES = ("float32", "bfloat16", "float16")
+
+
 def _ssm_default(text: ConfigFields, spec: ModelSpec) -> str | None:
+    """The model's own default for ``mamba_ssm_cache_dtype=auto`` (validated)."""
     if spec.ssm_default == "nemotron_h":
-        value = text.raw("mamba_ssm_cache_dtype")
-        return str(value) if value is not None else "float32"
-    if spec.ssm_default == "qwen3_5":
-        value = text.raw("mamba_ssm_dtype")
-        return str(value) if value is not None else None
-    return None
+        key, fallback = "mamba_ssm_cache_dtype", "float32"
+    elif spec.ssm_default == "qwen3_5":
+        key, fallback = "mamba_ssm_dtype", None
+    else:
+        return None
+    value = text.raw(key)
+    if value is None:
+        return fallback
+    if not isinstance(value, str) or value.removeprefix("torch.") not in _SSM_DTYPES:
+        raise text.fail(key, f"must be one of {', '.join(_SSM_DTYPES)}, got {value!r}")
+    return value.removeprefix("torch.")
 
 
 def geometry_from_dict(
@@ -188,6 +198,16 @@ def geometry_from_dict(
         archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
     )
 
+    # the dtype is validated on the raw JSON first: transformers fails obscurely on junk
+    raw_text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else {}
+    try:
+        model_dtype = _model_dtype(
+            ConfigFields(raw_text, path=config_path, prefix="text_config."),
+            ConfigFields(raw, path=config_path),
+        )
+    except KvalignError as exc:
+        raise InvalidConfig(f"{config_path}: {exc}") from None
+
     notes: list[str] = []
     cfg: Any
     cls = None if top_type in VLLM_OWN_CONFIG_TYPES else transformers_config_class(top_type)
@@ -207,12 +227,6 @@ def geometry_from_dict(
         loader = "raw-json"
     spec = MODEL_TYPES[text_type]
     text = ConfigFields(text_cfg, path=config_path, prefix=prefix)
-    top = ConfigFields(cfg, path=config_path)
-
-    try:
-        model_dtype = _model_dtype(text, top)
-    except KvalignError as exc:
-        raise InvalidConfig(f"{config_path}: {exc}") from None
 
     kinds = _layer_kinds(text)
     has_attention = not spec.attention_free and (kinds is None or kinds[0])
@@ -231,6 +245,12 @@ def geometry_from_dict(
         except IndivisibleTP as exc:  # pragma: no cover - TP 1 always divides
             raise InvalidConfig(f"{config_path}: {exc}") from None
 
+    defaulted = _defaulted_fields(raw, text.provenance.values())
+    if defaulted:
+        notes.append(
+            "not in config.json, taken from the transformers config class defaults: "
+            + ", ".join(defaulted)
+        )
     chunk = _chunk_size(text) if state is not None else None
     return ModelGeometry(
         model_id=model_id,
@@ -250,6 +270,30 @@ def geometry_from_dict(
             spec.ssm_default == "nemotron_h" and text.raw("mamba_ssm_cache_dtype") is None
         ),
     )
+
+
+#: older spellings transformers config classes map onto the key kvalign reads.
+_KEY_ALIASES = {"head_dim": ("attention_head_dim",)}
+
+
+def _defaulted_fields(raw: dict[str, Any], keys: Any) -> list[str]:
+    """Config keys a formula read that the raw JSON does not contain (class defaults)."""
+
+    def present(dotted: str) -> bool:
+        node: Any = raw
+        for part in dotted.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        return node is not None
+
+    missing = []
+    for key in sorted(set(keys)):
+        if not isinstance(key, str) or " " in key:
+            continue  # derived provenance such as "hidden_size // num_attention_heads"
+        parent, _, leaf = key.rpartition(".")
+        spellings = (leaf, *_KEY_ALIASES.get(leaf, ()))
+        if not any(present(f"{parent}.{name}" if parent else name) for name in spellings):
+            missing.append(key)
+    return missing
 
 
 def _chunk_size(text: ConfigFields) -> int | None:

@@ -131,10 +131,11 @@ def fetch_config(repo_id: str, revision: str | None = None) -> Path:
     except RevisionNotFoundError:
         raise ConfigNotFound(f"{repo_id}: revision {revision!r} not found on the Hub") from None
     except LocalEntryNotFoundError:
+        what = f"revision {revision!r} of {repo_id}" if revision else repo_id
+        bundled = "" if revision else "not bundled and "
         raise ConfigNotFound(
-            f"{repo_id}: not bundled and not in the Hugging Face cache, and the Hub "
-            "cannot be reached (offline or HF_HUB_OFFLINE=1); pass a local config.json "
-            "or see `kvalign models`"
+            f"{what}: {bundled}not in the Hugging Face cache, and the Hub cannot be reached "
+            "(offline or HF_HUB_OFFLINE=1); pass a local config.json or see `kvalign models`"
         ) from None
     except EntryNotFoundError:
         raise ConfigNotFound(f"{repo_id}: the repository has no config.json") from None

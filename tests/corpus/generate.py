@@ -450,7 +450,7 @@ def cli_cases() -> list[dict[str, Any]]:
         "indivisible": "3",
         "all-indivisible": "3,5,7",
     }
-    model_named = ("huge", "indivisible", "all-indivisible")
+    model_named = ("indivisible", "all-indivisible")
     for name, value in bad_tps.items():
         names = NANO if name in model_named else None
         cases.append(
