@@ -240,7 +240,13 @@ def _recommend(
 ) -> Recommendation:
     found = common_block_size(geometry, settings, tps)
     if found is None:
-        return Recommendation(None, {}, False, "no --block-size change applies to this model")
+        if geometry.attention_free:
+            why = "attention-free model: there is no KV block size to align"
+        elif not geometry.is_hybrid:
+            why = "pure attention model: the block size does not depend on TP"
+        else:
+            why = "no usable TP size among those asked for: nothing to recommend"
+        return Recommendation(None, {}, False, why)
     block, padding = found
     verb = "set" if flagged else "optional: set"
     cost = ", ".join(f"TP {tp} {pct:.2f}%" for tp, pct in sorted(padding.items()))
@@ -248,6 +254,12 @@ def _recommend(
         f"{verb} --block-size {block} on every prefill and decode pool: all sides then use "
         f"{block}-token blocks (Mamba page padding: {cost})"
     )
+    costly = sorted(tp for tp, pct in padding.items() if pct > 100)
+    if costly:
+        text += (
+            f"; at TP {', '.join(map(str, costly))} the padding exceeds the state itself: "
+            "closer prefill/decode TP sizes cost less"
+        )
     return Recommendation(block, padding, flagged, text)
 
 
@@ -299,6 +311,9 @@ def analyze(
             )
     if geometry.attention_free:
         notes.append("attention-free model: vLLM does no block alignment")
+    family = geometry.state.family if geometry.state is not None else None
+    if settings.gdn_prefill_backend != "auto" and family != "gdn":
+        notes.append("--gdn-prefill-backend has no effect: the model has no gated delta net layers")
     notes += economics_notes(ranks)
     return Report(
         geometry=geometry,

@@ -94,3 +94,17 @@ def test_attention_free_pairs() -> None:
     assert {p.verdict for p in report.pairs} == {"attention-free"}
     assert not report.flagged
     assert report.recommendation.block_size is None
+
+
+def test_costly_recommendation_says_so() -> None:
+    # Nemotron-3-Nano TP 8 vs 1: --block-size 2096 pads the TP 8 page by 302.30 %
+    report = analyze(load_model("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"), Settings(), [8], [1])
+    assert report.recommendation.block_size == 2096
+    assert "at TP 8 the padding exceeds the state itself" in report.recommendation.text
+
+
+def test_recommendation_when_nothing_is_usable() -> None:
+    geo = load_model("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    report = analyze(geo, Settings(), [16], [16])
+    assert report.recommendation.block_size is None
+    assert "no usable TP size" in report.recommendation.text

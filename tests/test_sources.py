@@ -149,3 +149,15 @@ def test_bad_model_ssm_dtype_names_the_field(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps(data))
     with pytest.raises(InvalidConfig, match=r"text_config\.mamba_ssm_dtype"):
         load_model(str(tmp_path))
+
+
+def test_local_folder_named_like_a_bundled_model_is_flagged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "Qwen" / "Qwen3.5-27B").mkdir(parents=True)
+    shutil.copy(NANO_JSON, tmp_path / "Qwen" / "Qwen3.5-27B" / "config.json")
+    monkeypatch.chdir(tmp_path)
+    bundled = load_model("Qwen/Qwen3.5-27B")
+    assert bundled.source == "catalog" and bundled.model_type == "qwen3_5_text"
+    assert any("pass ./Qwen/Qwen3.5-27B" in note for note in bundled.notes)
+    assert load_model("./Qwen/Qwen3.5-27B").model_type == "nemotron_h"

@@ -9,17 +9,42 @@ from kvalign.geometry import ModelGeometry
 from kvalign.pd import PairResult, Report
 from kvalign.settings import Settings
 
-DEPLOYMENT_COLUMNS = (
-    "Role",
-    "TP",
-    "KV heads/rank",
-    "Attn B/token",
-    "Mamba page B",
-    "Block (vLLM)",
-    "Block (TP-stable)",
-    "Kernel block",
-    "Mamba pad %",
-)
+_ALIGNMENT_LABEL = {"vllm": "vLLM", "tp-stable": "TP-stable"}
+
+
+def deployment_columns(alignment: str) -> tuple[str, ...]:
+    """Deployments-table headers; kernel block and padding follow ``alignment``."""
+    label = _ALIGNMENT_LABEL.get(alignment, alignment)
+    return (
+        "Role",
+        "TP",
+        "KV heads/rank",
+        "Attn B/token",
+        "Mamba page B",
+        "Block (vLLM)",
+        "Block (TP-stable)",
+        f"Kernel block ({label})",
+        f"Mamba pad % ({label})",
+    )
+
+
+def per_tp_columns(alignment: str) -> tuple[str, ...]:
+    """Headers of the per-TP table under the matrix grid."""
+    return ("TP", *deployment_columns(alignment)[5:])
+
+
+def per_tp_rows(report: Report) -> list[list[str]]:
+    """One row per requested TP: logical blocks (both algorithms), kernel block, padding."""
+    align = report.settings.alignment
+    rows = []
+    for tp, rank in sorted(report.ranks.items()):
+        if not rank.usable:
+            rows.append([str(tp), "invalid: " + rank.problem, "", "", ""])
+            continue
+        cells = deployment_cells("", rank, align)
+        rows.append([cells[1], *cells[5:]])
+    return rows
+
 
 PAIR_COLUMNS = (
     "Prefill TP",
@@ -104,6 +129,13 @@ def pair_cells(pair: PairResult) -> list[str]:
         VERDICT_LABELS[pair.verdict],
         pair.reason,
     ]
+
+
+MATRIX_LEGEND = (
+    "Cells: logical blocks P→D and verdict (OK; DRIFT = prefix-cache drift; RATIO = "
+    "block_size_ratio != 1; SPLIT = non-divisible, gcd split; FAIL = NIXL cannot pair; "
+    "INVALID = TP the model rejects). Verdicts compare kernel blocks."
+)
 
 
 def matrix_cell(pair: PairResult) -> str:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from kvalign.pd import Report
 from kvalign.report.cells import (
-    DEPLOYMENT_COLUMNS,
+    MATRIX_LEGEND,
     PAIR_COLUMNS,
+    deployment_columns,
     deployment_rows,
     header_lines,
     matrix_cell,
     pair_cells,
+    per_tp_columns,
+    per_tp_rows,
 )
 
 
@@ -33,7 +36,7 @@ def check_markdown(report: Report) -> str:
     """Deployments and pairs tables in Markdown."""
     lines = [f"{line}  " for line in header_lines(report)]
     lines += ["", "### Deployments (per rank)", ""]
-    lines += _table(DEPLOYMENT_COLUMNS, deployment_rows(report))
+    lines += _table(deployment_columns(report.settings.alignment), deployment_rows(report))
     lines += ["", f"### Prefill → decode pairs ({report.settings.alignment} alignment)", ""]
     lines += _table(PAIR_COLUMNS, [pair_cells(pair) for pair in report.pairs])
     return "\n".join(lines + _footer(report)) + "\n"
@@ -50,4 +53,7 @@ def matrix_markdown(report: Report) -> str:
     lines = [f"{line}  " for line in header_lines(report)]
     lines += ["", f"### Prefill TP × decode TP ({report.settings.alignment} alignment)", ""]
     lines += _table(columns, rows)
+    lines += ["", "### Per TP", ""]
+    lines += _table(per_tp_columns(report.settings.alignment), per_tp_rows(report))
+    lines += ["", MATRIX_LEGEND]
     return "\n".join(lines + _footer(report)) + "\n"

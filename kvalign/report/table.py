@@ -8,13 +8,15 @@ from rich.text import Text
 
 from kvalign.pd import PairResult, Report
 from kvalign.report.cells import (
-    DEPLOYMENT_COLUMNS,
+    MATRIX_LEGEND,
     PAIR_COLUMNS,
+    deployment_columns,
     deployment_rows,
     header_lines,
     matrix_cell,
-    num,
     pair_cells,
+    per_tp_columns,
+    per_tp_rows,
 )
 from kvalign.sources.catalog import CatalogEntry
 
@@ -40,7 +42,7 @@ def _footer(report: Report) -> list[RenderableType]:
 def check_table(report: Report) -> RenderableType:
     """Deployments table, pairs table, recommendation and notes."""
     deployments = Table(title="Deployments (per rank)", title_justify="left")
-    for i, column in enumerate(DEPLOYMENT_COLUMNS):
+    for i, column in enumerate(deployment_columns(report.settings.alignment)):
         deployments.add_column(column, justify="left" if i == 0 else "right")
     for row in deployment_rows(report):
         deployments.add_row(*row)
@@ -77,26 +79,11 @@ def matrix_table(report: Report) -> RenderableType:
         grid.add_row(f"TP {ptp}", *(_styled(by_key[(ptp, dtp)]) for dtp in report.decode_tps))
 
     blocks = Table(title="Per TP", title_justify="left")
-    for column in ("TP", "Block (vLLM)", "Block (TP-stable)", "Kernel block", "Mamba pad %"):
+    for column in per_tp_columns(report.settings.alignment):
         blocks.add_column(column, justify="right")
-    align = report.settings.alignment
-    for tp, rank in sorted(report.ranks.items()):
-        if not rank.usable:
-            blocks.add_row(str(tp), "invalid: " + rank.problem, "", "", "")
-            continue
-        pad = rank.tp_stable_padding_pct if align == "tp-stable" else rank.mamba_padding_pct
-        blocks.add_row(
-            str(tp),
-            num(rank.block_size),
-            num(rank.tp_stable_block_size),
-            num(rank.kernel(align)),
-            "–" if pad is None else f"{pad:.2f}",
-        )
-    legend = Text(
-        "Cells: logical blocks P→D and verdict (OK, DRIFT = prefix-cache drift, RATIO = "
-        "block_size_ratio != 1, SPLIT = non-divisible gcd split, FAIL, INVALID TP)",
-        style="dim",
-    )
+    for row in per_tp_rows(report):
+        blocks.add_row(*row)
+    legend = Text(MATRIX_LEGEND, style="dim")
     header = [Text(line) for line in header_lines(report)]
     return Group(*header, grid, blocks, legend, *_footer(report))
 

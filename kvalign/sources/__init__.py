@@ -97,6 +97,16 @@ def load_model(
         raise ConfigNotFound("MODEL is empty: give a bundled model id, a path or a hub id")
     entry = catalog.lookup(name) if revision is None else None
     if entry is not None:
+        if Path(name).expanduser().exists():
+            bundled = _geometry(
+                entry.config_path, model_id=entry.model_id, source="catalog",
+                use_cache=use_cache, params=params, hf_overrides=hf_overrides,
+            )  # fmt: skip
+            shadow = (
+                f"a local path '{name}' also exists; the bundled config was used "
+                f"(pass ./{name} to read the local one)"
+            )
+            return dataclasses.replace(bundled, notes=(*bundled.notes, shadow))
         return _geometry(
             entry.config_path, model_id=entry.model_id, source="catalog",
             use_cache=use_cache, params=params, hf_overrides=hf_overrides,
