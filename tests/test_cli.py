@@ -226,3 +226,17 @@ def test_tp_that_cannot_load_is_bad_input_for_check() -> None:
     code, _, err = run("check", NANO, "--prefill-tp", "16")
     assert code == 2
     assert "TP 16: n_groups G = 8" in err and "MambaMixer2" in err
+
+
+def test_readme_json_example_has_exactly_the_real_keys() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### JSON output", 1)[1]
+    example = json.loads(section.split("```json", 1)[1].split("```", 1)[0])
+    code, out, _ = run("check", NANO, "--prefill-tp", "8", "--decode-tp", "1", "--format", "json")
+    assert code == 1
+    real = json.loads(out)
+    assert set(example) == set(real)
+    for key in ("model", "settings", "recommendation"):
+        assert set(example[key]) == set(real[key]), key
+    for key in ("deployments", "pairs"):
+        assert set(example[key][0]) == set(real[key][0]), key
