@@ -6,11 +6,14 @@ usage, 70 internal error (a bug: please report it).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -22,7 +25,6 @@ if TYPE_CHECKING:  # heavy modules load inside the commands: --version/--help st
     from rich.console import Console
 
     from kvalign.geometry import ModelGeometry
-    from kvalign.pd import Report
 
 EXIT_OK, EXIT_FLAGGED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
@@ -245,113 +247,141 @@ HfOverridesOpt = Annotated[
 ]
 
 
-def _load_geometry(
-    model: str,
-    *,
-    revision: str | None,
-    trust_remote_code: bool,
-    hf_overrides: str | None,
-    use_cache: bool,
-    quiet: bool = False,
-) -> ModelGeometry:
-    """Load one model for a command: warns about remote code, parses ``--hf-overrides``
-    (``quiet`` skips the warning/note lines, for the second and later models of a run)."""
-    from kvalign.sources import load_model
-    from kvalign.sources.overrides import parse_hf_overrides
+@dataclass(frozen=True)
+class ModelSource:
+    """How a command loads MODEL: ``--revision``, ``--trust-remote-code``,
+    ``--hf-overrides`` (JSON text) and the geometry cache (off with ``--no-cache``)."""
 
-    if trust_remote_code and not quiet:
-        sys.stderr.write(
-            "kvalign: warning: --trust-remote-code lets a hub repository run code on this machine\n"
+    revision: str | None = None
+    trust_remote_code: bool = False
+    hf_overrides: str | None = None
+    use_cache: bool = True
+
+    def overrides(self) -> dict[str, object] | None:
+        """``--hf-overrides`` parsed (``None`` when not given). Raises ``InvalidSettings``."""
+        from kvalign.sources.overrides import parse_hf_overrides
+
+        return parse_hf_overrides(self.hf_overrides)
+
+    def load(self, model: str, *, quiet: bool = False) -> ModelGeometry:
+        """Load one model; warns about remote code and names overridden keys on stderr
+        (``quiet`` skips those lines, for the second and later models of a run)."""
+        from kvalign.sources import load_model
+
+        if self.trust_remote_code and not quiet:
+            sys.stderr.write(
+                "kvalign: warning: --trust-remote-code lets a hub repository run code on "
+                "this machine\n"
+            )
+        overrides = self.overrides()
+        if overrides and not quiet:
+            sys.stderr.write(f"kvalign: note: --hf-overrides applied to: {', '.join(overrides)}\n")
+        return load_model(
+            model,
+            revision=self.revision,
+            trust_remote_code=self.trust_remote_code,
+            hf_overrides=overrides,
+            use_cache=self.use_cache,
         )
-    overrides = parse_hf_overrides(hf_overrides)
-    if overrides and not quiet:
-        sys.stderr.write(f"kvalign: note: --hf-overrides applied to: {', '.join(overrides)}\n")
-    return load_model(
-        model,
-        revision=revision,
-        trust_remote_code=trust_remote_code,
-        hf_overrides=overrides,
-        use_cache=use_cache,
+
+
+def _param(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(
+        name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=annotation
     )
 
 
-def _report(
-    model: str,
-    prefill: list[int],
-    decode: list[int],
-    settings: Settings,
-    revision: str | None,
-    trust_remote_code: bool,
-    use_cache: bool = True,
-    hf_overrides: str | None = None,
-) -> Report:
-    from kvalign.pd import analyze
+#: the ``vllm serve``-named options every sizing command takes, in help order.
+_SETTINGS_PARAMS = (
+    _param("dtype", DtypeOpt, "auto"),
+    _param("kv_cache_dtype", KvDtypeOpt, "auto"),
+    _param("block_size", BlockOpt, None),
+    _param("enable_prefix_caching", PrefixOpt, True),
+    _param("mamba_cache_dtype", MambaDtypeOpt, "auto"),
+    _param("mamba_ssm_cache_dtype", SsmDtypeOpt, "auto"),
+    _param("num_speculative_tokens", SpecOpt, 0),
+    _param("attention_backend", BackendOpt, "FLASH_ATTN"),
+    _param("gpu", GpuOpt, None),
+    _param("gdn_prefill_backend", GdnOpt, GdnBackendChoice.auto),
+    _param("alignment", AlignOpt, AlignmentChoice.vllm),
+    _param("vllm_version", VersionOpt, None),
+)
+#: how MODEL is loaded.
+_SOURCE_PARAMS = (
+    _param("revision", RevisionOpt, None),
+    _param("trust_remote_code", TrustOpt, False),
+    _param("hf_overrides", HfOverridesOpt, None),
+    _param("no_cache", NoCacheOpt, False),
+)
 
-    geometry = _load_geometry(
-        model,
-        revision=revision,
-        trust_remote_code=trust_remote_code,
-        hf_overrides=hf_overrides,
-        use_cache=use_cache,
-    )
-    return analyze(geometry, settings, prefill, decode)
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def sizing_options(*, alignment: bool = True, trust: bool = True) -> Callable[[F], F]:
+    """Give a command the shared settings and model-loading options.
+
+    The decorated function declares ``settings: Settings`` and ``source: ModelSource``
+    instead of the dozen flags; typer sees the flags (inserted before ``--format``), the
+    function receives the built objects. ``alignment``/``trust`` drop ``--alignment`` /
+    ``--trust-remote-code`` for commands where they do not apply.
+    """
+
+    def decorate(func: F) -> F:
+        own = inspect.signature(func, eval_str=True)
+        mine = [p for p in own.parameters.values() if p.name not in ("settings", "source")]
+        settings_params = [p for p in _SETTINGS_PARAMS if alignment or p.name != "alignment"]
+        source_params = [p for p in _SOURCE_PARAMS if trust or p.name != "trust_remote_code"]
+        cut = next((i for i, p in enumerate(mine) if p.name == "output_format"), len(mine))
+        params = [*mine[:cut], *settings_params, *mine[cut:], *source_params]
+
+        @functools.wraps(func)
+        def wrapper(**kwargs: Any) -> None:
+            flags = {p.name: kwargs.pop(p.name) for p in settings_params}
+            loading = {p.name: kwargs.pop(p.name) for p in source_params}
+            kwargs["settings"] = Settings(
+                **{k: v.value if isinstance(v, Enum) else v for k, v in flags.items()}
+            )
+            kwargs["source"] = ModelSource(
+                revision=loading["revision"],
+                trust_remote_code=loading.get("trust_remote_code", False),
+                hf_overrides=loading["hf_overrides"],
+                use_cache=not loading["no_cache"],
+            )
+            func(**kwargs)
+
+        wrapper.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
 @app.command()
+@sizing_options()
 def check(
     model: ModelArg,
+    settings: Settings,
+    source: ModelSource,
     prefill_tp: Annotated[
         str, typer.Option("--prefill-tp", help="Prefill TP size(s), comma-separated.")
     ] = "1",
     decode_tp: Annotated[
         str, typer.Option("--decode-tp", help="Decode TP size(s), comma-separated.")
     ] = "1",
-    dtype: DtypeOpt = "auto",
-    kv_cache_dtype: KvDtypeOpt = "auto",
-    block_size: BlockOpt = None,
-    enable_prefix_caching: PrefixOpt = True,
-    mamba_cache_dtype: MambaDtypeOpt = "auto",
-    mamba_ssm_cache_dtype: SsmDtypeOpt = "auto",
-    num_speculative_tokens: SpecOpt = 0,
-    attention_backend: BackendOpt = "FLASH_ATTN",
-    gpu: GpuOpt = None,
-    gdn_prefill_backend: GdnOpt = GdnBackendChoice.auto,
-    alignment: AlignOpt = AlignmentChoice.vllm,
-    vllm_version: VersionOpt = None,
     output_format: FormatOpt = OutputFormat.table,
-    revision: RevisionOpt = None,
-    trust_remote_code: TrustOpt = False,
-    hf_overrides: HfOverridesOpt = None,
-    no_cache: NoCacheOpt = False,
 ) -> None:
     """Check every prefill × decode TP pair: block sizes, block_size_ratio, prefix drift.
 
     Exit 0 when no pair is flagged, 1 when a pair is flagged, 2 on bad input.
     """
 
+    from kvalign.pd import analyze
     from kvalign.report import check_markdown, check_table, to_json
 
     def run() -> int:
         prefill = parse_tp_list(prefill_tp, "--prefill-tp")
         decode = parse_tp_list(decode_tp, "--decode-tp")
-        settings = Settings(
-            dtype=dtype,
-            kv_cache_dtype=kv_cache_dtype,
-            block_size=block_size,
-            enable_prefix_caching=enable_prefix_caching,
-            mamba_cache_dtype=mamba_cache_dtype,
-            mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
-            num_speculative_tokens=num_speculative_tokens,
-            attention_backend=attention_backend,
-            gpu=gpu,
-            gdn_prefill_backend=gdn_prefill_backend.value,
-            alignment=alignment.value,
-            vllm_version=vllm_version,
-        )
-        report = _report(
-            model, prefill, decode, settings, revision, trust_remote_code, not no_cache,
-            hf_overrides,
-        )  # fmt: skip
+        report = analyze(source.load(model), settings, prefill, decode)
         invalid = report.invalid_tps
         if invalid:
             details = "; ".join(f"TP {r.tp}: {r.problem}" for r in invalid)
@@ -370,28 +400,15 @@ def check(
 
 
 @app.command()
+@sizing_options()
 def matrix(
     model: ModelArg,
+    settings: Settings,
+    source: ModelSource,
     tp: Annotated[
         str, typer.Option("--tp", help="TP sizes for both axes, comma-separated.")
     ] = "1,2,4,8",
-    dtype: DtypeOpt = "auto",
-    kv_cache_dtype: KvDtypeOpt = "auto",
-    block_size: BlockOpt = None,
-    enable_prefix_caching: PrefixOpt = True,
-    mamba_cache_dtype: MambaDtypeOpt = "auto",
-    mamba_ssm_cache_dtype: SsmDtypeOpt = "auto",
-    num_speculative_tokens: SpecOpt = 0,
-    attention_backend: BackendOpt = "FLASH_ATTN",
-    gpu: GpuOpt = None,
-    gdn_prefill_backend: GdnOpt = GdnBackendChoice.auto,
-    alignment: AlignOpt = AlignmentChoice.vllm,
-    vllm_version: VersionOpt = None,
     output_format: FormatOpt = OutputFormat.table,
-    revision: RevisionOpt = None,
-    trust_remote_code: TrustOpt = False,
-    hf_overrides: HfOverridesOpt = None,
-    no_cache: NoCacheOpt = False,
 ) -> None:
     """Full prefill × decode grid for a runbook. TP sizes the model rejects show as INVALID.
 
@@ -399,27 +416,12 @@ def matrix(
     no requested TP size is valid).
     """
 
+    from kvalign.pd import analyze
     from kvalign.report import matrix_markdown, matrix_table, to_json
 
     def run() -> int:
         tps = parse_tp_list(tp, "--tp")
-        settings = Settings(
-            dtype=dtype,
-            kv_cache_dtype=kv_cache_dtype,
-            block_size=block_size,
-            enable_prefix_caching=enable_prefix_caching,
-            mamba_cache_dtype=mamba_cache_dtype,
-            mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
-            num_speculative_tokens=num_speculative_tokens,
-            attention_backend=attention_backend,
-            gpu=gpu,
-            gdn_prefill_backend=gdn_prefill_backend.value,
-            alignment=alignment.value,
-            vllm_version=vllm_version,
-        )
-        report = _report(
-            model, tps, tps, settings, revision, trust_remote_code, not no_cache, hf_overrides
-        )
+        report = analyze(source.load(model), settings, tps, tps)
         if len(report.invalid_tps) == len(report.ranks):  # nothing valid to show
             details = "; ".join(f"TP {r.tp}: {r.problem}" for r in report.invalid_tps)
             raise InvalidSettings(
@@ -643,7 +645,10 @@ class SurveyFormat(str, Enum):
 
 
 @app.command()
+@sizing_options(alignment=False)
 def survey(
+    settings: Settings,
+    source: ModelSource,
     model: Annotated[
         list[str] | None,
         typer.Argument(
@@ -655,17 +660,6 @@ def survey(
     tp: Annotated[
         str, typer.Option("--tp", help="TP sizes for both sides, comma-separated.")
     ] = "1,2,4,8,16",
-    dtype: DtypeOpt = "auto",
-    kv_cache_dtype: KvDtypeOpt = "auto",
-    block_size: BlockOpt = None,
-    enable_prefix_caching: PrefixOpt = True,
-    mamba_cache_dtype: MambaDtypeOpt = "auto",
-    mamba_ssm_cache_dtype: SsmDtypeOpt = "auto",
-    num_speculative_tokens: SpecOpt = 0,
-    attention_backend: BackendOpt = "FLASH_ATTN",
-    gpu: GpuOpt = None,
-    gdn_prefill_backend: GdnOpt = GdnBackendChoice.auto,
-    vllm_version: VersionOpt = None,
     output_format: Annotated[
         SurveyFormat, typer.Option("--format", help="Output format.")
     ] = SurveyFormat.table,
@@ -677,10 +671,6 @@ def survey(
             help="Also write the prefill × decode grids as an SVG heatmap (needs kvalign[plot]).",
         ),
     ] = None,
-    revision: RevisionOpt = None,
-    trust_remote_code: TrustOpt = False,
-    hf_overrides: HfOverridesOpt = None,
-    no_cache: NoCacheOpt = False,
 ) -> None:
     """Count mismatched P/D pairs per model under vLLM's and the TP-stable alignment.
 
@@ -695,33 +685,10 @@ def survey(
 
     def run() -> int:
         tps = parse_tp_list(tp, "--tp")
-        settings = Settings(
-            dtype=dtype,
-            kv_cache_dtype=kv_cache_dtype,
-            block_size=block_size,
-            enable_prefix_caching=enable_prefix_caching,
-            mamba_cache_dtype=mamba_cache_dtype,
-            mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
-            num_speculative_tokens=num_speculative_tokens,
-            attention_backend=attention_backend,
-            gpu=gpu,
-            gdn_prefill_backend=gdn_prefill_backend.value,
-            vllm_version=vllm_version,
-        )
         if plot is not None and not plot.lower().endswith(".svg"):
             raise InvalidSettings(f"--plot {plot}: only SVG output is supported (FILE.svg)")
         names = model or [entry.model_id for entry in catalog.entries()]
-        geometries = [
-            _load_geometry(
-                name,
-                revision=revision,
-                trust_remote_code=trust_remote_code,
-                hf_overrides=hf_overrides,
-                use_cache=not no_cache,
-                quiet=index > 0,
-            )
-            for index, name in enumerate(names)
-        ]
+        geometries = [source.load(name, quiet=index > 0) for index, name in enumerate(names)]
         result = run_survey(geometries, settings, tps)
         svg = survey_svg(result) if plot is not None else None
         if output_format is SurveyFormat.json:
@@ -753,27 +720,15 @@ class ExplainFormat(str, Enum):
 
 
 @app.command()
+@sizing_options(alignment=False)
 def explain(
     model: ModelArg,
+    settings: Settings,
+    source: ModelSource,
     tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor parallel size.")] = 1,
-    dtype: DtypeOpt = "auto",
-    kv_cache_dtype: KvDtypeOpt = "auto",
-    block_size: BlockOpt = None,
-    enable_prefix_caching: PrefixOpt = True,
-    mamba_cache_dtype: MambaDtypeOpt = "auto",
-    mamba_ssm_cache_dtype: SsmDtypeOpt = "auto",
-    num_speculative_tokens: SpecOpt = 0,
-    attention_backend: BackendOpt = "FLASH_ATTN",
-    gpu: GpuOpt = None,
-    gdn_prefill_backend: GdnOpt = GdnBackendChoice.auto,
-    vllm_version: VersionOpt = None,
     output_format: Annotated[
         ExplainFormat, typer.Option("--format", help="Output format.")
     ] = ExplainFormat.text,
-    revision: RevisionOpt = None,
-    trust_remote_code: TrustOpt = False,
-    hf_overrides: HfOverridesOpt = None,
-    no_cache: NoCacheOpt = False,
 ) -> None:
     """Show the block-size derivation step by step: each quantity, the config fields and
     flags it came from, the formula with numbers, and the vLLM function it mirrors.
@@ -784,26 +739,7 @@ def explain(
     from kvalign.report.explain_format import explain_json, explain_text
 
     def run() -> int:
-        settings = Settings(
-            dtype=dtype,
-            kv_cache_dtype=kv_cache_dtype,
-            block_size=block_size,
-            enable_prefix_caching=enable_prefix_caching,
-            mamba_cache_dtype=mamba_cache_dtype,
-            mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
-            num_speculative_tokens=num_speculative_tokens,
-            attention_backend=attention_backend,
-            gpu=gpu,
-            gdn_prefill_backend=gdn_prefill_backend.value,
-            vllm_version=vllm_version,
-        )
-        geometry = _load_geometry(
-            model,
-            revision=revision,
-            trust_remote_code=trust_remote_code,
-            hf_overrides=hf_overrides,
-            use_cache=not no_cache,
-        )
+        geometry = source.load(model)
         ex = build_explanation(geometry, settings, tp)
         if output_format is ExplainFormat.json:
             typer.echo(explain_json(ex))
@@ -823,26 +759,15 @@ class VerifyFormat(str, Enum):
 
 
 @app.command()
+@sizing_options(alignment=False, trust=False)
 def verify(
     model: ModelArg,
+    settings: Settings,
+    source: ModelSource,
     tp: Annotated[str, typer.Option("--tp", help="TP sizes, comma-separated.")] = "1",
-    dtype: DtypeOpt = "auto",
-    kv_cache_dtype: KvDtypeOpt = "auto",
-    block_size: BlockOpt = None,
-    enable_prefix_caching: PrefixOpt = True,
-    mamba_cache_dtype: MambaDtypeOpt = "auto",
-    mamba_ssm_cache_dtype: SsmDtypeOpt = "auto",
-    num_speculative_tokens: SpecOpt = 0,
-    attention_backend: BackendOpt = "FLASH_ATTN",
-    gpu: GpuOpt = None,
-    gdn_prefill_backend: GdnOpt = GdnBackendChoice.auto,
-    vllm_version: VersionOpt = None,
     output_format: Annotated[
         VerifyFormat, typer.Option("--format", help="Output format.")
     ] = VerifyFormat.table,
-    revision: RevisionOpt = None,
-    hf_overrides: HfOverridesOpt = None,
-    no_cache: NoCacheOpt = False,
 ) -> None:
     """Compare kvalign's pages and block sizes with vLLM's own functions (needs vLLM
     installed here: pip install 'kvalign[verify]'). No GPU, weights or model code.
@@ -851,32 +776,11 @@ def verify(
     bad input.
     """
     from kvalign.report.verify_format import verify_json, verify_table
-    from kvalign.sources.overrides import parse_hf_overrides
     from kvalign.verify import verify as run_verify
 
     def run() -> int:
         tps = parse_tp_list(tp, "--tp")
-        settings = Settings(
-            dtype=dtype,
-            kv_cache_dtype=kv_cache_dtype,
-            block_size=block_size,
-            enable_prefix_caching=enable_prefix_caching,
-            mamba_cache_dtype=mamba_cache_dtype,
-            mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
-            num_speculative_tokens=num_speculative_tokens,
-            attention_backend=attention_backend,
-            gpu=gpu,
-            gdn_prefill_backend=gdn_prefill_backend.value,
-            vllm_version=vllm_version,
-        )
-        geometry = _load_geometry(
-            model,
-            revision=revision,
-            trust_remote_code=False,
-            hf_overrides=hf_overrides,
-            use_cache=not no_cache,
-        )
-        result = run_verify(geometry, settings, tps, hf_overrides=parse_hf_overrides(hf_overrides))
+        result = run_verify(source.load(model), settings, tps, hf_overrides=source.overrides())
         if output_format is VerifyFormat.json:
             typer.echo(verify_json(result))
         else:
