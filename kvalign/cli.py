@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # heavy modules load inside the commands: --version/--help st
     from rich.console import Console
 
     from kvalign.geometry import ModelGeometry
+    from kvalign.pd import Report
 
 EXIT_OK, EXIT_FLAGGED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
@@ -356,6 +357,24 @@ def sizing_options(*, alignment: bool = True, trust: bool = True) -> Callable[[F
     return decorate
 
 
+def _emit(
+    report: Report,
+    output_format: OutputFormat,
+    table: Callable[[Report], Any],
+    markdown: Callable[[Report], str],
+) -> int:
+    """Print ``report`` in ``output_format``; the exit code says whether a pair is flagged."""
+    from kvalign.report import to_json
+
+    if output_format is OutputFormat.json:
+        typer.echo(to_json(report))
+    elif output_format is OutputFormat.markdown:
+        typer.echo(markdown(report), nl=False)
+    else:
+        _stdout().print(table(report))
+    return EXIT_FLAGGED if report.flagged else EXIT_OK
+
+
 @app.command()
 @sizing_options()
 def check(
@@ -376,7 +395,7 @@ def check(
     """
 
     from kvalign.pd import analyze
-    from kvalign.report import check_markdown, check_table, to_json
+    from kvalign.report import check_markdown, check_table
 
     def run() -> int:
         prefill = parse_tp_list(prefill_tp, "--prefill-tp")
@@ -388,13 +407,7 @@ def check(
             raise InvalidSettings(
                 f"{report.geometry.model_id}: invalid tensor parallel size ({details})"
             )
-        if output_format is OutputFormat.json:
-            typer.echo(to_json(report))
-        elif output_format is OutputFormat.markdown:
-            typer.echo(check_markdown(report), nl=False)
-        else:
-            _stdout().print(check_table(report))
-        return EXIT_FLAGGED if report.flagged else EXIT_OK
+        return _emit(report, output_format, check_table, check_markdown)
 
     raise typer.Exit(_guarded(run))
 
@@ -417,7 +430,7 @@ def matrix(
     """
 
     from kvalign.pd import analyze
-    from kvalign.report import matrix_markdown, matrix_table, to_json
+    from kvalign.report import matrix_markdown, matrix_table
 
     def run() -> int:
         tps = parse_tp_list(tp, "--tp")
@@ -427,13 +440,7 @@ def matrix(
             raise InvalidSettings(
                 f"{report.geometry.model_id}: no valid tensor parallel size ({details})"
             )
-        if output_format is OutputFormat.json:
-            typer.echo(to_json(report))
-        elif output_format is OutputFormat.markdown:
-            typer.echo(matrix_markdown(report), nl=False)
-        else:
-            _stdout().print(matrix_table(report))
-        return EXIT_FLAGGED if report.flagged else EXIT_OK
+        return _emit(report, output_format, matrix_table, matrix_markdown)
 
     raise typer.Exit(_guarded(run))
 
