@@ -82,6 +82,20 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 T = TypeVar("T")
 
 
+#: exit code when the reader of stdout went away (128 + SIGPIPE, as shells report it).
+EXIT_BROKEN_PIPE = 141
+
+
+def _stdout_closed() -> NoReturn:
+    """The reader of stdout closed the pipe (``| head``): stop quietly with exit 141."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
+        pass
+    raise typer.Exit(EXIT_BROKEN_PIPE)
+
+
 def _guarded(action: Callable[[], T]) -> T:
     """Run ``action``; typed errors become one line on stderr + exit 2, bugs exit 70."""
     try:
@@ -92,6 +106,8 @@ def _guarded(action: Callable[[], T]) -> T:
         raise
     except KeyboardInterrupt:
         _fail("interrupted", 130)
+    except BrokenPipeError:
+        _stdout_closed()
     except Exception as exc:  # a bug: no traceback, no locals
         if os.environ.get("KVALIGN_DEBUG"):
             raise
@@ -496,6 +512,11 @@ def main(argv: list[str] | None = None) -> None:
     """
     try:
         code = app(args=argv, standalone_mode=False)
+    except BrokenPipeError:
+        try:
+            _stdout_closed()
+        except typer.Exit as stop:
+            sys.exit(stop.exit_code)
     except Exception as exc:
         show = getattr(exc, "show", None)
         if type(exc).__name__ == "NoArgsIsHelpError" and callable(show):

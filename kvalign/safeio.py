@@ -12,7 +12,9 @@ exhaust memory by a small hostile file. Files are opened read-only; nothing is w
 
 from __future__ import annotations
 
+import json
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,6 +26,49 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_YAML_DEPTH = 64
 #: most YAML nodes a document may expand to once aliases are followed.
 MAX_YAML_NODES = 1_000_000
+
+
+#: deepest nesting accepted in JSON text (configs nest < 6 levels, flags < 4).
+MAX_JSON_DEPTH = 64
+
+
+class JsonProblem(ValueError):
+    """JSON text that :func:`parse_json` refuses; the message says why, without a prefix."""
+
+
+def nesting_depth(value: Any, limit: int) -> int:
+    """Nesting depth of parsed JSON/YAML data, counting stops once it exceeds ``limit``."""
+    stack = [(value, 1)]
+    deepest = 0
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if deepest > limit:
+            return deepest
+        if isinstance(node, dict):
+            stack.extend((child, level + 1) for child in node.values())
+        elif isinstance(node, list):
+            stack.extend((child, level + 1) for child in node)
+    return deepest
+
+
+def parse_json(text: str, *, object_hook: Callable[[dict[str, Any]], Any] | None = None) -> Any:
+    """``json.loads`` that never raises anything but :class:`JsonProblem`.
+
+    Raises:
+        JsonProblem: not JSON, or nested deeper than :data:`MAX_JSON_DEPTH`.
+    """
+    try:
+        value = json.loads(text, object_hook=object_hook)
+    except json.JSONDecodeError as exc:
+        raise JsonProblem(
+            f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
+    except RecursionError:
+        raise JsonProblem(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    if nesting_depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise JsonProblem(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
 
 
 def _too_large(path: Path | str) -> InvalidConfig:

@@ -97,9 +97,14 @@ def geometry_to_dict(geometry: ModelGeometry) -> dict[str, Any]:
 
 
 def _int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError("not an integer")
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError("not a positive integer")
     return value
+
+
+def _digest(geometry: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of a stored geometry (detects edited/corrupt entries)."""
+    return hashlib.sha256(json.dumps(geometry, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def _str(value: Any) -> str:
@@ -176,7 +181,10 @@ def load(key: str) -> ModelGeometry | None:
         entry = json.loads(data.decode("utf-8"))
         if not isinstance(entry, dict) or entry.get("key") != key:
             return None
-        return geometry_from_json(entry.get("geometry"))
+        stored = entry.get("geometry")
+        if not isinstance(stored, dict) or entry.get("digest") != _digest(stored):
+            return None
+        return geometry_from_json(stored)
     except (OSError, ValueError, RecursionError):
         return None
 
@@ -188,7 +196,13 @@ def store(key: str, geometry: ModelGeometry) -> bool:
     :func:`os.replace`, so a concurrent reader sees either no entry or a whole one, and
     concurrent writers of the same key leave one whole entry.
     """
-    payload = {"key": key, "kvalign": __version__, "geometry": geometry_to_dict(geometry)}
+    stored = geometry_to_dict(geometry)
+    payload = {
+        "key": key,
+        "kvalign": __version__,
+        "geometry": stored,
+        "digest": _digest(stored),
+    }
     try:
         text = json.dumps(payload, sort_keys=True, allow_nan=False)
     except ValueError:  # pragma: no cover - geometries hold finite ints only

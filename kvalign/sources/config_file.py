@@ -6,19 +6,15 @@ transformers' own ``{"__float__": "Infinity"}`` encoding; both load.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 from kvalign.errors import InvalidConfig
-from kvalign.safeio import MAX_FILE_BYTES, decode_text, read_bytes
+from kvalign.safeio import MAX_FILE_BYTES, JsonProblem, decode_text, parse_json, read_bytes
 
 #: largest config file kvalign reads (real configs are < 100 KiB; this guards against junk).
 MAX_CONFIG_BYTES = MAX_FILE_BYTES
-#: nesting depth beyond which a config is rejected (real configs nest < 6 levels).
-MAX_DEPTH = 64
-
 _SPECIAL_FLOATS = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
 
@@ -26,21 +22,6 @@ def _decode_special(obj: dict[str, Any]) -> Any:
     if len(obj) == 1 and "__float__" in obj and obj["__float__"] in _SPECIAL_FLOATS:
         return _SPECIAL_FLOATS[obj["__float__"]]
     return obj
-
-
-def _depth(value: Any, limit: int) -> int:
-    stack = [(value, 1)]
-    deepest = 0
-    while stack:
-        node, level = stack.pop()
-        deepest = max(deepest, level)
-        if deepest > limit:
-            return deepest
-        if isinstance(node, dict):
-            stack.extend((child, level + 1) for child in node.values())
-        elif isinstance(node, list):
-            stack.extend((child, level + 1) for child in node)
-    return deepest
 
 
 def parse_config_bytes(data: bytes, path: Path | str) -> dict[str, Any]:
@@ -52,17 +33,11 @@ def parse_config_bytes(data: bytes, path: Path | str) -> dict[str, Any]:
     """
     text = decode_text(data, str(path))
     try:
-        parsed = json.loads(text, object_hook=_decode_special)
-    except json.JSONDecodeError as exc:
-        raise InvalidConfig(
-            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-        ) from None
-    except RecursionError:
-        raise InvalidConfig(f"{path}: JSON nested too deeply") from None
+        parsed = parse_json(text, object_hook=_decode_special)
+    except JsonProblem as exc:
+        raise InvalidConfig(f"{path}: {exc}") from None
     if not isinstance(parsed, dict):
         raise InvalidConfig(f"{path}: expected a JSON object, got {type(parsed).__name__}")
-    if _depth(parsed, MAX_DEPTH) > MAX_DEPTH:
-        raise InvalidConfig(f"{path}: JSON nested deeper than {MAX_DEPTH} levels")
     return parsed
 
 

@@ -12,7 +12,6 @@ the override. Pure: no I/O, the input dict is not modified.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,12 +31,13 @@ def parse_hf_overrides(text: str | None) -> dict[str, object] | None:
     """
     if text is None:
         return None
+    from kvalign.safeio import JsonProblem, parse_json
+
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
+        value = parse_json(text)
+    except JsonProblem as exc:
         raise InvalidSettings(
-            f"--hf-overrides: not valid JSON ({exc.msg} at column {exc.colno}); "
-            """expected an object such as '{"n_groups": 4}'"""
+            f"--hf-overrides: {exc}; " """expected an object such as '{"n_groups": 4}'"""
         ) from None
     if not isinstance(value, dict):
         raise InvalidSettings(
