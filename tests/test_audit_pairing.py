@@ -13,6 +13,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from kvalign.audit import AuditReport, run_audit
@@ -21,7 +23,7 @@ from kvalign.deploy import read_paths
 from kvalign.deploy.lmcache import candidate
 from kvalign.deploy.model import DeploymentKey, Location, Pool
 from kvalign.deploy.vllm_args import VllmArgs
-from kvalign.grouping import group_pools, grouping_of
+from kvalign.grouping import folder_of, group_pools, grouping_of
 from kvalign.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -485,3 +487,45 @@ def test_bad_pipeline_parallel_size_is_a_problem(tmp_path: Path) -> None:
     assert "--pipeline-parallel-size: expected a positive integer, got 0" in (
         report.unevaluated[0].message
     )
+
+
+# ---- grouping properties --------------------------------------------------------------------
+_FILES = ("a/p.yaml", "a/d.yaml", "b/p.yaml", "-")
+_KEYS = (
+    None,
+    DeploymentKey("llm-d.ai/model", "m"),
+    DeploymentKey("llm-d.ai/model", "m", "ns"),
+    DeploymentKey("app.kubernetes.io/part-of", "m"),
+    DeploymentKey("DynamoGraphDeployment", "g", single_object=True),
+)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(("prefill", "decode")),
+            st.sampled_from(_FILES),
+            st.sampled_from(_KEYS),
+            st.sampled_from(("m1", "m2")),
+        ),
+        max_size=12,
+    ),
+    st.sampled_from(("label", "file", "model")),
+)
+def test_grouping_is_a_partition_that_respects_its_scope(
+    specs: list[tuple[str, str, DeploymentKey | None, str]], mode: str
+) -> None:
+    pools = [_pool(role, file, key, model) for role, file, key, model in specs]
+    groups = group_pools(pools, mode)  # type: ignore[arg-type]
+    indices = sorted(i for _, idx in groups for i in idx)
+    assert indices == list(range(len(pools)))  # every pool in exactly one group
+    for grouping, idx in groups:
+        members = [pools[i] for i in idx]
+        files = {p.location.file for p in members}
+        if mode == "model":
+            assert len({p.model for p in members}) == 1
+        elif grouping.basis == "label":  # one key, one folder; never stdin with a file
+            assert len({p.deployment_key for p in members}) == 1
+            assert len({folder_of(f) for f in files}) == 1
+        else:  # file or single object: one file
+            assert len(files) == 1
