@@ -1,9 +1,10 @@
 """``kvalign audit``: deployments → models → rank and pair analysis → rules → one report.
 
 Loads each pool's model through :func:`kvalign.sources.load_model`, predicts its rank with
-:func:`kvalign.alignment.analyze_rank` under the pool's own settings, pairs every prefill pool
-with every decode pool of the same file (:func:`kvalign.pd.analyze_pair`), runs the rules
-and applies ignores and the baseline. Nothing here prints or exits.
+:func:`kvalign.alignment.analyze_rank` under the pool's own settings, groups the pools into
+deployments (:mod:`kvalign.grouping`, ``--pair-by``), pairs every prefill pool with every
+decode pool of the same group (:func:`kvalign.pd.analyze_pair`), runs the rules and applies
+ignores and the baseline. Nothing here prints or exits.
 """
 
 from __future__ import annotations
@@ -16,9 +17,17 @@ from kvalign.alignment import analyze_rank
 from kvalign.deploy.model import Deployment, Ignore, Problem
 from kvalign.errors import KvalignError
 from kvalign.geometry import ModelGeometry
+from kvalign.grouping import PairBy, group_pools
 from kvalign.pd import analyze_pair
 from kvalign.rules import run_rules
-from kvalign.rules.base import SEVERITY_RANK, Finding, GroupResult, PairOutcome, PoolResult
+from kvalign.rules.base import (
+    SEVERITY_RANK,
+    FileResult,
+    Finding,
+    GroupResult,
+    PairOutcome,
+    PoolResult,
+)
 from kvalign.sources import load_model
 from kvalign.versions import resolve
 
@@ -38,12 +47,14 @@ class AuditReport:
     """The result of one audit run; every formatter reads this.
 
     Attributes:
-        groups: per-file results that could be evaluated.
-        findings: active findings, ordered by file, rule, line.
+        groups: the deployments ``pair_by`` formed from the evaluated pools.
+        findings: active findings, ordered by group, rule, position.
         suppressed: ignored or baselined findings.
         unevaluated: blocking problems (files that could not be evaluated).
-        problems: non-blocking problems (e.g. an ignore without a reason).
+        problems: non-blocking problems (e.g. an ignore without a reason, unpaired pools).
         skipped: scanned files that are no deployment.
+        files: the evaluated files with their pools' results, input order.
+        pair_by: the ``--pair-by`` mode used.
     """
 
     groups: tuple[GroupResult, ...]
@@ -52,6 +63,8 @@ class AuditReport:
     unevaluated: tuple[Problem, ...]
     problems: tuple[Problem, ...]
     skipped: tuple[str, ...] = ()
+    files: tuple[FileResult, ...] = ()
+    pair_by: str = "label"
 
     def exit_code(self, fail_on: str) -> int:
         """3 when a file could not be evaluated, else 1 when a finding is at or above
@@ -64,12 +77,17 @@ class AuditReport:
         return EXIT_OK
 
 
-def _group(
+def _evaluate(
     deployment: Deployment,
     version: str | None,
     cache: dict[str, ModelGeometry],
     use_cache: bool = False,
-) -> GroupResult:
+) -> FileResult:
+    """Load every pool's model and predict its rank under the file's version assumption.
+
+    Raises:
+        KvalignError: a model cannot be loaded, or a setting / version is rejected.
+    """
     chosen = version or deployment.vllm_version
     resolved = resolve(chosen)
     results: list[PoolResult] = []
@@ -80,14 +98,64 @@ def _group(
         settings = dataclasses.replace(pool.settings, vllm_version=chosen)
         pool = dataclasses.replace(pool, settings=settings)
         results.append(PoolResult(pool, cache[key], analyze_rank(cache[key], settings, pool.tp)))
-    pairs = tuple(
-        PairOutcome(p, d, analyze_pair(p.rank, d.rank, "vllm", resolved.profile))
-        for p in results
-        if p.pool.role == "prefill"
-        for d in results
-        if d.pool.role == "decode"
-    )
-    return GroupResult(deployment, tuple(results), pairs, resolved.profile, resolved.note)
+    return FileResult(deployment, tuple(results), resolved.note)
+
+
+def _groups(
+    files: list[FileResult], pair_by: PairBy, version: str | None
+) -> tuple[list[GroupResult], list[Problem]]:
+    """Group the evaluated pools (:func:`kvalign.grouping.group_pools`) and pair them.
+
+    A group's version-dependent rules use ``--vllm-version``, else the first
+    ``vllm_version`` its files name (a non-blocking problem when they name several).
+    Unpaired pools are reported as non-blocking problems.
+    """
+    flat = [(f.deployment, r) for f in files for r in f.pools]
+    groups: list[GroupResult] = []
+    problems: list[Problem] = []
+    for grouping, indices in group_pools([r.pool for _, r in flat], pair_by):
+        members = [flat[i] for i in indices]
+        deployments: list[Deployment] = []
+        for deployment, _ in members:
+            if all(deployment is not d for d in deployments):
+                deployments.append(deployment)
+        named = list(dict.fromkeys(d.vllm_version for d in deployments if d.vllm_version))
+        chosen = version or (named[0] if named else None)
+        if version is None and len(named) > 1:
+            problems.append(
+                Problem(
+                    members[0][1].pool.location,
+                    f"{grouping.how}: files name different vllm_version "
+                    f"({', '.join(named)}); pairs use {chosen}",
+                    blocking=False,
+                )
+            )
+        resolved = resolve(chosen)
+        results = tuple(r for _, r in members)
+        pairs = tuple(
+            PairOutcome(p, d, analyze_pair(p.rank, d.rank, "vllm", resolved.profile))
+            for p in results
+            if p.pool.role == "prefill"
+            for d in results
+            if d.pool.role == "decode"
+        )
+        components = tuple(c for d in deployments for c in d.components)
+        group = GroupResult(
+            tuple(deployments), results, pairs, resolved.profile, resolved.note,
+            grouping, components,
+        )  # fmt: skip
+        for result in group.unpaired:
+            other = "decode" if result.pool.role == "prefill" else "prefill"
+            problems.append(
+                Problem(
+                    result.pool.location,
+                    f"{result.pool.label}: no {other} pool in its deployment "
+                    f"({grouping.how}); not paired (see --pair-by)",
+                    blocking=False,
+                )
+            )
+        groups.append(group)
+    return groups, problems
 
 
 def _ignored(finding: Finding, ignores: list[Ignore]) -> Ignore | None:
@@ -109,14 +177,16 @@ def run_audit(
     baseline: frozenset[str] = frozenset(),
     skipped: tuple[str, ...] = (),
     use_cache: bool = False,
+    pair_by: PairBy = "label",
 ) -> AuditReport:
-    """Evaluate deployments and apply ignores / baseline.
+    """Evaluate deployments, group and pair their pools, apply ignores / baseline.
 
     ``vllm_version`` (``--vllm-version``) wins over a file's ``vllm_version``; neither →
     the newest profile. Each distinct ``(model, revision)`` is loaded once per run;
     ``use_cache`` also uses the on-disk geometry cache. A file with blocking problems, or
     whose model cannot be loaded or settings are rejected, is reported in ``unevaluated``
-    and not analysed.
+    and not analysed (its pools pair with nothing). ``pair_by`` chooses which pools form
+    one deployment (:mod:`kvalign.grouping`).
 
     Raises:
         InvalidSettings: ``vllm_version`` is not a version kvalign can resolve.
@@ -124,7 +194,7 @@ def run_audit(
     if vllm_version is not None:
         resolve(vllm_version)
     cache: dict[str, ModelGeometry] = {}
-    groups: list[GroupResult] = []
+    files: list[FileResult] = []
     unevaluated: list[Problem] = []
     problems: list[Problem] = []
     findings: list[Finding] = []
@@ -135,11 +205,12 @@ def run_audit(
             unevaluated += blocking
             continue
         try:
-            group = _group(deployment, vllm_version, cache, use_cache)
+            files.append(_evaluate(deployment, vllm_version, cache, use_cache))
         except KvalignError as exc:
             unevaluated.append(Problem(deployment.pools[0].location, str(exc)))
-            continue
-        groups.append(group)
+    groups, grouping_problems = _groups(files, pair_by, vllm_version)
+    problems += grouping_problems
+    for group in groups:
         findings += run_rules(group)
     active: list[Finding] = []
     suppressed: list[Suppressed] = []
@@ -159,4 +230,6 @@ def run_audit(
         unevaluated=tuple(unevaluated),
         problems=tuple(problems),
         skipped=skipped,
+        files=tuple(files),
+        pair_by=pair_by,
     )

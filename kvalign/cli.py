@@ -555,6 +555,14 @@ class FailOn(str, Enum):
     info = "info"
 
 
+class PairByChoice(str, Enum):
+    """``kvalign audit --pair-by`` values (:mod:`kvalign.grouping`)."""
+
+    label = "label"
+    file = "file"
+    model = "model"
+
+
 @app.command()
 def audit(
     paths: Annotated[
@@ -589,6 +597,15 @@ def audit(
         bool, typer.Option("--verbose", help="List unknown flags and skipped files on stderr.")
     ] = False,
     no_cache: NoCacheOpt = False,
+    pair_by: Annotated[
+        PairByChoice,
+        typer.Option(
+            "--pair-by",
+            help="Which pools form one deployment: label (a deployment label or object "
+            "name, across files of one folder; else the file), file, or model (same model "
+            "id across all inputs).",
+        ),
+    ] = PairByChoice.label,
 ) -> None:
     """Audit P/D deployment files (kvalign YAML, vllm serve lines, Kubernetes, llm-d,
     Dynamo, KServe) before they ship.
@@ -616,14 +633,15 @@ def audit(
             baseline=known,
             skipped=tuple(skipped),
             use_cache=not no_cache,
+            pair_by=pair_by.value,
         )
         for problem in report.problems:
             sys.stderr.write(f"kvalign: warning: {problem.location}: {problem.message}\n")
         if verbose:
             for item in skipped:
                 sys.stderr.write(f"kvalign: skipped {item}: no deployment found\n")
-            for group in report.groups:
-                for result in group.pools:
+            for file in report.files:
+                for result in file.pools:
                     if result.pool.args.unknown:
                         flags = " ".join(result.pool.args.unknown)
                         sys.stderr.write(

@@ -48,6 +48,12 @@ EXPECTED = {
     ("llm-d/falcon-h1-modelservice-bad.yaml", "KVA007", "warning"),  # 256 % 800
     ("llm-d/qwen35-disaggregatedset-bad.yaml", "KVA003", "warning"),  # 1056 % 544
     ("llm-d/qwen35-disaggregatedset-bad.yaml", "KVA005", "error"),  # ssm bf16 vs fp32
+    # added with --pair-by (the entries above are unchanged): prefill.yaml and decode.yaml
+    # of split-bad/ pair through their shared llm-d.ai/model label. Qwen3.5-397B at TP 8
+    # (prefill) = 528 vs TP 16 (decode LeaderWorkerSet) = 272; findings sit on the decode pool.
+    ("kubernetes/split-bad/decode.yaml", "KVA001", "warning"),  # 528 vs 272
+    ("kubernetes/split-bad/decode.yaml", "KVA003", "warning"),  # 528 % 272 != 0, gcd 16
+    ("kubernetes/split-bad/decode.yaml", "KVA008", "error"),  # DS on prefill only
 }
 
 
@@ -70,9 +76,9 @@ def test_golden_examples_report_exactly_the_expected_findings() -> None:
     assert found == EXPECTED
     # KVA004 fires once per pool (both overridden): 2 findings in that file
     assert sum(1 for f in report.findings if f.rule == "KVA004") == 2
-    # every good example is evaluated and clean
+    # every good example is evaluated and clean (8 files + the 2 halves of split-good/)
     goods = {d.source for d in deployments if "-good" in d.source}
-    assert len(goods) == 8
+    assert len(goods) == 10
     assert not {f.location.file for f in report.findings} & goods
     # the in-file ignore suppresses KVA001 (544 vs 1056) in the DisaggregatedSet example
     assert [(s.finding.rule, s.why) for s in report.suppressed] == [
@@ -285,7 +291,7 @@ def test_sarif_shape() -> None:
     assert sarif["version"] == "2.1.0" and sarif["$schema"].endswith("sarif-2.1.0.json")
     run = sarif["runs"][0]
     rules = run["tool"]["driver"]["rules"]
-    assert [r["id"] for r in rules] == [f"KVA{n:03d}" for n in range(1, 11)]
+    assert [r["id"] for r in rules] == [f"KVA{n:03d}" for n in range(1, 12)]
     for result in run["results"]:
         assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
         assert result["level"] in ("error", "warning", "note")

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kvalign.deploy import cmdline, k8s, own
+from kvalign.deploy import cmdline, k8s, lmcache, own
 from kvalign.deploy.common import ignores_in
-from kvalign.deploy.model import Deployment, Location, Problem
+from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
 from kvalign.errors import InvalidConfig, KvalignError
 from kvalign.safeio import load_yaml, load_yaml_documents, read_stream
 from kvalign.safeio import read_text as read_file_text
@@ -41,8 +41,30 @@ def _config_loader(base: Path | None) -> Any:
     return load
 
 
+def worker_block_sizes(pools: tuple[Pool, ...] | list[Pool]) -> list[ComponentBlockSize]:
+    """``--kv-cache-block-size`` given to a worker (e.g. ``python -m dynamo.vllm``).
+
+    vLLM has no such flag; Dynamo's vLLM worker hands engine flags to vLLM, where the
+    engine's block size is ``--block-size``. The value is therefore checked like the
+    Dynamo frontend's: as a router-side block size that must equal the engines' (KVA006),
+    never as the engine's block size.
+    """
+    return [
+        ComponentBlockSize(
+            f"{pool.label} --kv-cache-block-size (router-side)",
+            pool.args.kv_cache_block_size,
+            pool.location,
+        )
+        for pool in pools
+        if pool.args.kv_cache_block_size is not None
+    ]
+
+
 def read_text(text: str, file: str, base: Path | None = None) -> Deployment | None:
     """Read one file's text (``file`` is its display name, ``-`` for stdin).
+
+    ``base`` is the file's folder: ``--config`` files and ``LMCACHE_CONFIG_FILE`` files
+    are looked up there (:mod:`kvalign.deploy.lmcache`); ``None`` (stdin) looks up nothing.
 
     Returns:
         A :class:`Deployment`, or ``None`` when the text is no deployment kvalign knows
@@ -77,12 +99,13 @@ def read_text(text: str, file: str, base: Path | None = None) -> Deployment | No
         return None
     if not deployment.pools and not any(p.blocking for p in deployment.problems):
         return None  # e.g. manifests without a vLLM container, a lone roleless command
+    pools, lmcache_problems = lmcache.apply(deployment.pools, base)
     return Deployment(
         source=deployment.source,
         kind=deployment.kind,
-        pools=deployment.pools,
-        components=deployment.components,
-        problems=(*problems, *deployment.problems),
+        pools=tuple(pools),
+        components=(*deployment.components, *worker_block_sizes(pools)),
+        problems=(*problems, *deployment.problems, *lmcache_problems),
         ignores=tuple(ignores),
         vllm_version=deployment.vllm_version,
     )

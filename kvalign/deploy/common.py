@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kvalign.deploy.model import Ignore, Location, Pool, Problem, Role
+from kvalign.deploy.model import DeploymentKey, Ignore, Location, Pool, Problem, Role
 from kvalign.deploy.vllm_args import VllmArgs, parse_vllm_args
 from kvalign.errors import KvalignError
 from kvalign.settings import Settings
@@ -23,6 +23,25 @@ ROLE_LABELS: tuple[str, ...] = (
     "nvidia.com/dynamo-sub-component-type",
     "role",
 )
+
+
+#: deployment-key labels for ``--pair-by label``, checked in this order (the first one a
+#: pool carries is its key). ``llm-d.ai/inferenceServing`` is not one: llm-d sets it to
+#: ``"true"`` on every serving pod, so it names no deployment.
+DEPLOYMENT_LABELS: tuple[str, ...] = (
+    "llm-d.ai/model",
+    "app.kubernetes.io/part-of",
+    "app.kubernetes.io/instance",
+)
+
+
+def key_from_labels(labels: Mapping[str, Any], namespace: str = "") -> DeploymentKey | None:
+    """The first :data:`DEPLOYMENT_LABELS` label with a non-empty value, as a key."""
+    for name in DEPLOYMENT_LABELS:
+        value = labels.get(name)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+            return DeploymentKey(name, str(value).strip(), namespace)
+    return None
 
 
 def substitute_k8s(text: str, env: Mapping[str, str]) -> str:
@@ -122,6 +141,9 @@ class PoolInput:
     dp: int | None = None
     vllm_version: str | None = None
     name_hint: str = ""
+    deployment_key: DeploymentKey | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
 
 
 def build_pool(
@@ -161,6 +183,7 @@ def build_pool(
         ("data parallel size (manifest field)", found.dp),
         ("--tensor-parallel-size", args.tensor_parallel_size),
         ("--data-parallel-size", args.data_parallel_size),
+        ("--pipeline-parallel-size", args.pipeline_parallel_size),
     )
     for what, value in sizes:
         if value is not None and (isinstance(value, bool) or value < 1):
@@ -196,5 +219,8 @@ def build_pool(
         args=args,
         env=tuple(sorted(found.env.items())),
         role_source=source,
+        deployment_key=found.deployment_key,
+        nodes=found.nodes,
+        gpus_per_node=found.gpus_per_node,
     )
     return pool, []

@@ -20,13 +20,22 @@ from typing import Any
 from kvalign.deploy.common import (
     PoolInput,
     build_pool,
+    key_from_labels,
     line_of,
     role_from_labels,
     role_from_text,
     substitute_k8s,
     substitute_shell,
 )
-from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem, Role
+from kvalign.deploy.model import (
+    ComponentBlockSize,
+    Deployment,
+    DeploymentKey,
+    Location,
+    Pool,
+    Problem,
+    Role,
+)
 from kvalign.deploy.vllm_args import parse_vllm_args, serve_arguments, split_command
 from kvalign.errors import KvalignError
 from kvalign.safeio import load_yaml
@@ -178,6 +187,32 @@ def _labels(node: Any) -> dict[str, Any]:
     return found
 
 
+def _namespace(doc: Mapping[str, Any]) -> str:
+    value = _map(doc.get("metadata")).get("namespace")
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _object_key(doc: Mapping[str, Any], kind: str) -> DeploymentKey | None:
+    """A custom resource that holds every pool: its kind and ``metadata.name``."""
+    name = _map(doc.get("metadata")).get("name")
+    if not isinstance(name, str) or not name.strip():
+        return None
+    return DeploymentKey(kind, name.strip(), _namespace(doc), single_object=True)
+
+
+def _gpus(container: Mapping[str, Any]) -> int | None:
+    """GPUs a container asks for: ``resources.limits`` (else ``requests``) ``*/gpu``."""
+    resources = _map(container.get("resources"))
+    for section in ("limits", "requests"):
+        for key, value in _map(resources.get(section)).items():
+            if not str(key).endswith("/gpu") or isinstance(value, bool):
+                continue
+            text = str(value).strip()
+            if text.isdigit() and int(text) > 0:
+                return int(text)
+    return None
+
+
 def _add_pool(
     ctx: _Context,
     node: Any,
@@ -190,6 +225,8 @@ def _add_pool(
     tp: int | None = None,
     dp: int | None = None,
     needle: str | None = None,
+    key: DeploymentKey | None = None,
+    nodes: int | None = None,
 ) -> None:
     bad = _malformed_containers(node)
     if bad is not None:
@@ -213,6 +250,9 @@ def _add_pool(
             model=model,
             tp=tp,
             dp=dp,
+            deployment_key=key,
+            nodes=nodes,
+            gpus_per_node=_gpus(container),
         )
         pool, problems = build_pool(found)
         ctx.problems.extend(problems)
@@ -278,24 +318,48 @@ def _frontend(ctx: _Context, node: Any, name: str, start: int) -> None:
             )
 
 
+def _lws_size(ctx: _Context, doc: Mapping[str, Any], name: str, start: int) -> int | None:
+    """LeaderWorkerSet ``spec.leaderWorkerTemplate.size`` (pods per group), if valid."""
+    template = _map(_map(doc.get("spec")).get("leaderWorkerTemplate"))
+    if "size" not in template:
+        return None
+    size = template["size"]
+    if isinstance(size, int) and not isinstance(size, bool) and size >= 1:
+        return size
+    ctx.problems.append(
+        Problem(
+            ctx.where("size:", start),
+            f"{name}: leaderWorkerTemplate.size: expected a positive integer, got {size!r} "
+            "(not used)",
+            blocking=False,
+        )
+    )
+    return None
+
+
 def _workload(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
     name = str(_map(doc.get("metadata")).get("name", "?"))
-    role = role_from_labels(_labels(doc))
+    labels = _labels(doc)
+    role = role_from_labels(labels)
+    nodes = _lws_size(ctx, doc, name, start) if doc.get("kind") == "LeaderWorkerSet" else None
     _add_pool(
         ctx, doc.get("spec"), name=name, start=start,
         role=role, role_source="label" if role else "args",
+        key=key_from_labels(labels, _namespace(doc)), nodes=nodes,
     )  # fmt: skip
 
 
 def _disaggregated_set(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
+    key = _object_key(doc, "DisaggregatedSet")
     for entry in _list(_map(doc.get("spec")).get("roles")):
         entry = _map(entry)
         name = str(entry.get("name", "?"))
         role = role_from_text(name)
-        _add_pool(ctx, entry, name=name, start=start, role=role, role_source="field")
+        _add_pool(ctx, entry, name=name, start=start, role=role, role_source="field", key=key)
 
 
 def _dynamo(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
+    key = _object_key(doc, "DynamoGraphDeployment")
     spec = _map(doc.get("spec"))
     entries: list[tuple[str, Mapping[str, Any], str]] = []
     for name, svc in _map(spec.get("services")).items():  # v1alpha1
@@ -313,7 +377,7 @@ def _dynamo(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
         role = role_from_text(kind)
         _add_pool(
             ctx, node, name=name, start=start, role=role,
-            role_source="field" if role else "args", needle=name,
+            role_source="field" if role else "args", needle=name, key=key,
         )  # fmt: skip
 
 
@@ -336,6 +400,7 @@ def _kserve(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
     spec = _map(doc.get("spec"))
     model = _uri_model(_map(spec.get("model")).get("uri"))
     name = str(_map(doc.get("metadata")).get("name", "?"))
+    key = _object_key(doc, "LLMInferenceService")
     blocks: list[tuple[Role, Mapping[str, Any]]] = [("decode", spec)]
     if "prefill" in spec:
         blocks.insert(0, ("prefill", _map(spec["prefill"])))
@@ -345,7 +410,7 @@ def _kserve(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
         _add_pool(
             ctx, template, name=f"{name}-{role}", start=start, role=role,
             role_source="field", model=model, tp=tp, dp=dp,
-            needle="prefill:" if role == "prefill" else "template:",
+            needle="prefill:" if role == "prefill" else "template:", key=key,
         )  # fmt: skip
     _router_sizes(ctx, spec.get("router"), start)
 

@@ -26,6 +26,33 @@ class Location:
 
 
 @dataclass(frozen=True)
+class DeploymentKey:
+    """What ties a pool to the other pools of its deployment (``--pair-by label``).
+
+    Attributes:
+        source: where the key comes from: a label name (``llm-d.ai/model``,
+            ``app.kubernetes.io/part-of``, ``app.kubernetes.io/instance``), ``kvalign name``
+            (the kvalign YAML's top-level ``name``) or an object kind
+            (``DynamoGraphDeployment``, ``LLMInferenceService``, ``DisaggregatedSet``).
+        value: the label value or name.
+        namespace: ``metadata.namespace`` (``""`` when the manifest does not set one).
+        single_object: ``True`` when one object holds every pool of the deployment (the
+            custom resources above): such a key groups pools within that object only, never
+            across files (two files with the same object name are two versions of it).
+    """
+
+    source: str
+    value: str
+    namespace: str = ""
+    single_object: bool = False
+
+    def __str__(self) -> str:
+        joiner = " " if self.single_object else "="
+        where = f" (namespace {self.namespace})" if self.namespace else ""
+        return f"{self.source}{joiner}{self.value}{where}"
+
+
+@dataclass(frozen=True)
 class Pool:
     """One prefill or decode pool as deployed.
 
@@ -39,6 +66,9 @@ class Pool:
         args: the parsed ``vllm serve`` arguments.
         env: container / process environment as ``(name, value)`` pairs (sorted).
         role_source: how the role was found (``field``, ``label``, ``args``, ``name``).
+        deployment_key: the explicit deployment key, if the file gives one.
+        nodes: pods per replica (LeaderWorkerSet ``spec.leaderWorkerTemplate.size``).
+        gpus_per_node: GPUs the vLLM container requests (``resources`` ``*/gpu``).
     """
 
     role: Role
@@ -51,6 +81,9 @@ class Pool:
     args: VllmArgs
     env: tuple[tuple[str, str], ...] = ()
     role_source: str = "field"
+    deployment_key: DeploymentKey | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
 
     def env_value(self, name: str) -> str | None:
         """The value of environment variable ``name`` in this pool (``None`` if unset)."""

@@ -2,11 +2,15 @@
 
 ```yaml
 model: nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16
+name: nano-pd                     # optional deployment name (--pair-by label)
 vllm_version: "0.33.0"            # optional
 prefill: {tp: 8, dp: 1, args: "--block-size 64", env: {VAR: value}}
 decode:  {tp: 1, args: ["--block-size", "64"]}
 router:  {block_size: 64}         # optional: router / indexer block size (tokens)
 ```
+
+With a top-level ``name``, a file may hold only ``prefill:`` or only ``decode:``; files of
+the same directory with the same ``name`` form one deployment under ``--pair-by label``.
 """
 
 from __future__ import annotations
@@ -15,18 +19,29 @@ from collections.abc import Mapping
 from typing import Any
 
 from kvalign.deploy.common import PoolInput, build_pool, line_of
-from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem, Role
+from kvalign.deploy.model import (
+    ComponentBlockSize,
+    Deployment,
+    DeploymentKey,
+    Location,
+    Pool,
+    Problem,
+    Role,
+)
 from kvalign.errors import InvalidConfig
 
 KIND = "kvalign"
 
 
 def matches(doc: Any) -> bool:
-    """A mapping with ``model`` and ``prefill``/``decode`` blocks that carry ``tp`` or ``args``."""
+    """A mapping with ``model`` and ``prefill`` and ``decode`` blocks (mappings or lists),
+    or one of the two blocks and a top-level ``name`` (half of a split deployment)."""
     if not isinstance(doc, Mapping) or "model" not in doc or "modelArtifacts" in doc:
         return False
-    blocks = [doc.get("prefill"), doc.get("decode")]
-    return all(isinstance(b, (Mapping, list)) for b in blocks)
+    blocks = [doc[role] for role in ("prefill", "decode") if role in doc]
+    if not blocks or not all(isinstance(b, (Mapping, list)) for b in blocks):
+        return False
+    return len(blocks) == 2 or "name" in doc
 
 
 def _int(value: Any, field: str, file: str) -> int:
@@ -35,9 +50,9 @@ def _int(value: Any, field: str, file: str) -> int:
     return value
 
 
-def _model(value: Any, field: str, file: str) -> str:
+def _model(value: Any, field: str, file: str, what: str = "a model id or path") -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InvalidConfig(f"{file}: {field}: expected a model id or path, got {value!r}")
+        raise InvalidConfig(f"{file}: {field}: expected {what}, got {value!r}")
     return value.strip()
 
 
@@ -45,9 +60,12 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
     """Read one kvalign-schema document.
 
     Raises:
-        InvalidConfig: a field has the wrong type (``model`` not a non-empty string, ``tp``
-            not a positive integer, ``args`` not a list or string).
+        InvalidConfig: a field has the wrong type (``model`` or ``name`` not a non-empty
+            string, ``tp`` not a positive integer, ``args`` not a list or string).
     """
+    key: DeploymentKey | None = None
+    if "name" in doc:
+        key = DeploymentKey("kvalign name", _model(doc["name"], "name", file, "a name"))
     version = doc.get("vllm_version")
     version = None if version is None else str(version)
     model = _model(doc["model"], "model", file)
@@ -55,6 +73,8 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
     problems: list[Problem] = []
     role: Role
     for role in ("prefill", "decode"):
+        if role not in doc:
+            continue
         block = doc[role]
         entries = block if isinstance(block, list) else [block]
         for index, entry in enumerate(entries):
@@ -78,6 +98,7 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
                 tp=_int(entry["tp"], f"{role}.tp", file) if "tp" in entry else None,
                 dp=_int(entry["dp"], f"{role}.dp", file) if "dp" in entry else None,
                 vllm_version=version,
+                deployment_key=key,
             )
             pool, found_problems = build_pool(found)
             problems += found_problems

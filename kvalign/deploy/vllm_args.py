@@ -51,7 +51,8 @@ class VllmArgs:
 
     Attributes:
         model: positional MODEL or ``--model``.
-        tensor_parallel_size, data_parallel_size: ``-tp`` / ``-dp``.
+        tensor_parallel_size, data_parallel_size, pipeline_parallel_size: ``-tp`` / ``-dp`` /
+            ``-pp``.
         block_size: ``--block-size``.
         kv_cache_dtype, dtype, mamba_cache_dtype, mamba_ssm_cache_dtype: dtype flags.
         enable_prefix_caching: ``--[no-]enable-prefix-caching``.
@@ -62,8 +63,11 @@ class VllmArgs:
         revision: ``--revision``.
         disaggregation_mode: Dynamo ``--disaggregation-mode`` or ``--is-prefill-worker`` /
             ``--is-decode-worker`` folded to ``prefill`` / ``decode``.
-        kv_cache_block_size: Dynamo frontend ``--kv-cache-block-size``.
-        lmcache_chunk_size: ``kv_connector_extra_config`` LMCache ``chunk_size``.
+        kv_cache_block_size: Dynamo ``--kv-cache-block-size`` (a router-side block size).
+        lmcache_chunk_size: LMCache ``chunk_size`` (tokens).
+        lmcache_chunk_source: where it came from (``kv_connector_extra_config.chunk_size``,
+            ``LMCACHE_CHUNK_SIZE``, or the ``LMCACHE_CONFIG_FILE`` path, filled in by the
+            reader that loads that file).
         config_file: ``--config`` path, if any.
         unknown: flags kvalign does not read (for ``--verbose``).
         unresolved: ``$(VAR)`` references left in values kvalign reads.
@@ -72,6 +76,7 @@ class VllmArgs:
     model: str | None = None
     tensor_parallel_size: int | None = None
     data_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
     block_size: int | None = None
     kv_cache_dtype: str | None = None
     dtype: str | None = None
@@ -87,6 +92,7 @@ class VllmArgs:
     disaggregation_mode: str | None = None
     kv_cache_block_size: int | None = None
     lmcache_chunk_size: int | None = None
+    lmcache_chunk_source: str | None = None
     config_file: str | None = None
     unknown: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = field(default=())
@@ -312,16 +318,20 @@ def _build(
     elif values.get("is-decode-worker"):
         mode = "decode"
     chunk: int | None = None
+    chunk_source: str | None = None
     extra = transfer.get("kv_connector_extra_config")
     if isinstance(extra, dict) and "chunk_size" in extra:
         chunk = _int(extra["chunk_size"], "kv-transfer-config.chunk_size")
+        chunk_source = "kv_connector_extra_config.chunk_size"
     elif "LMCACHE_CHUNK_SIZE" in env:
         chunk = _int(env["LMCACHE_CHUNK_SIZE"], "LMCACHE_CHUNK_SIZE")
+        chunk_source = "LMCACHE_CHUNK_SIZE"
     backend = opt_str("attention-backend") or env.get("VLLM_ATTENTION_BACKEND") or None
     return VllmArgs(
         model=opt_str("model"),
         tensor_parallel_size=opt_int("tensor-parallel-size"),
         data_parallel_size=opt_int("data-parallel-size"),
+        pipeline_parallel_size=opt_int("pipeline-parallel-size"),
         block_size=opt_int("block-size"),
         kv_cache_dtype=opt_str("kv-cache-dtype"),
         dtype=opt_str("dtype"),
@@ -341,6 +351,7 @@ def _build(
         disaggregation_mode=mode,
         kv_cache_block_size=opt_int("kv-cache-block-size"),
         lmcache_chunk_size=chunk,
+        lmcache_chunk_source=chunk_source,
         config_file=opt_str("config"),
         unknown=unknown,
         unresolved=unres,

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kvalign.alignment import RankResult
-from kvalign.deploy.model import Deployment, Location, Pool
+from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool
 from kvalign.geometry import ModelGeometry
+from kvalign.grouping import Grouping
 from kvalign.pd import PairResult
 from kvalign.versions import Profile
 
@@ -63,23 +64,56 @@ class PairOutcome:
 
 @dataclass(frozen=True)
 class GroupResult:
-    """Everything the rules read about one deployment file.
+    """Everything the rules read about one deployment: the pools ``--pair-by`` grouped.
 
     Attributes:
-        deployment: what the reader produced.
-        pools: per-pool results, file order.
-        pairs: every prefill × decode pairing.
+        deployments: the files whose pools are in the group, input order.
+        pools: per-pool results, input order.
+        pairs: every prefill × decode pairing within the group.
         profile: the vLLM release profile the version-dependent rules use.
         version_note: which version assumption was used (shown to the user).
+        grouping: how the pools were grouped (:class:`kvalign.grouping.Grouping`).
+        components: block sizes of routers / indexers / frontends in the group's files.
     """
 
-    deployment: Deployment
+    deployments: tuple[Deployment, ...]
     pools: tuple[PoolResult, ...]
     pairs: tuple[PairOutcome, ...]
     profile: Profile
     version_note: str
+    grouping: Grouping
+    components: tuple[ComponentBlockSize, ...]
+
+    @property
+    def unpaired(self) -> tuple[PoolResult, ...]:
+        """Pools with no pool of the other role in the group (nothing to check them with)."""
+        roles = {r.pool.role for r in self.pools}
+        return tuple(r for r in self.pools if len(roles) < 2)
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """One evaluated file: what its reader produced and its pools' results (file order).
+
+    ``version_note`` is the version assumption for its pools (``--vllm-version``, else the
+    file's ``vllm_version``, else the newest profile).
+    """
+
+    deployment: Deployment
+    pools: tuple[PoolResult, ...]
+    version_note: str
+
+
+def pool_ref(pool: Pool, file: str) -> str:
+    """``role/name`` for a pool declared in ``file`` (the finding's file), else
+    ``role/name (its file)``: pools of other files are told apart by their file."""
+    return pool.label if pool.location.file == file else f"{pool.label} ({pool.location.file})"
 
 
 def pair_labels(outcome: PairOutcome) -> tuple[str, str]:
-    """``(prefill label, decode label)``."""
-    return outcome.prefill.pool.label, outcome.decode.pool.label
+    """``(prefill label, decode label)``; when the two pools are in different files (a
+    deployment grouped across files), each label carries its file."""
+    prefill, decode = outcome.prefill.pool, outcome.decode.pool
+    if prefill.location.file == decode.location.file:
+        return prefill.label, decode.label
+    return pool_ref(prefill, ""), pool_ref(decode, "")

@@ -8,7 +8,7 @@ hybrid alignment), or their hashes never match the engines' KV events.
 
 from __future__ import annotations
 
-from kvalign.rules.base import Finding, GroupResult, Severity
+from kvalign.rules.base import Finding, GroupResult, Severity, pool_ref
 
 CODE = "KVA006"
 SEVERITY: Severity = "error"
@@ -17,11 +17,14 @@ TITLE = "router / indexer / frontend block size disagrees"
 
 def find(group: GroupResult) -> list[Finding]:
     """One finding per component whose block size is not every pool's logical block size."""
-    sizes = {r.pool.label: r.rank.block_size for r in group.pools if r.rank.block_size}
-    if not sizes:
-        return []
     out: list[Finding] = []
-    for component in group.deployment.components:
+    for component in group.components:
+        here = component.location.file
+        sizes = {
+            pool_ref(r.pool, here): r.rank.block_size for r in group.pools if r.rank.block_size
+        }
+        if not sizes:
+            continue
         wrong = {label: size for label, size in sizes.items() if size != component.value}
         if not wrong:
             continue

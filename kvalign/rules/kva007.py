@@ -1,8 +1,10 @@
 """KVA007: LMCache ``chunk_size`` is not a multiple of the pool's block size.
 
 LMCache stores KV in ``chunk_size``-token chunks; a chunk that is not a whole number of vLLM
-blocks splits blocks across chunks (partial-block saves and misses). Read from
-``--kv-transfer-config`` ``kv_connector_extra_config.chunk_size`` or ``LMCACHE_CHUNK_SIZE``.
+blocks splits blocks across chunks (partial-block saves and misses). Read, in LMCache's
+order of precedence, from ``--kv-transfer-config`` ``kv_connector_extra_config.chunk_size``,
+``LMCACHE_CHUNK_SIZE``, or the ``chunk_size`` of the ``LMCACHE_CONFIG_FILE`` YAML when that
+file is found next to the manifest (:mod:`kvalign.deploy.lmcache`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ def find(group: GroupResult) -> list[Finding]:
         out.append(
             Finding(
                 CODE, SEVERITY, (result.pool.label,), result.pool.location,
-                f"LMCache chunk_size {chunk} is not a multiple of block size {block}",
+                f"LMCache chunk_size {chunk} (from {result.pool.args.lmcache_chunk_source}) "
+                f"is not a multiple of block size {block}",
                 f"set LMCache chunk_size to a multiple of {block} (e.g. {multiple})",
             )
         )  # fmt: skip

@@ -334,6 +334,10 @@ def deployment_cases() -> dict[str, bytes]:
             prefill='tp: 8, args: "--speculative-config.num_speculative_tokens many"'
         ),
         "vllm-version-bad": _own(extra='vllm_version: "banana"\n'),
+        "name-list": _own(extra="name: [a, b]\n"),
+        "name-empty": _own(extra='name: ""\n'),
+        "args-pp-zero": _own(prefill='tp: 8, args: "-pp 0"'),
+        "args-pp-word": _own(prefill='tp: 8, args: "--pipeline-parallel-size two"'),
         "kva010-tp-indivisible": _own(prefill="tp: 3"),
         "kva010-tp-huge": _own(prefill="tp: " + "9" * 30),
     }
@@ -380,6 +384,20 @@ def deployment_cases() -> dict[str, bytes]:
         f"vllm serve {NANO} --tensor-parallel-size 1", "vllm serve $MODEL --tensor-parallel-size 1"
     ).encode()
     out["unresolved--own-args.yaml"] = _own(prefill='tp: 8, args: "--block-size $(BLOCK)"').encode()
+    # LMCACHE_CONFIG_FILE naming a hostile file of this corpus (looked up by file name in
+    # the manifest's folder, read through safeio): the pool cannot be evaluated (exit 3)
+    for name, target in (
+        ("bomb", "bomb--billion-laughs.yaml"),
+        ("recursive", "bomb--recursive-alias.yaml"),
+        ("deep", "deep--flow-100k.yaml"),
+        ("binary", "binary--bytes.yaml"),
+        ("utf16", "encoding--utf16.yaml"),
+        ("list", "shape--list.yaml"),
+        ("malformed", "malformed--tab-indent.yaml"),
+    ):
+        out[f"lmcache--config-file-{name}.yaml"] = _own(
+            prefill=f"tp: 8, env: {{LMCACHE_CONFIG_FILE: /etc/lmcache/{target}}}"
+        ).encode()
     out["shell--unbalanced-quote.sh"] = SHELL.replace("kv_producer\"}'", 'kv_producer"}').encode()
     # Helm templates
     out["helm--values-template.yaml"] = OWN.replace(
@@ -543,6 +561,11 @@ def cli_cases() -> list[dict[str, Any]]:
             "--vllm-version",
         ),
         ("audit-fail-on", ["audit", "configs/deployments/kvalign", "--fail-on=never"], "--fail-on"),
+        (
+            "audit-pair-by",
+            ["audit", "configs/deployments/kvalign", "--pair-by=label,file"],
+            "--pair-by",
+        ),
         (
             "audit-output-unwritable",
             ["audit", "configs/deployments/kvalign", "--output=no-such-dir/report.txt"],

@@ -7,7 +7,7 @@ from typing import Any
 
 from kvalign import __version__
 from kvalign.audit import AuditReport
-from kvalign.deploy.model import Problem
+from kvalign.deploy.model import Pool, Problem
 from kvalign.rules.base import Finding
 
 
@@ -33,15 +33,20 @@ def _problem(problem: Problem) -> dict[str, Any]:
     }
 
 
+def _pool_ref(pool: Pool) -> dict[str, Any]:
+    return {"pool": pool.label, "file": pool.location.file, "line": pool.location.line}
+
+
 def audit_to_dict(report: AuditReport) -> dict[str, Any]:
     """The whole report as JSON-ready data."""
     counts = {"error": 0, "warning": 0, "info": 0}
     for finding in report.findings:
         counts[finding.severity] += 1
+    group_of = {id(result): group.grouping.key for group in report.groups for result in group.pools}
     files = []
-    for group in report.groups:
+    for file in report.files:
         pools = []
-        for result in group.pools:
+        for result in file.pools:
             pool, rank = result.pool, result.rank
             pools.append(
                 {
@@ -53,6 +58,10 @@ def audit_to_dict(report: AuditReport) -> dict[str, Any]:
                     "file": pool.location.file,
                     "line": pool.location.line,
                     "role_source": pool.role_source,
+                    "deployment_key": (
+                        str(pool.deployment_key) if pool.deployment_key is not None else None
+                    ),
+                    "group": group_of.get(id(result)),
                     "block_size_flag": pool.settings.block_size,
                     "kv_cache_dtype": pool.settings.kv_cache_dtype,
                     "attention_backend": pool.settings.attention_backend,
@@ -64,16 +73,39 @@ def audit_to_dict(report: AuditReport) -> dict[str, Any]:
             )
         files.append(
             {
-                "file": group.deployment.source,
-                "kind": group.deployment.kind,
-                "vllm_rules": group.version_note,
+                "file": file.deployment.source,
+                "kind": file.deployment.kind,
+                "vllm_rules": file.version_note,
                 "pools": pools,
             }
         )
+    groups = [
+        {
+            "key": group.grouping.key,
+            "grouped_by": group.grouping.basis,
+            "how": group.grouping.how,
+            "files": [d.source for d in group.deployments],
+            "vllm_rules": group.version_note,
+            "pools": [_pool_ref(r.pool) for r in group.pools],
+            "pairs": [
+                {
+                    "prefill": _pool_ref(o.prefill.pool),
+                    "decode": _pool_ref(o.decode.pool),
+                    "verdict": o.pair.verdict,
+                    "block_size_ratio": o.pair.block_size_ratio,
+                }
+                for o in group.pairs
+            ],
+            "unpaired": [_pool_ref(r.pool) for r in group.unpaired],
+        }
+        for group in report.groups
+    ]
     return {
         "schema_version": 1,
         "kvalign_version": __version__,
+        "pair_by": report.pair_by,
         "files": files,
+        "groups": groups,
         "findings": [finding_dict(f) for f in report.findings],
         "suppressed": [{**finding_dict(s.finding), "why": s.why} for s in report.suppressed],
         "unevaluated": [_problem(p) for p in report.unevaluated],

@@ -24,9 +24,9 @@ def to_junit(report: AuditReport) -> str:
             case, "failure", message=finding.message, type=f"{finding.rule}:{finding.severity}"
         )
         failure.text = f"{finding.location}: {finding.message}\nFix: {finding.remediation}"
-    for group in report.groups:
-        if group.deployment.source not in failed_files:
-            ET.SubElement(suite, "testcase", classname=group.deployment.source, name="audit")
+    for file in report.files:
+        if file.deployment.source not in failed_files:
+            ET.SubElement(suite, "testcase", classname=file.deployment.source, name="audit")
     for problem in report.unevaluated:
         case = ET.SubElement(suite, "testcase", classname=problem.location.file, name="evaluate")
         error = ET.SubElement(case, "error", message=problem.message, type="unevaluated")

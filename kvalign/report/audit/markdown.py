@@ -3,24 +3,52 @@
 from __future__ import annotations
 
 from kvalign.audit import AuditReport
+from kvalign.deploy.model import Pool
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _where(pool: Pool) -> str:
+    return f"{pool.label} ({pool.location})"
+
+
 def to_markdown(report: AuditReport) -> str:
-    """Pools per file, then findings, then files not evaluated."""
+    """Pools per file, the pairs and how they were grouped, findings, files not evaluated."""
     lines = ["## kvalign audit", ""]
-    for group in report.groups:
-        lines += [f"### `{group.deployment.source}` ({group.deployment.kind})", ""]
+    for file in report.files:
+        lines += [f"### `{file.deployment.source}` ({file.deployment.kind})", ""]
         lines += ["| Pool | Model | TP | Block size | Kernel block |", "|---|---|---|---|---|"]
-        for r in group.pools:
+        for r in file.pools:
             lines.append(
                 f"| {r.pool.label} | {r.pool.model} | {r.pool.tp} | "
                 f"{r.rank.block_size or '-'} | {r.rank.kernel_block_size or '-'} |"
             )
-        lines += ["", f"_{group.version_note}_", ""]
+        lines += ["", f"_{file.version_note}_", ""]
+    if report.groups:
+        lines += [
+            f"### Pairs (`--pair-by {report.pair_by}`)",
+            "",
+            "| Grouped by | Prefill | Decode | Verdict |",
+            "|---|---|---|---|",
+        ]
+        for group in report.groups:
+            for o in group.pairs:
+                lines.append(
+                    f"| {_cell(group.grouping.how)} | {_cell(_where(o.prefill.pool))} | "
+                    f"{_cell(_where(o.decode.pool))} | {o.pair.verdict} |"
+                )
+            for r in group.unpaired:
+                lines.append(
+                    f"| {_cell(group.grouping.how)} | "
+                    + (
+                        f"{_cell(_where(r.pool))} | (none) | not paired |"
+                        if r.pool.role == "prefill"
+                        else f"(none) | {_cell(_where(r.pool))} | not paired |"
+                    )
+                )
+        lines.append("")
     if report.findings:
         lines += [
             "| Rule | Severity | Location | Pools | Message | Fix |",

@@ -1,0 +1,117 @@
+"""LMCache config files named by ``LMCACHE_CONFIG_FILE`` (read next to the manifest).
+
+LMCache reads its settings from the YAML file named by ``LMCACHE_CONFIG_FILE``, then lets
+``LMCACHE_*`` variables and ``kv_connector_extra_config`` override them, so the file's
+``chunk_size`` is used only when neither of those sets one. The path in a manifest is
+usually a path inside the container (a mounted ConfigMap); kvalign looks for the file in
+the manifest's own folder: a relative path below that folder as written, any other path
+(absolute, or climbing with ``..``) by its file name only, so a manifest can never make
+kvalign read outside its folder. Reads go through :mod:`kvalign.safeio` (size cap, safe
+YAML).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePosixPath
+
+from kvalign.deploy.model import Pool, Problem
+from kvalign.errors import KvalignError
+from kvalign.safeio import load_yaml, read_text
+
+VAR = "LMCACHE_CONFIG_FILE"
+
+
+def candidate(base: Path, raw: str) -> Path | None:
+    """Where to look for ``raw`` (the variable's value) next to a manifest in ``base``;
+    ``None`` when ``raw`` names no file (empty, a folder, a NUL byte)."""
+    if not raw.strip() or "\x00" in raw:
+        return None
+    path = PurePosixPath(raw.strip())
+    if not path.name or path.name in (".", ".."):
+        return None
+    if path.is_absolute() or ".." in path.parts:
+        return base / path.name
+    return base.joinpath(*path.parts)
+
+
+def _chunk(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+        return number if number > 0 else None
+    return None
+
+
+def apply(pools: Iterable[Pool], base: Path | None) -> tuple[list[Pool], list[Problem]]:
+    """Fill ``lmcache_chunk_size`` from ``LMCACHE_CONFIG_FILE`` where nothing overrides it.
+
+    Args:
+        pools: the pools of one file.
+        base: the manifest's folder (``None`` for stdin: the file is not looked up).
+
+    Returns:
+        ``(pools, problems)``: pools with the file's ``chunk_size`` (source = the file's
+        path), and problems. A file that is not there, or has no ``chunk_size``, is a
+        non-blocking problem (``chunk_size`` not checked); a file that is there but cannot
+        be read (too large, not UTF-8, invalid YAML, not a mapping) or whose ``chunk_size``
+        is not a positive integer is blocking (the pool cannot be evaluated).
+    """
+    out: list[Pool] = []
+    problems: list[Problem] = []
+    for pool in pools:
+        raw = pool.env_value(VAR)
+        if raw is None or pool.args.lmcache_chunk_size is not None:
+            out.append(pool)
+            continue
+        where = f"{pool.label}: {VAR} {raw}"
+        path = candidate(base, raw) if base is not None else None
+        if path is None or not (path.exists() or path.is_symlink()):
+            looked = f" (looked for {path})" if path is not None else ""
+            problems.append(
+                Problem(
+                    pool.location,
+                    f"{where}: not found next to the manifest{looked}; LMCache chunk_size "
+                    "not checked",
+                    blocking=False,
+                )
+            )
+            out.append(pool)
+            continue
+        try:
+            data = load_yaml(read_text(path), str(path))
+        except KvalignError as exc:
+            problems.append(Problem(pool.location, f"{where}: {exc}"))
+            continue
+        if not isinstance(data, Mapping):
+            problems.append(Problem(pool.location, f"{where}: {path}: expected a YAML mapping"))
+            continue
+        if "chunk_size" not in data:
+            problems.append(
+                Problem(
+                    pool.location,
+                    f"{where}: {path} sets no chunk_size; LMCache chunk_size not checked",
+                    blocking=False,
+                )
+            )
+            out.append(pool)
+            continue
+        chunk = _chunk(data["chunk_size"])
+        if chunk is None:
+            problems.append(
+                Problem(
+                    pool.location,
+                    f"{where}: {path}: chunk_size: expected a positive integer, "
+                    f"got {data['chunk_size']!r}",
+                )
+            )
+            continue
+        args = dataclasses.replace(
+            pool.args, lmcache_chunk_size=chunk, lmcache_chunk_source=str(path)
+        )
+        out.append(dataclasses.replace(pool, args=args))
+    return out, problems
