@@ -67,10 +67,16 @@ class GdnBackendChoice(str, Enum):
 
 
 def _stdout() -> Console:
+    """The console for data on stdout (width from the terminal, else ``COLUMNS`` or 200)."""
     from rich.console import Console
 
+    class _Stdout(Console):
+        def on_broken_pipe(self) -> None:  # rich's default exits 1, which means "flagged"
+            self.quiet = True
+            _stdout_closed()
+
     width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
-    return Console(width=width, soft_wrap=False, highlight=False)
+    return _Stdout(width=width, soft_wrap=False, highlight=False)
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:

@@ -240,3 +240,22 @@ def test_readme_json_example_has_exactly_the_real_keys() -> None:
         assert set(example[key]) == set(real[key]), key
     for key in ("deployments", "pairs"):
         assert set(example[key][0]) == set(real[key][0]), key
+
+
+def test_closed_stdout_exits_141_quietly() -> None:
+    # `kvalign check ... | head -c 0`: the reader goes away before anything is written
+    import subprocess
+    import sys
+
+    for fmt in ("table", "json"):
+        proc = subprocess.run(
+            f"{sys.executable} -m kvalign check LiquidAI/LFM2-2.6B --format {fmt} | head -c 0; "
+            "exit ${PIPESTATUS[0]}",
+            shell=True,
+            executable="/bin/bash",
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert proc.returncode == 141, (fmt, proc.stderr)
+        assert proc.stderr == ""

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import pytest
 
-from kvalign.alignment import RankResult, analyze_rank, derive_block
+from kvalign.alignment import RankResult, analyze_rank, derive_block, mamba_page
 from kvalign.backends import BACKENDS
 from kvalign.errors import UnsupportedModel
 from kvalign.pd import analyze_pair
 from kvalign.settings import Settings
+from kvalign.sources import load_model
 from kvalign.versions import PROFILES, profile_named, resolve
 from tests.conftest import geometry_for
 
@@ -197,3 +198,17 @@ def test_tp_stable_alignment_available_on_every_profile() -> None:
     for profile in PROFILES:
         r = _rank(QWEN3_NEXT, 2, vllm_version=profile.verified[0], alignment="tp-stable")
         assert r.tp_stable_block_size is not None
+
+
+def test_nemotron_ssm_fallback_follows_the_release_when_config_names_none() -> None:
+    # Nemotron-H-56B's config.json has no mamba_ssm_cache_dtype (transformers' class
+    # default float32 must not hide vLLM's fallback): float16 on 0.14-0.19, float32 from
+    # 0.20. ssm state 256 heads x 64 x 256 = 4,194,304 elements -> 8 MiB vs 16 MiB.
+    geo = load_model("nvidia/Nemotron-H-56B-Base-8K")
+    assert geo.ssm_dtype_fallback
+    old = mamba_page(geo, Settings(), 1, resolve("0.16.0").profile)
+    new = mamba_page(geo, Settings(), 1)
+    assert old.dtypes == ("bfloat16", "float16") and new.dtypes == ("bfloat16", "float32")
+    assert new.page_bytes - old.page_bytes == 4_194_304 * 2
+    # Nemotron-3-Nano names float32 in its config: no fallback on any release
+    assert not load_model("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16").ssm_dtype_fallback

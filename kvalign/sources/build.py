@@ -252,6 +252,9 @@ def geometry_from_dict(
             + ", ".join(defaulted)
         )
     chunk = _chunk_size(text) if state is not None else None
+    # the SSM dtype the config itself names: a class default (transformers 5 gives
+    # Nemotron-H float32) must not hide the release-dependent vLLM fallback
+    as_written = ConfigFields(raw_text if prefix else raw, path=config_path, prefix=prefix)
     return ModelGeometry(
         model_id=model_id,
         model_type=text_type,
@@ -262,12 +265,12 @@ def geometry_from_dict(
         model_dtype=model_dtype,
         attention=attention,
         state=state,
-        ssm_dtype_default=_ssm_default(text, spec) if state is not None else None,
+        ssm_dtype_default=_ssm_default(as_written, spec) if state is not None else None,
         provenance=dict(text.provenance),
         notes=tuple(notes),
         mamba_chunk_size=chunk,
         ssm_dtype_fallback=(
-            spec.ssm_default == "nemotron_h" and text.raw("mamba_ssm_cache_dtype") is None
+            spec.ssm_default == "nemotron_h" and as_written.raw("mamba_ssm_cache_dtype") is None
         ),
     )
 
