@@ -489,9 +489,20 @@ def kernel_for(logical: int, inputs: _Inputs) -> int | None:
 def load_problem(geometry: ModelGeometry, tp: int) -> str:
     """Why a state layer would refuse to load at ``tp`` although the config validates.
 
-    Asks the family module's ``load_problem`` (Mamba2 group sharding, GDN key heads);
-    ``""`` for families without such a rule.
+    Attention: KV heads and TP must divide one way or the other (``QKVParallelLinear``).
+    State layers: the family module's ``load_problem`` (Mamba2 group sharding, GDN key
+    heads). ``""`` when the model loads.
     """
+    attention = geometry.attention
+    if attention is not None and not attention.use_mla:
+        kv = attention.total_kv_heads
+        if (tp >= kv and tp % kv) or (tp < kv and kv % tp):
+            # QKVParallelLinear (vllm/model_executor/layers/linear.py) divides KV heads by
+            # TP, or TP by KV heads when it replicates them
+            return (
+                f"num_key_value_heads = {kv} and tensor parallel size {tp} do not divide "
+                "each other: vLLM's QKVParallelLinear refuses to load"
+            )
     if geometry.state is None:
         return ""
     check = getattr(family_module(geometry.state.family), "load_problem", None)

@@ -249,3 +249,12 @@ def test_gdn_key_heads_must_shard() -> None:
     assert rank.valid and not rank.usable
     assert "linear_num_key_heads Hk = 16" in rank.load_error
     assert analyze_rank(geo, Settings(), 16).usable
+
+
+def test_kv_heads_and_tp_must_divide_one_way() -> None:
+    # QKVParallelLinear: 3 KV heads at TP 2 neither split (3 % 2) nor replicate (2 % 3)
+    geo = _synthetic(kv_heads=3)
+    assert "num_key_value_heads = 3" in analyze_rank(geo, Settings(), 2).load_error
+    assert analyze_rank(geo, Settings(), 1).usable
+    # 2 KV heads at TP 8: replicated 4 times, loads
+    assert analyze_rank(_synthetic(kv_heads=2), Settings(), 8).load_error == ""
