@@ -657,18 +657,13 @@ def analyze_rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankRe
     )
 
 
-def common_block_size(
+def _block_requirement(
     geometry: ModelGeometry, settings: Settings, tps: list[int]
-) -> tuple[int, dict[int, float]] | None:
-    """Smallest ``--block-size B`` that, set on every pool, makes each TP in ``tps`` choose
-    exactly ``B`` (spec §7), with the Mamba padding % it costs per TP.
-
-    ``B`` must cover every rank's aligned block and be a multiple of the alignment unit:
-    the backend's smallest kernel block, the MLA floor, the prefill checkpoint alignment
-    when prefix caching is on and, on releases that chunk-align, the Mamba chunk size
-    (model-config era: the fixed unit). ``None`` for models without both
-    attention and state layers, or when no TP in ``tps`` is valid.
-    """
+) -> tuple[int, int, dict[int, tuple[int, int]]] | None:
+    """``(unit, need, pages)`` for one model and settings over ``tps``: the alignment unit
+    a common ``--block-size`` must be a multiple of, the smallest multiple of it covering
+    every valid TP's aligned block, and ``{tp: (a, m)}`` (bytes). ``None`` as
+    :func:`common_block_size`."""
     if not geometry.is_hybrid:
         return None
     attention = geometry.attention
@@ -700,5 +695,50 @@ def common_block_size(
         return None
     at_unit = dataclasses.replace(inputs, base_block=unit)
     need = max(_derive(a, m, at_unit, settings, attention.use_mla).block for a, m in pages.values())
+    return unit, need, pages
+
+
+def common_block_size(
+    geometry: ModelGeometry, settings: Settings, tps: list[int]
+) -> tuple[int, dict[int, float]] | None:
+    """Smallest ``--block-size B`` that, set on every pool, makes each TP in ``tps`` choose
+    exactly ``B`` (spec §7), with the Mamba padding % it costs per TP.
+
+    ``B`` must cover every rank's aligned block and be a multiple of the alignment unit:
+    the backend's smallest kernel block, the MLA floor, the prefill checkpoint alignment
+    when prefix caching is on and, on releases that chunk-align, the Mamba chunk size
+    (model-config era: the fixed unit). ``None`` for models without both
+    attention and state layers, or when no TP in ``tps`` is valid.
+    """
+    found = _block_requirement(geometry, settings, tps)
+    if found is None:
+        return None
+    unit, need, pages = found
     block = unit * cdiv(max(need, unit), unit)
     return block, {tp: padding_pct(block, a, m) for tp, (a, m) in pages.items()}
+
+
+def common_block_size_for(pools: list[tuple[ModelGeometry, Settings, int]]) -> int | None:
+    """Smallest ``--block-size B`` that, set on every pool of a deployment whose pools
+    differ in settings (KV-cache dtype, state dtypes, speculative tokens, backend, GPU) or
+    model, makes each pool choose exactly ``B`` with its own settings.
+
+    Each pool is a ``(geometry, settings, tp)``; ``B`` is a multiple of the ``lcm`` of the
+    pools' alignment units and covers the largest block any pool needs (tokens). Pools
+    whose model is not hybrid or whose TP is invalid do not constrain ``B``. ``None`` when
+    no pool constrains it. Mirrors ``Platform._align_hybrid_block_size``
+    (``vllm/platforms/interface.py``) applied to each pool.
+
+    Raises:
+        InvalidSettings, NotModelled: a pool's settings are rejected (as :func:`analyze_rank`).
+    """
+    unit, need = 1, 0
+    for geometry, settings, tp in pools:
+        found = _block_requirement(geometry, settings, [tp])
+        if found is None:
+            continue
+        unit = math.lcm(unit, found[0])
+        need = max(need, found[1])
+    if need == 0:
+        return None
+    return unit * cdiv(need, unit)

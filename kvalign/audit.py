@@ -13,13 +13,14 @@ import dataclasses
 from dataclasses import dataclass
 from fnmatch import fnmatch
 
-from kvalign.alignment import analyze_rank
-from kvalign.deploy.model import Deployment, Ignore, Problem
+from kvalign.alignment import analyze_rank, checkpoint_alignment
+from kvalign.backends import get_gpu, platform_note
+from kvalign.deploy.model import Deployment, Ignore, Location, Pool, Problem
 from kvalign.errors import KvalignError
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import PairBy, group_pools
 from kvalign.pd import analyze_pair
-from kvalign.rules import run_rules
+from kvalign.rules import RULES, run_rules
 from kvalign.rules.base import (
     SEVERITY_RANK,
     FileResult,
@@ -28,6 +29,7 @@ from kvalign.rules.base import (
     PairOutcome,
     PoolResult,
 )
+from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import resolve
 
@@ -55,6 +57,8 @@ class AuditReport:
         skipped: scanned files that are no deployment.
         files: the evaluated files with their pools' results, input order.
         pair_by: the ``--pair-by`` mode used.
+        assumptions: the GPU / attention-backend assumptions behind the numbers
+            (:func:`assumptions`).
     """
 
     groups: tuple[GroupResult, ...]
@@ -65,6 +69,7 @@ class AuditReport:
     skipped: tuple[str, ...] = ()
     files: tuple[FileResult, ...] = ()
     pair_by: str = "label"
+    assumptions: tuple[str, ...] = ()
 
     def exit_code(self, fail_on: str) -> int:
         """3 when a file could not be evaluated, else 1 when a finding is at or above
@@ -77,28 +82,90 @@ class AuditReport:
         return EXIT_OK
 
 
+def _pool_settings(pool: Pool, version: str | None, platform: Platform) -> Settings:
+    """The pool's settings with the run's assumptions filled in: the version, and the
+    ``--gpu`` / ``--attention-backend`` defaults where the pool names none."""
+    settings = dataclasses.replace(pool.settings, vllm_version=version)
+    if pool.args.attention_backend is None and platform.attention_backend is not None:
+        settings = dataclasses.replace(
+            settings, attention_backend=platform.attention_backend.strip().upper()
+        )
+    if settings.gpu is None and platform.gpu is not None:
+        settings = dataclasses.replace(settings, gpu=platform.gpu)
+    return settings
+
+
 def _evaluate(
     deployment: Deployment,
     version: str | None,
     cache: dict[str, ModelGeometry],
     use_cache: bool = False,
+    platform: Platform | None = None,
 ) -> FileResult:
     """Load every pool's model and predict its rank under the file's version assumption.
 
     Raises:
-        KvalignError: a model cannot be loaded, or a setting / version is rejected.
+        PoolError: a pool's model cannot be loaded, or a setting / version is rejected
+            (carries that pool's location and label).
     """
+    platform = platform or Platform()
     chosen = version or deployment.vllm_version
-    resolved = resolve(chosen)
+    try:
+        resolved = resolve(chosen)
+    except KvalignError as exc:
+        raise PoolError(Problem(Location(deployment.source), f"vllm_version: {exc}")) from None
     results: list[PoolResult] = []
     for pool in deployment.pools:
         key = f"{pool.model}@{pool.args.revision or ''}"
-        if key not in cache:
-            cache[key] = load_model(pool.model, revision=pool.args.revision, use_cache=use_cache)
-        settings = dataclasses.replace(pool.settings, vllm_version=chosen)
-        pool = dataclasses.replace(pool, settings=settings)
-        results.append(PoolResult(pool, cache[key], analyze_rank(cache[key], settings, pool.tp)))
+        try:
+            if key not in cache:
+                cache[key] = load_model(
+                    pool.model, revision=pool.args.revision, use_cache=use_cache
+                )
+            settings = _pool_settings(pool, chosen, platform)
+            pool = dataclasses.replace(pool, settings=settings)
+            results.append(
+                PoolResult(pool, cache[key], analyze_rank(cache[key], settings, pool.tp))
+            )
+        except KvalignError as exc:
+            raise PoolError(Problem(pool.location, f"{pool.label}: {exc}")) from None
     return FileResult(deployment, tuple(results), resolved.note)
+
+
+class PoolError(Exception):
+    """A pool that cannot be evaluated, with its location (internal to this module)."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class Platform:
+    """``audit --gpu`` / ``--attention-backend``: used for pools that name neither
+    (``--attention-backend`` / ``VLLM_ATTENTION_BACKEND``, ``nvidia.com/gpu.product``).
+    ``None`` = vLLM's default backend (FLASH_ATTN) on an unspecified CUDA GPU."""
+
+    gpu: str | None = None
+    attention_backend: str | None = None
+
+
+def assumptions(files: tuple[FileResult, ...] | list[FileResult]) -> tuple[str, ...]:
+    """The GPU / attention-backend assumption behind the evaluated pools, one line per
+    distinct assumption with the number of pools it covers (like ``check``'s platform
+    note), then the GDN prefill-checkpoint note for gated-delta-net models."""
+    counts: dict[str, int] = {}
+    for file in files:
+        for result in file.pools:
+            settings = result.pool.settings
+            lines = [platform_note(settings.attention_backend, settings.gpu)]
+            state = result.geometry.state
+            profile = resolve(settings.vllm_version).profile
+            if state is not None and state.family == "gdn" and profile.gdn_checkpoint_alignment:
+                lines.append(checkpoint_alignment(result.geometry, settings)[1])
+            for line in lines:
+                counts[line] = counts.get(line, 0) + 1
+    return tuple(f"{line} [{n} pool(s)]" for line, n in counts.items())
 
 
 def _groups(
@@ -178,6 +245,7 @@ def run_audit(
     skipped: tuple[str, ...] = (),
     use_cache: bool = False,
     pair_by: PairBy = "label",
+    platform: Platform | None = None,
 ) -> AuditReport:
     """Evaluate deployments, group and pair their pools, apply ignores / baseline.
 
@@ -186,13 +254,17 @@ def run_audit(
     ``use_cache`` also uses the on-disk geometry cache. A file with blocking problems, or
     whose model cannot be loaded or settings are rejected, is reported in ``unevaluated``
     and not analysed (its pools pair with nothing). ``pair_by`` chooses which pools form
-    one deployment (:mod:`kvalign.grouping`).
+    one deployment (:mod:`kvalign.grouping`). ``platform`` (``--gpu`` /
+    ``--attention-backend``) applies to pools that name no GPU / backend themselves.
 
     Raises:
-        InvalidSettings: ``vllm_version`` is not a version kvalign can resolve.
+        InvalidSettings: ``vllm_version`` is not a version kvalign can resolve, or
+            ``platform`` names an unknown GPU.
     """
     if vllm_version is not None:
         resolve(vllm_version)
+    if platform is not None:
+        get_gpu(platform.gpu)
     cache: dict[str, ModelGeometry] = {}
     files: list[FileResult] = []
     unevaluated: list[Problem] = []
@@ -205,13 +277,24 @@ def run_audit(
             unevaluated += blocking
             continue
         try:
-            files.append(_evaluate(deployment, vllm_version, cache, use_cache))
-        except KvalignError as exc:
-            unevaluated.append(Problem(deployment.pools[0].location, str(exc)))
+            files.append(_evaluate(deployment, vllm_version, cache, use_cache, platform))
+        except PoolError as exc:
+            unevaluated.append(exc.problem)
     groups, grouping_problems = _groups(files, pair_by, vllm_version)
     problems += grouping_problems
     for group in groups:
         findings += run_rules(group)
+    known_rules = {rule.CODE for rule in RULES}
+    for ignore in [i for d in deployments for i in d.ignores] + list(ignores):
+        if ignore.rule not in known_rules:
+            problems.append(
+                Problem(
+                    ignore.location,
+                    f"ignore names unknown rule {ignore.rule!r} (known: "
+                    f"{min(known_rules)} … {max(known_rules)})",
+                    blocking=False,
+                )
+            )
     active: list[Finding] = []
     suppressed: list[Suppressed] = []
     by_file = {d.source: list(d.ignores) for d in deployments}
@@ -232,4 +315,5 @@ def run_audit(
         skipped=skipped,
         files=tuple(files),
         pair_by=pair_by,
+        assumptions=assumptions(files),
     )

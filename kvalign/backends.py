@@ -205,6 +205,26 @@ def get_gpu(name: str | None) -> Gpu | None:
     raise InvalidSettings(f"--gpu: unknown GPU {name!r} (known: {', '.join(GPUS)})")
 
 
+def gpu_from_product(product: str) -> str | None:
+    """The kvalign GPU name in a Kubernetes ``nvidia.com/gpu.product`` node label value
+    (GPU feature discovery, e.g. ``NVIDIA-H100-80GB-HBM3`` → ``H100``,
+    ``NVIDIA-GH200-480GB`` → ``GH200``), ``None`` when no known GPU is named.
+
+    A name matches as whole ``-``-separated parts (``H20`` does not match ``H200``); the
+    longest match wins.
+    """
+    parts = [p.lower() for p in product.replace("_", "-").replace(" ", "-").split("-") if p]
+    best: str | None = None
+    for name in GPUS:
+        wanted = name.lower().split("-")
+        for start in range(len(parts) - len(wanted) + 1):
+            if parts[start : start + len(wanted)] == wanted:
+                if best is None or len(name) > len(best):
+                    best = name
+                break
+    return best
+
+
 def platform_for(name: str, gpu: Gpu | None) -> Platform:
     """The platform ``--attention-backend name`` runs on: the GPU's, else the backend's
     only platform, else CUDA (an unspecified CUDA GPU)."""

@@ -19,7 +19,7 @@ import typer
 
 from kvalign import __version__
 from kvalign.errors import InvalidSettings, KvalignError
-from kvalign.settings import Settings
+from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP, Settings
 
 if TYPE_CHECKING:  # heavy modules load inside the commands: --version/--help stay fast
     from rich.console import Console
@@ -122,12 +122,6 @@ def _guarded(action: Callable[[], T]) -> T:
             "and report it",
             EXIT_INTERNAL,
         )
-
-
-#: sanity bounds on numeric flags (far above any real deployment).
-MAX_TP = 4096
-MAX_BLOCK_SIZE = 1 << 20
-MAX_SPEC_TOKENS = 1024
 
 
 def parse_tp_list(text: str, option: str) -> list[int]:
@@ -597,8 +591,13 @@ def audit(
         ),
     ] = None,
     config: Annotated[
-        str, typer.Option("--config", help="Project file with an `ignore:` list.")
-    ] = ".kvalign.yaml",
+        str | None,
+        typer.Option(
+            "--config",
+            help="Project file with an `ignore:` list (default: .kvalign.yaml when present; "
+            "a named file must exist).",
+        ),
+    ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", help="List unknown flags and skipped files on stderr.")
     ] = False,
@@ -612,6 +611,30 @@ def audit(
             "id across all inputs).",
         ),
     ] = PairByChoice.label,
+    gpu: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu",
+            help="GPU model for pools whose manifest names none (nodeSelector / affinity "
+            "nvidia.com/gpu.product), e.g. H100, B200, MI300X. Default: unspecified CUDA GPU.",
+        ),
+    ] = None,
+    attention_backend: Annotated[
+        str | None,
+        typer.Option(
+            "--attention-backend",
+            help="Attention backend for pools that set neither --attention-backend nor "
+            "VLLM_ATTENTION_BACKEND. Default: FLASH_ATTN (vLLM's default).",
+        ),
+    ] = None,
+    skip_unrelated: Annotated[
+        bool,
+        typer.Option(
+            "--skip-unrelated",
+            help="A named file with no vLLM pool is skipped with a note instead of exit 2 "
+            "(the pre-commit hook passes every changed YAML).",
+        ),
+    ] = False,
 ) -> None:
     """Audit P/D deployment files (kvalign YAML, vllm serve lines, Kubernetes, llm-d,
     Dynamo, KServe) before they ship.
@@ -623,14 +646,20 @@ def audit(
 
     from rich.console import Console
 
-    from kvalign.audit import run_audit
-    from kvalign.deploy import read_paths
+    from kvalign.audit import Platform, run_audit
+    from kvalign.deploy import read_paths, refuse_output_over_input
+    from kvalign.deploy.model import Problem
     from kvalign.deploy.project import load_baseline, load_ignores
     from kvalign.report import audit as audit_report
 
     def run() -> int:
-        deployments, skipped = read_paths(paths)
-        ignores = load_ignores(Path(config))
+        if output is not None:
+            refuse_output_over_input(output, paths, baseline, config)
+        notes: list[Problem] = []
+        deployments, skipped = read_paths(paths, notes=notes, skip_unrelated=skip_unrelated)
+        if config is not None and not Path(config).is_file():
+            raise InvalidSettings(f"--config {config}: no such file")
+        ignores, ignore_problems = load_ignores(Path(config or ".kvalign.yaml"))
         known = load_baseline(Path(baseline)) if baseline else frozenset()
         report = run_audit(
             deployments,
@@ -640,8 +669,11 @@ def audit(
             skipped=tuple(skipped),
             use_cache=not no_cache,
             pair_by=pair_by.value,
+            platform=Platform(gpu, attention_backend),
         )
-        for problem in report.problems:
+        for problem in (*ignore_problems, *notes, *report.problems):
+            if problem.verbose_only and not verbose:
+                continue
             sys.stderr.write(f"kvalign: warning: {problem.location}: {problem.message}\n")
         if verbose:
             for item in skipped:
@@ -664,11 +696,12 @@ def audit(
         try:
             if output_format is AuditFormat.table:
                 if output is None:
-                    _stdout().print(audit_report.to_table(report))
+                    console = _stdout()
+                    console.print(audit_report.to_table(report, console.width))
                 else:
                     with open(output, "w", encoding="utf-8") as handle:
-                        Console(file=handle, width=200, no_color=True).print(
-                            audit_report.to_table(report)
+                        Console(file=handle, width=audit_report.FILE_WIDTH, no_color=True).print(
+                            audit_report.to_table(report, audit_report.FILE_WIDTH)
                         )
             else:
                 text = renderers[output_format](report)

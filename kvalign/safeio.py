@@ -158,6 +158,27 @@ def _children(node: Any) -> list[Any]:
     return []
 
 
+def _check_duplicate_keys(node: Any, name: str) -> None:
+    """Reject a mapping node with the same scalar key twice (PyYAML keeps the last one
+    silently, so a second ``decode:`` would hide the first). Merge keys (``<<``) may repeat."""
+    yaml = _yaml_module()
+    if not isinstance(node, yaml.MappingNode):
+        return
+    seen: dict[tuple[str, str], int] = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        marker = (key_node.tag, key_node.value)
+        line = key_node.start_mark.line + 1
+        if marker in seen:
+            raise InvalidConfig(
+                f"{name}:{line}: duplicate YAML key {key_node.value!r} (first at line "
+                f"{seen[marker]}); YAML would keep only the last one (missing `---` "
+                "between documents?)"
+            )
+        seen[marker] = line
+
+
 def check_yaml_node(root: Any, name: str) -> None:
     """Reject a composed YAML node graph that is recursive, too deep or too large.
 
@@ -166,8 +187,9 @@ def check_yaml_node(root: Any, name: str) -> None:
     rejected in time linear in the file.
 
     Raises:
-        InvalidConfig: a recursive alias, nesting deeper than :data:`MAX_YAML_DEPTH`, or
-            more than :data:`MAX_YAML_NODES` nodes after alias expansion.
+        InvalidConfig: a recursive alias, nesting deeper than :data:`MAX_YAML_DEPTH`,
+            more than :data:`MAX_YAML_NODES` nodes after alias expansion, or a mapping
+            with a duplicate key.
     """
     sizes: dict[int, int] = {}
     heights: dict[int, int] = {}
@@ -196,6 +218,7 @@ def check_yaml_node(root: Any, name: str) -> None:
         if depth > MAX_YAML_DEPTH:
             raise InvalidConfig(f"{name}: YAML nested deeper than {MAX_YAML_DEPTH} levels")
         on_path.add(key)
+        _check_duplicate_keys(node, name)
         stack.append((node, depth, True))
         stack.extend((child, depth + 1, False) for child in _children(node))
 

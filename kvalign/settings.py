@@ -5,6 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+#: sanity bounds on numeric settings (far above any real deployment), shared by the
+#: ``check`` family's options and every ``audit`` reader.
+MAX_TP = 4096
+MAX_BLOCK_SIZE = 1 << 20
+MAX_SPEC_TOKENS = 1024
+
 Alignment = Literal["vllm", "tp-stable"]
 GdnPrefillBackend = Literal["auto", "triton", "flashinfer"]
 

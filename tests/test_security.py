@@ -85,6 +85,8 @@ def test_user_files_are_never_modified(tmp_path: Path) -> None:
     for path in work.rglob("*"):
         mode = stat.S_IMODE(path.stat().st_mode)
         path.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    empty_config = tmp_path / "kvalign.yaml"  # a named --config must exist (QA2 #8)
+    empty_config.write_text("ignore: []\n")
     before = _snapshot(work)
     model = str(work / "model")
     try:
@@ -95,7 +97,7 @@ def test_user_files_are_never_modified(tmp_path: Path) -> None:
             ["explain", model, "--tp", "2"],
             ["survey", model],
             ["audit", str(work / "deployments"), "--format", "sarif"],
-            ["audit", str(work / "deployments"), "--config", str(work / "none.yaml")],
+            ["audit", str(work / "deployments"), "--config", str(empty_config)],
         ):
             result = runner.invoke(app, argv)
             assert result.exit_code in (0, 1), (argv, result.stderr)

@@ -14,11 +14,11 @@ from typing import Any
 from kvalign.deploy import cmdline, k8s, lmcache, own
 from kvalign.deploy.common import ignores_in
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
-from kvalign.errors import InvalidConfig, KvalignError
+from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
 from kvalign.safeio import load_yaml, load_yaml_documents, read_stream
 from kvalign.safeio import read_text as read_file_text
 
-__all__ = ["read_paths", "read_text"]
+__all__ = ["read_paths", "read_text", "refuse_output_over_input"]
 
 #: file suffixes read when scanning a directory.
 SUFFIXES = frozenset({".yaml", ".yml", ".sh", ".bash", ".txt", ".cmd"})
@@ -61,6 +61,11 @@ def worker_block_sizes(pools: tuple[Pool, ...] | list[Pool]) -> list[ComponentBl
 
 
 def read_text(text: str, file: str, base: Path | None = None) -> Deployment | None:
+    """Read one file's text: :func:`_read` without collecting notes."""
+    return _read(text, file, base, [])
+
+
+def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Deployment | None:
     """Read one file's text (``file`` is its display name, ``-`` for stdin).
 
     ``base`` is the file's folder: ``--config`` files and ``LMCACHE_CONFIG_FILE`` files
@@ -86,8 +91,8 @@ def read_text(text: str, file: str, base: Path | None = None) -> Deployment | No
         try:
             docs = load_yaml_documents(text, file)
         except InvalidConfig:
-            if file != "-":
-                raise
+            if file != "-" or not cmdline.matches(text):
+                raise  # stdin that is no command line either: the YAML error is the answer
     plain = [d for _, d in docs]
     if len(plain) == 1 and own.matches(plain[0]):
         deployment = own.read(plain[0], text, file)
@@ -98,6 +103,7 @@ def read_text(text: str, file: str, base: Path | None = None) -> Deployment | No
     if deployment is None:
         return None
     if not deployment.pools and not any(p.blocking for p in deployment.problems):
+        notes.extend(p for p in deployment.problems if p.verbose_only)
         return None  # e.g. manifests without a vLLM container, a lone roleless command
     pools, lmcache_problems = lmcache.apply(deployment.pools, base)
     return Deployment(
@@ -116,38 +122,100 @@ def _read_file(path: Path) -> str:
     return read_file_text(path)
 
 
+def _unreadable(path: Path, exc: KvalignError) -> Deployment:
+    """A scanned file that cannot be read, as a deployment with one blocking problem."""
+    message = str(exc)
+    line: int | None = None
+    prefix = f"{path}:"
+    if message.startswith(prefix):
+        message = message[len(prefix) :]
+        head, sep, rest = message.partition(":")
+        if sep and head.isdigit():
+            line, message = int(head), rest
+        message = message.strip()
+    return Deployment(
+        source=str(path), kind="unreadable", problems=(Problem(Location(str(path), line), message),)
+    )
+
+
+def _scanned(path: Path) -> list[Path]:
+    """The files a directory scan reads, sorted (:data:`SUFFIXES`, no hidden paths)."""
+    return [
+        child
+        for child in sorted(path.rglob("*"))
+        if child.is_file()
+        and child.suffix in SUFFIXES
+        and not any(part.startswith(".") for part in child.relative_to(path).parts)
+    ]
+
+
+def refuse_output_over_input(output: str, paths: list[str], *others: str | None) -> None:
+    """Refuse an ``--output`` path that is one of the inputs: a named file, a file a
+    directory scan reads, or another input file (``--baseline``, ``--config``).
+
+    Raises:
+        InvalidSettings: the output would overwrite an input.
+    """
+    target = Path(output)
+    if not target.exists():
+        return
+    target = target.resolve()
+    inputs: list[Path] = [Path(p) for p in (*paths, *others) if p is not None and p != "-"]
+    for path in inputs:
+        candidates = _scanned(path) if path.is_dir() else [path]
+        for candidate in candidates:
+            if candidate.exists() and candidate.resolve() == target:
+                raise InvalidSettings(
+                    f"--output {output}: is one of the inputs ({candidate}); refusing to "
+                    "overwrite it"
+                )
+
+
 def read_paths(
-    paths: list[str], stdin_text: str | None = None
+    paths: list[str],
+    stdin_text: str | None = None,
+    *,
+    notes: list[Problem] | None = None,
+    skip_unrelated: bool = False,
 ) -> tuple[list[Deployment], list[str]]:
     """Read every PATH (files, directories scanned recursively, ``-`` = stdin).
+
+    A file found by a directory scan that cannot be read (malformed or hostile YAML, not
+    UTF-8, too large, duplicate keys) does not stop the scan: it becomes a deployment
+    with one blocking problem (reported as not evaluated, exit 3).
+
+    Args:
+        notes: receives non-blocking notes: files skipped by ``skip_unrelated``, containers
+            not read as vLLM pools in files that have no pool (``verbose_only``).
+        skip_unrelated: a file given by name that is no deployment is skipped with a note
+            instead of raising (``--skip-unrelated``, for the pre-commit hook).
 
     Returns:
         ``(deployments, skipped)``: files that are deployments, and scanned files that are not.
 
     Raises:
-        InvalidConfig: a missing path, an unreadable or malformed file, or a file given by
-            name that is no deployment kvalign knows.
+        InvalidConfig: a missing path, a named file or stdin that cannot be read or is
+            malformed, or a file given by name that is no deployment kvalign knows.
     """
     deployments: list[Deployment] = []
     skipped: list[str] = []
+    sink: list[Problem] = notes if notes is not None else []
     for raw in paths:
         if raw == "-":
             text = stdin_text if stdin_text is not None else read_stream(sys.stdin)
-            found = read_text(text, "-")
+            found = _read(text, "-", None, sink)
             if found is None:
                 raise InvalidConfig("-: stdin holds no deployment kvalign can read")
             deployments.append(found)
             continue
         path = Path(raw)
         if path.is_dir():
-            for child in sorted(path.rglob("*")):
-                if (
-                    not child.is_file()
-                    or child.suffix not in SUFFIXES
-                    or any(part.startswith(".") for part in child.relative_to(path).parts)
-                ):
+            for child in _scanned(path):
+                try:
+                    found = _read(_read_file(child), str(child), child.parent, sink)
+                except KvalignError as exc:
+                    deployments.append(_unreadable(child, exc))
                     continue
-                found = read_text(_read_file(child), str(child), child.parent)
                 if found is None:
                     skipped.append(str(child))
                 else:
@@ -155,7 +223,13 @@ def read_paths(
             continue
         if not path.exists() and not path.is_symlink():  # a symlink loop is read (and refused)
             raise InvalidConfig(f"{raw}: no such file or directory")
-        found = read_text(_read_file(path), raw, path.parent)
+        found = _read(_read_file(path), raw, path.parent, sink)
+        if found is None and skip_unrelated:
+            skipped.append(raw)
+            sink.append(
+                Problem(Location(raw), "no vLLM pool found: skipped (--skip-unrelated)", False)
+            )
+            continue
         if found is None:
             raise InvalidConfig(
                 f"{raw}: no prefill/decode deployment found (expected kvalign YAML, a vllm "

@@ -1,8 +1,9 @@
 """Plain ``vllm serve …`` command lines and shell scripts (and the ``--config`` YAML they name).
 
 Every ``vllm serve`` (or ``python -m vllm.entrypoints.openai.api_server`` /
-``python -m dynamo.vllm``) command becomes a pool. ``export VAR=value`` lines and
-``VAR=value`` prefixes form the environment; ``$VAR`` / ``${VAR}`` resolve from it.
+``python -m dynamo.vllm``) command becomes a pool. ``export VAR=value`` / ``VAR=value``
+lines and ``VAR=value`` prefixes form the environment; words are split and ``$VAR`` /
+``${VAR}`` expanded as bash does (:mod:`kvalign.deploy.shell`).
 The role comes from the arguments (``kv_role``), else from a ``# prefill`` / ``# decode``
 comment just above the command or the script's file name.
 """
@@ -14,14 +15,14 @@ from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import Any
 
-from kvalign.deploy.common import PoolInput, build_pool, role_from_text, substitute_shell
+from kvalign.deploy.common import PoolInput, build_pool, role_from_text
 from kvalign.deploy.model import Deployment, Location, Pool, Problem
-from kvalign.deploy.vllm_args import serve_arguments, split_command
+from kvalign.deploy.shell import assignments, shell_words
+from kvalign.deploy.vllm_args import serve_arguments
 from kvalign.errors import KvalignError
 
 KIND = "command-line"
-_ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(\S*)\s*$")
-_PREFIX = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\S+)$")
+_PREFIX = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
 _SEPARATORS = ("&&", "||", ";", "|", "&")
 
 
@@ -76,14 +77,17 @@ def read(
         if stripped.startswith("#"):
             comment_role = stripped
             continue
-        assign = _ASSIGN.match(stripped)
-        if assign:
-            env[assign.group(1)] = assign.group(2).strip("'\"")
+        try:
+            assigned = assignments(stripped, env)
+        except KvalignError:
+            assigned = None  # e.g. an unbalanced quote in a line that is not a launch
+        if assigned is not None:
+            env.update(assigned)
             continue
         if not matches(stripped):
             continue
         try:
-            words = split_command(substitute_shell(stripped, env))
+            words = shell_words(stripped, env)
         except KvalignError as exc:
             problems.append(Problem(Location(file, number), str(exc)))
             continue

@@ -10,10 +10,9 @@ from typing import Any
 from kvalign.deploy.model import DeploymentKey, Ignore, Location, Pool, Problem, Role
 from kvalign.deploy.vllm_args import VllmArgs, parse_vllm_args
 from kvalign.errors import KvalignError
-from kvalign.settings import Settings
+from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP, Settings
 
 _K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
-_SHELL_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _IGNORE = re.compile(r"#\s*kvalign:\s*ignore=([A-Z0-9, ]+?)(?:\s+reason=(.*))?$")
 _ROLE_WORDS: tuple[tuple[str, Role], ...] = (("prefill", "prefill"), ("decode", "decode"))
 #: role-carrying labels, checked in this order.
@@ -47,21 +46,6 @@ def key_from_labels(labels: Mapping[str, Any], namespace: str = "") -> Deploymen
 def substitute_k8s(text: str, env: Mapping[str, str]) -> str:
     """Replace Kubernetes ``$(VAR)`` references whose value is known; others stay as is."""
     return _K8S_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), text)
-
-
-def substitute_shell(text: str, env: Mapping[str, str]) -> str:
-    """Replace ``$VAR`` / ``${VAR}`` / ``${VAR:-default}``; unknown ones become ``$(VAR)``
-    so the argument parser reports them as unresolved."""
-
-    def repl(match: re.Match[str]) -> str:
-        name = match.group(1) or match.group(3)
-        if name in env:
-            return env[name]
-        if match.group(2) is not None:
-            return match.group(2)
-        return f"$({name})"
-
-    return _SHELL_VAR.sub(repl, text)
 
 
 def role_from_text(text: str) -> Role | None:
@@ -144,6 +128,7 @@ class PoolInput:
     deployment_key: DeploymentKey | None = None
     nodes: int | None = None
     gpus_per_node: int | None = None
+    gpu: str | None = None
 
 
 def build_pool(
@@ -160,7 +145,9 @@ def build_pool(
     try:
         args = parse_vllm_args(found.args, config_files=config_files, env=found.env)
     except KvalignError as exc:
-        return None, [Problem(found.location, f"{found.name}: {exc}")]
+        guess = found.role or role_from_text(found.name_hint or found.name)
+        label = f"{guess}/{found.name}" if guess else found.name
+        return None, [Problem(found.location, f"{label}: {exc}")]
     role, source = found.role, found.role_source
     if role is None:
         role, source = role_from_args(args), "args"
@@ -178,19 +165,28 @@ def build_pool(
     model = found.model or args.model
     if not model:
         return None, [Problem(found.location, f"{role}/{found.name}: no model given")]
+    # (what, value, smallest, largest): the bounds `check` applies to the same settings
     sizes = (
-        ("tensor parallel size (manifest field)", found.tp),
-        ("data parallel size (manifest field)", found.dp),
-        ("--tensor-parallel-size", args.tensor_parallel_size),
-        ("--data-parallel-size", args.data_parallel_size),
-        ("--pipeline-parallel-size", args.pipeline_parallel_size),
-    )
-    for what, value in sizes:
-        if value is not None and (isinstance(value, bool) or value < 1):
+        ("tensor parallel size (manifest field)", found.tp, 1, MAX_TP),
+        ("data parallel size (manifest field)", found.dp, 1, None),
+        ("--tensor-parallel-size", args.tensor_parallel_size, 1, MAX_TP),
+        ("--data-parallel-size", args.data_parallel_size, 1, None),
+        ("--pipeline-parallel-size", args.pipeline_parallel_size, 1, None),
+        ("--block-size", args.block_size, 1, MAX_BLOCK_SIZE),
+        ("--speculative-config num_speculative_tokens", args.num_speculative_tokens, 0,
+         MAX_SPEC_TOKENS),
+    )  # fmt: skip
+    for what, value, low, high in sizes:
+        if value is None:
+            continue
+        if isinstance(value, bool) or value < low or (high is not None and value > high):
+            expected = ("a positive integer" if low == 1 else "a non-negative integer") + (
+                f" up to {high}" if high is not None else ""
+            )
             return None, [
                 Problem(
                     found.location,
-                    f"{role}/{found.name}: {what}: expected a positive integer, got {value!r}",
+                    f"{role}/{found.name}: {what}: expected {expected}, got {value!r}",
                 )
             ]
     tp = found.tp or args.tensor_parallel_size or 1
@@ -206,6 +202,7 @@ def build_pool(
         mamba_ssm_cache_dtype=args.mamba_ssm_cache_dtype or "auto",
         num_speculative_tokens=args.num_speculative_tokens or 0,
         attention_backend=(args.attention_backend or "FLASH_ATTN").upper(),
+        gpu=found.gpu,
         vllm_version=found.vllm_version,
     )
     pool = Pool(

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from kvalign.backends import gpu_from_product
 from kvalign.deploy.common import (
     PoolInput,
     build_pool,
@@ -25,7 +26,6 @@ from kvalign.deploy.common import (
     role_from_labels,
     role_from_text,
     substitute_k8s,
-    substitute_shell,
 )
 from kvalign.deploy.model import (
     ComponentBlockSize,
@@ -36,6 +36,7 @@ from kvalign.deploy.model import (
     Problem,
     Role,
 )
+from kvalign.deploy.shell import assignments, shell_words
 from kvalign.deploy.vllm_args import parse_vllm_args, serve_arguments, split_command
 from kvalign.errors import KvalignError
 from kvalign.safeio import load_yaml
@@ -44,6 +45,7 @@ KIND = "kubernetes"
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "Pod", "Job"})
 _SHELLS = frozenset({"sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env"})
 _ROUTER_KEYS = ("blockSizeTokens",)
+_SEPARATORS = frozenset({"&&", "||", ";", "|", "&"})
 
 
 def matches(docs: list[Any]) -> bool:
@@ -115,13 +117,18 @@ def _launch(container: Mapping[str, Any], env: Mapping[str, str]) -> list[str] |
     extra = env.get("VLLM_ADDITIONAL_ARGS", "")
     if len(words) >= 2 and words[0] in _SHELLS and "-c" in words:
         script = " ".join(words[words.index("-c") + 1 :])
+        script_env = dict(env)
         for line in script.replace("\\\n", " ").splitlines():
             try:
-                launched = serve_arguments(split_command(substitute_shell(line, env)))
+                assigned = assignments(line, script_env)
+                if assigned is not None:
+                    script_env.update(assigned)
+                    continue
+                launched = serve_arguments(shell_words(line, script_env))
             except KvalignError:
                 continue
             if launched is not None:
-                cut = next((i for i, w in enumerate(launched) if w in ("&&", ";", "||")), None)
+                cut = next((i for i, w in enumerate(launched) if w in _SEPARATORS), None)
                 return (launched[:cut] if cut is not None else launched) + split_command(extra)
         return None
     launched = serve_arguments(words)
@@ -213,6 +220,50 @@ def _gpus(container: Mapping[str, Any]) -> int | None:
     return None
 
 
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+
+
+def _gpu_products(node: Any) -> list[str]:
+    """``nvidia.com/gpu.product`` values a pod template asks for: ``nodeSelector`` and
+    node-affinity ``matchExpressions`` (``operator: In``)."""
+    found: list[str] = []
+    if isinstance(node, Mapping):
+        selector = node.get("nodeSelector")
+        if isinstance(selector, Mapping) and isinstance(selector.get(GPU_PRODUCT_LABEL), str):
+            found.append(selector[GPU_PRODUCT_LABEL])
+        if node.get("key") == GPU_PRODUCT_LABEL and node.get("operator") == "In":
+            found += [str(v) for v in _list(node.get("values"))]
+        for key, value in node.items():
+            if key not in ("nodeSelector", "containers"):
+                found += _gpu_products(value)
+    elif isinstance(node, list):
+        for item in node:
+            found += _gpu_products(item)
+    return found
+
+
+def _gpu(ctx: _Context, node: Any, name: str, where: Location) -> str | None:
+    """The GPU model the pool is scheduled on, from :func:`_gpu_products`; a non-blocking
+    problem (and ``None``: the ``--gpu`` default applies) when it names several GPUs or
+    none kvalign knows."""
+    products = list(dict.fromkeys(_gpu_products(node)))
+    if not products:
+        return None
+    names = {gpu_from_product(p) for p in products}
+    if len(names) == 1 and None not in names:
+        return names.pop()
+    ctx.problems.append(
+        Problem(
+            where,
+            f"{name}: {GPU_PRODUCT_LABEL} {', '.join(products)}: "
+            + ("several GPU models" if len(names) > 1 else "no GPU model kvalign knows")
+            + " (the --gpu default is used)",
+            blocking=False,
+        )
+    )
+    return None
+
+
 def _add_pool(
     ctx: _Context,
     node: Any,
@@ -235,17 +286,31 @@ def _add_pool(
                     f"{name}: {bad}: expected a list of containers")
         )  # fmt: skip
         return
+    not_read: list[Problem] = []  # noted (--verbose) only when no container runs vLLM
     for container in _containers(node):
         env = _env(container, ctx)
         launched = _launch(container, env)
         if launched is None:
+            image = str(container.get("image", ""))
+            if not container.get("command") and container.get("args"):
+                not_read.append(
+                    Problem(
+                        ctx.where(needle or f"name: {name}", start),
+                        f"{name}: container {container.get('name', '?')!r} has args but no "
+                        f"command and its image {image!r} is not a vllm image: not read "
+                        "as a vLLM pool",
+                        blocking=False,
+                        verbose_only=True,
+                    )
+                )
             continue
+        where = ctx.where(needle or f"name: {name}", start)
         found = PoolInput(
             role=role,
             role_source=role_source,
             name=name,
             args=launched,
-            location=ctx.where(needle or f"name: {name}", start),
+            location=where,
             env=env,
             model=model,
             tp=tp,
@@ -253,12 +318,14 @@ def _add_pool(
             deployment_key=key,
             nodes=nodes,
             gpus_per_node=_gpus(container),
+            gpu=_gpu(ctx, node, name, where),
         )
         pool, problems = build_pool(found)
         ctx.problems.extend(problems)
         if pool is not None:
             ctx.pools.append(pool)
         return
+    ctx.problems.extend(not_read)
 
 
 def _router_sizes(ctx: _Context, node: Any, start: int, path: str = "") -> None:

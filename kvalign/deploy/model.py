@@ -112,11 +112,16 @@ class ComponentBlockSize:
 
 @dataclass(frozen=True)
 class Problem:
-    """Something that stops (``blocking``) or limits evaluation of a file."""
+    """Something that stops (``blocking``) or limits evaluation of a file.
+
+    ``verbose_only`` notes (e.g. a container not read as a vLLM pool) are shown with
+    ``--verbose`` only.
+    """
 
     location: Location
     message: str
     blocking: bool = True
+    verbose_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -2,38 +2,49 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from kvalign.deploy.model import Ignore, Location
+from kvalign.deploy.model import Ignore, Location, Problem
 from kvalign.errors import InvalidConfig, KvalignError
-from kvalign.safeio import load_yaml, read_text
+from kvalign.safeio import JsonProblem, load_yaml, parse_json, read_text
 
 
-def load_ignores(path: Path) -> tuple[Ignore, ...]:
+def load_ignores(path: Path) -> tuple[tuple[Ignore, ...], list[Problem]]:
     """``ignore:`` entries of a ``.kvalign.yaml`` (missing file → none).
 
-    Each entry: ``{rule: KVA002, reason: "…", path: "glob"}`` (``path`` optional).
+    Each entry: ``{rule: KVA002, reason: "…", path: "glob"}`` (``path`` optional). As for
+    in-file comments, an entry without ``reason`` is not honoured (a non-blocking problem,
+    i.e. a warning); unknown rule ids are reported by :func:`kvalign.audit.run_audit`.
+
+    Returns:
+        ``(ignores, problems)``.
 
     Raises:
-        InvalidConfig: unparsable file, or an entry without ``rule`` or ``reason``.
+        InvalidConfig: unparsable file, ``ignore`` not a list, or an entry that is not a
+            mapping with a ``rule``.
     """
     if not path.is_file():
-        return ()
+        return (), []
     data = load_yaml(read_text(path), str(path)) or {}
     entries = data.get("ignore", []) if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise InvalidConfig(f"{path}: ignore: expected a list")
     out: list[Ignore] = []
+    problems: list[Problem] = []
     for index, entry in enumerate(entries):
-        if not isinstance(entry, dict) or not entry.get("rule") or not entry.get("reason"):
+        if not isinstance(entry, dict) or not entry.get("rule"):
             raise InvalidConfig(f"{path}: ignore[{index}]: needs rule and reason")
+        rule = str(entry["rule"])
+        where = Location(str(path))
+        if not entry.get("reason"):
+            problems.append(
+                Problem(where, f"ignore[{index}] ({rule}) without reason is not honoured",
+                        blocking=False)
+            )  # fmt: skip
+            continue
         glob = entry.get("path")
-        out.append(
-            Ignore(str(entry["rule"]), str(entry["reason"]), Location(str(path)),
-                   None if glob is None else str(glob))
-        )  # fmt: skip
-    return tuple(out)
+        out.append(Ignore(rule, str(entry["reason"]), where, None if glob is None else str(glob)))
+    return tuple(out), problems
 
 
 def load_baseline(path: Path) -> frozenset[str]:
@@ -47,9 +58,9 @@ def load_baseline(path: Path) -> frozenset[str]:
     except KvalignError as exc:
         raise InvalidConfig(f"--baseline {exc}") from None
     try:
-        data = json.loads(text)
+        data = parse_json(text)
         return frozenset(str(f["fingerprint"]) for f in data["findings"])
-    except (ValueError, KeyError, TypeError, RecursionError):
+    except (JsonProblem, KeyError, TypeError):
         raise InvalidConfig(
             f"--baseline {path}: not a `kvalign audit --format json` output"
         ) from None

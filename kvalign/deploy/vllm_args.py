@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvalign.errors import InvalidSettings
+from kvalign.safeio import JsonProblem, parse_json
 
 #: flags that take no value (``--no-`` forms are derived).
 BOOLEAN_FLAGS: frozenset[str] = frozenset(
@@ -40,7 +41,9 @@ KNOWN: frozenset[str] = frozenset(
      "max-model-len", "revision", "config", "quantization", "disaggregation-mode",
      "is-prefill-worker", "is-decode-worker", "kv-cache-block-size"}
 )  # fmt: skip
-_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+#: an expansion kvalign could not resolve: Kubernetes ``$(VAR)`` left as written, or what
+#: :mod:`kvalign.deploy.shell` makes of an unset ``$VAR``, ``$1``, ``$(command)``.
+_VAR = re.compile(r"\$\(([^()]*)\)")
 
 
 @dataclass(frozen=True)
@@ -152,9 +155,10 @@ def _normalise(word: str) -> str:
 
 def _json(value: str, flag: str) -> dict[str, Any]:
     try:
-        data = json.loads(value)
-    except ValueError:
-        raise InvalidSettings(f"--{flag}: {value!r} is not JSON") from None
+        data = parse_json(value)
+    except JsonProblem as exc:
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        raise InvalidSettings(f"--{flag}: {shown!r} is {exc}") from None
     if not isinstance(data, dict):
         raise InvalidSettings(f"--{flag}: expected a JSON object, got {value!r}")
     return data
@@ -162,8 +166,8 @@ def _json(value: str, flag: str) -> dict[str, Any]:
 
 def _scalar(text: str) -> Any:
     try:
-        return json.loads(text)
-    except ValueError:
+        return parse_json(text)
+    except JsonProblem:
         return text
 
 
@@ -175,7 +179,7 @@ def _int(value: Any, flag: str) -> int:
         text = text[:-1]
     try:
         return int(float(text) * multiplier) if multiplier > 1 else int(text)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise InvalidSettings(f"--{flag}: {value!r} is not an integer") from None
 
 
@@ -259,6 +263,10 @@ def parse_vllm_args(
     for key, value in tokens:
         if key == "" and value is not None:
             if "model" in values:
+                if _VAR.search(value):  # e.g. an unset $COMMON: flags kvalign cannot see
+                    unresolved += [f"argument: $({m})" for m in _VAR.findall(value)]
+                else:
+                    unknown.append(value)  # vLLM takes one positional (MODEL)
                 continue
             if _VAR.search(value):
                 unresolved += [f"MODEL: $({m})" for m in _VAR.findall(value)]

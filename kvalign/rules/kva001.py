@@ -7,8 +7,10 @@ share a hash, so prefix hits learned on one side do not carry over.
 
 from __future__ import annotations
 
-from kvalign.alignment import common_block_size
+from kvalign.alignment import common_block_size_for
+from kvalign.errors import KvalignError
 from kvalign.rules.base import Finding, GroupResult, Severity, pair_labels
+from kvalign.rules.kva005 import settings_differ
 
 CODE = "KVA001"
 SEVERITY: Severity = "warning"
@@ -16,14 +18,32 @@ TITLE = "logical block sizes differ between prefill and decode"
 
 
 def recommend(group: GroupResult) -> str:
-    """``--block-size B`` that makes every pool agree (spec §7), or a generic hint."""
+    """``--block-size B`` that makes every pool choose exactly ``B`` (spec §7), or a hint.
+
+    ``B`` is computed with each pool's own settings
+    (:func:`kvalign.alignment.common_block_size_for`), so pools that differ in KV-cache
+    dtype, state dtypes, speculative tokens or backend all land on ``B``. When the pools'
+    KV-cache settings differ (KVA005), the text says to fix that first: ``B`` still works
+    then, but a smaller one may.
+    """
+    generic = "set the same --block-size on every pool"
     if not group.pools:
-        return "set the same --block-size on every pool"
-    first = group.pools[0]
-    found = common_block_size(first.geometry, first.pool.settings, [p.pool.tp for p in group.pools])
+        return generic
+    try:
+        found = common_block_size_for(
+            [(r.geometry, r.pool.settings, r.pool.tp) for r in group.pools]
+        )
+    except KvalignError:  # pragma: no cover - the pools were analysed with these settings
+        found = None
     if found is None:
-        return "set the same --block-size on every pool"
-    return f"set --block-size {found[0]} on every prefill and decode pool"
+        return generic
+    text = f"set --block-size {found} on every prefill and decode pool"
+    if any(settings_differ(o) for o in group.pairs):
+        text += (
+            " (each pool's own settings; their KV-cache settings differ: fix KVA005 "
+            "first, then a smaller --block-size may do)"
+        )
+    return text
 
 
 def find(group: GroupResult) -> list[Finding]:

@@ -9,7 +9,14 @@ Dtypes are compared after vLLM resolves ``auto`` (:mod:`kvalign.dtypes`).
 from __future__ import annotations
 
 from kvalign.dtypes import resolve_model_dtype
-from kvalign.rules.base import Finding, GroupResult, PoolResult, Severity, pair_labels
+from kvalign.rules.base import (
+    Finding,
+    GroupResult,
+    PairOutcome,
+    PoolResult,
+    Severity,
+    pair_labels,
+)
 
 CODE = "KVA005"
 SEVERITY: Severity = "error"
@@ -34,6 +41,12 @@ def _facts(result: PoolResult) -> dict[str, str]:
         facts["mamba-cache-dtype"] = dtypes[0]
         facts["mamba-ssm-cache-dtype"] = dtypes[-1]
     return facts
+
+
+def settings_differ(outcome: PairOutcome) -> bool:
+    """Whether the pair's KV-cache settings (dtypes, model, revision) differ."""
+    prefill, decode = _facts(outcome.prefill), _facts(outcome.decode)
+    return any(key in decode and decode[key] != value for key, value in prefill.items())
 
 
 def find(group: GroupResult) -> list[Finding]:

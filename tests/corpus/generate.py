@@ -339,7 +339,23 @@ def deployment_cases() -> dict[str, bytes]:
         "args-pp-zero": _own(prefill='tp: 8, args: "-pp 0"'),
         "args-pp-word": _own(prefill='tp: 8, args: "--pipeline-parallel-size two"'),
         "kva010-tp-indivisible": _own(prefill="tp: 3"),
-        "kva010-tp-huge": _own(prefill="tp: " + "9" * 30),
+        # QA2 #10: `check`'s bounds (kvalign.settings MAX_TP / MAX_BLOCK_SIZE /
+        # MAX_SPEC_TOKENS) now apply to audit too, so a TP above 4096 is refused as a
+        # setting (exit 3) instead of reaching rule KVA010 (this case was kva010-tp-huge)
+        "tp-huge": _own(prefill="tp: " + "9" * 30),
+        "args-block-size-huge": _own(prefill='tp: 8, args: "--block-size 99999999999"'),
+        "args-spec-tokens-huge": _own(
+            prefill='tp: 8, args: [--speculative-config, \'{"num_speculative_tokens": '
+            "99999999999999}']"
+        ),
+        # QA2 #7: JSON nested deeper than safeio's limit inside a flag value
+        "args-deep-json": _own(
+            prefill="tp: 8, args: [--kv-transfer-config, '"
+            + '{"a":' * 5000
+            + "1"
+            + "}" * 5000
+            + "']"
+        ),
     }
     for name, text in wrong.items():
         out[f"wrong-type--{name}.yaml"] = text.encode()
@@ -398,6 +414,13 @@ def deployment_cases() -> dict[str, bytes]:
         out[f"lmcache--config-file-{name}.yaml"] = _own(
             prefill=f"tp: 8, env: {{LMCACHE_CONFIG_FILE: /etc/lmcache/{target}}}"
         ).encode()
+    # QA2 #1: a variable the script never sets, holding flags (word-split by bash)
+    out["unresolved--shell-flags-variable.sh"] = SHELL.replace(
+        "--tensor-parallel-size 1", "--tensor-parallel-size 1 $EXTRA_FLAGS"
+    ).encode()
+    # QA2 #12: a duplicate key (PyYAML keeps the last one silently)
+    out["malformed--duplicate-decode.yaml"] = (OWN + "decode:\n  tp: 2\n").encode()
+    out["malformed--concatenated-k8s.yaml"] = (K8S + K8S).encode()
     out["shell--unbalanced-quote.sh"] = SHELL.replace("kv_producer\"}'", 'kv_producer"}').encode()
     # Helm templates
     out["helm--values-template.yaml"] = OWN.replace(

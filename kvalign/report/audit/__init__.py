@@ -10,9 +10,10 @@ from kvalign.report.audit.json_format import audit_to_dict, to_json
 from kvalign.report.audit.junit import to_junit
 from kvalign.report.audit.markdown import to_markdown
 from kvalign.report.audit.sarif import to_sarif
-from kvalign.report.audit.table import to_table
+from kvalign.report.audit.table import FILE_WIDTH, to_table
 
 __all__ = [
+    "FILE_WIDTH",
     "audit_to_dict",
     "to_github",
     "to_json",
