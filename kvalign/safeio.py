@@ -32,6 +32,11 @@ MAX_YAML_NODES = 1_000_000
 MAX_JSON_DEPTH = 64
 
 
+class YamlRefused(InvalidConfig):
+    """Text that is YAML but refused by :func:`check_yaml_node` (duplicate key, alias
+    bomb, recursion, nesting): unlike a syntax error, never a shell script read as YAML."""
+
+
 class JsonProblem(ValueError):
     """JSON text that :func:`parse_json` refuses; the message says why, without a prefix."""
 
@@ -171,7 +176,7 @@ def _check_duplicate_keys(node: Any, name: str) -> None:
         marker = (key_node.tag, key_node.value)
         line = key_node.start_mark.line + 1
         if marker in seen:
-            raise InvalidConfig(
+            raise YamlRefused(
                 f"{name}:{line}: duplicate YAML key {key_node.value!r} (first at line "
                 f"{seen[marker]}); YAML would keep only the last one (missing `---` "
                 "between documents?)"
@@ -204,19 +209,19 @@ def check_yaml_node(root: Any, name: str) -> None:
             sizes[key] = 1 + sum(sizes[id(k)] for k in kids)
             heights[key] = 1 + max((heights[id(k)] for k in kids), default=0)
             if sizes[key] > MAX_YAML_NODES:
-                raise InvalidConfig(
+                raise YamlRefused(
                     f"{name}: YAML expands to more than {MAX_YAML_NODES:,} nodes "
                     "(alias/anchor bomb?)"
                 )
             continue
         if key in sizes:
             if depth + heights[key] - 1 > MAX_YAML_DEPTH:
-                raise InvalidConfig(f"{name}: YAML nested deeper than {MAX_YAML_DEPTH} levels")
+                raise YamlRefused(f"{name}: YAML nested deeper than {MAX_YAML_DEPTH} levels")
             continue
         if key in on_path:
-            raise InvalidConfig(f"{name}: recursive YAML alias")
+            raise YamlRefused(f"{name}: recursive YAML alias")
         if depth > MAX_YAML_DEPTH:
-            raise InvalidConfig(f"{name}: YAML nested deeper than {MAX_YAML_DEPTH} levels")
+            raise YamlRefused(f"{name}: YAML nested deeper than {MAX_YAML_DEPTH} levels")
         on_path.add(key)
         _check_duplicate_keys(node, name)
         stack.append((node, depth, True))
@@ -250,7 +255,7 @@ def load_yaml_documents(text: str, name: str) -> list[tuple[int, Any]]:
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise InvalidConfig(f"{where}: not valid YAML ({problem})") from None
     except RecursionError:
-        raise InvalidConfig(f"{name}: YAML nested deeper than {MAX_YAML_DEPTH} levels") from None
+        raise YamlRefused(f"{name}: YAML nested deeper than {MAX_YAML_DEPTH} levels") from None
     except (ValueError, TypeError, OverflowError) as exc:  # e.g. an unhashable mapping key
         raise InvalidConfig(f"{name}: not valid YAML ({type(exc).__name__})") from None
     finally:

@@ -15,7 +15,7 @@ from kvalign.deploy import cmdline, k8s, lmcache, own
 from kvalign.deploy.common import ignores_in
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
 from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
-from kvalign.safeio import load_yaml, load_yaml_documents, read_stream
+from kvalign.safeio import YamlRefused, load_yaml, load_yaml_documents, read_stream
 from kvalign.safeio import read_text as read_file_text
 
 __all__ = ["read_paths", "read_text", "refuse_output_over_input"]
@@ -90,6 +90,8 @@ def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Depl
     if is_yaml:
         try:
             docs = load_yaml_documents(text, file)
+        except YamlRefused:
+            raise  # valid YAML syntax, refused (duplicate key, bomb): never a script
         except InvalidConfig:
             if file != "-" or not cmdline.matches(text):
                 raise  # stdin that is no command line either: the YAML error is the answer
