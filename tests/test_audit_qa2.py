@@ -421,3 +421,35 @@ def test_tp_errors_name_the_role(tmp_path: Path) -> None:
     result = runner.invoke(app, ["audit", str(path)])
     assert result.exit_code == 3
     assert "decode/command-1: --tensor-parallel-size: 'two' is not an integer" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        (r'"a \"b\" \$c \\ d"', ['a "b" $c \\ d']),  # escapes inside double quotes
+        (r"a\ b c", ["a b", "c"]),  # an escaped blank joins
+        ('"$(date +%s)" "`id`" ${1} ${#X}', ["$(date +%s)", "$(id)", "$(1)", "$(#X)"]),
+        ('"${X}" ${X:-d} $', ["v w", "v", "w", "$"]),  # quoted: one word; unquoted: split
+        ("${Y:-a b}", ["a", "b"]),  # a default splits like any unquoted value
+        ("$(echo (nested)) x", ["$(echo (nested))", "x"]),
+        ("a&&b||c|d&e", ["a", "&&", "b", "||", "c", "|", "d", "&", "e"]),
+        ('" x "$X', [" x v", "w"]),
+        ("$X-", ["v", "w-"]),
+    ],
+)
+def test_shell_word_edge_cases(line: str, words: list[str]) -> None:
+    assert shell_words(line, {"X": "v w"}) == words
+
+
+@pytest.mark.parametrize("line", ['"open', "${X", "$(echo", "`id", '"`id'])
+def test_unterminated_shell_constructs_are_refused(line: str) -> None:
+    with pytest.raises(InvalidSettings, match="cannot split command line"):
+        shell_words(line, {})
+
+
+# ---- README mismatches: survey's all-models row --------------------------------------------
+def test_survey_all_models_row_lists_only_accepted_tps() -> None:
+    # Nemotron 3 Nano rejects TP 16 (n_groups 8): no TP is valid, so the row shows "–"
+    result = runner.invoke(app, ["survey", NANO, "--tp", "16", "--format", "markdown"])
+    row = next(line for line in result.stdout.splitlines() if "All models" in line)
+    assert row.split("|")[2].strip() == "**–**"

@@ -124,7 +124,8 @@ def summary_cells(result: Survey) -> list[str]:
     vllm, stable = result.summary_for("vllm"), result.summary_for("tp-stable")
     return [
         f"All models ({len(result.models)})",
-        _tps(result.tps),
+        # the TP sizes some model accepts (in request order), not merely the requested ones
+        _tps(tuple(tp for tp in result.tps if any(tp in m.valid_tps for m in result.models))),
         str(vllm.pairs),
         *_alignment_cells(vllm, median=False),
         *_alignment_cells(stable, median=True),
