@@ -152,6 +152,9 @@ def test_gpu_option_applies_the_gdn_checkpoint_alignment(tmp_path: Path) -> None
     assert _blocks(plain.stdout) == [1056, 1056]  # unit 16 (no GPU given)
     h100 = runner.invoke(app, ["audit", str(path), "--format", "json", "--gpu", "H100"])
     assert _blocks(h100.stdout) == [1088, 1088]  # 64-token GDN checkpoints on H100
+    data = json.loads(h100.stdout)
+    assert [p["gpu"] for p in data["files"][0]["pools"]] == ["H100", "H100"]
+    assert data["assumptions"][0] == "attention backend FLASH_ATTN on H100 (CUDA) [2 pool(s)]"
     table = runner.invoke(app, ["audit", str(path), "--gpu", "H100"])
     assert "assumed: attention backend FLASH_ATTN on H100 (CUDA) [2 pool(s)]" in table.stdout
     assert "H100: GDN prefill on FlashInfer, checkpoints every 64 tokens" in table.stdout
@@ -280,6 +283,14 @@ def test_a_rejected_setting_is_reported_at_its_pool(tmp_path: Path) -> None:
     assert result.exit_code == 3
     assert f"file={path},line=7," in result.stdout
     assert "decode/command-2: " in result.stdout and "int4" in result.stdout
+    # the same in kvalign YAML: the decode block's line (4), not the prefill one
+    own = _write(
+        tmp_path,
+        "d.yaml",
+        f'model: {NANO}\nprefill:\n  tp: 8\ndecode:\n  tp: 1\n  args: "--kv-cache-dtype int4"\n',
+    )
+    result = runner.invoke(app, ["audit", str(own), "--format", "github"])
+    assert f"file={own},line=4," in result.stdout and "decode/decode: " in result.stdout
 
 
 # ---- 10: check's bounds apply to audit ------------------------------------------------------
