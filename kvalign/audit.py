@@ -31,6 +31,7 @@ from kvalign.rules.base import (
 )
 from kvalign.settings import Settings
 from kvalign.sources import load_model
+from kvalign.sources.overrides import parse_hf_overrides
 from kvalign.versions import resolve
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNEVALUATED = 0, 1, 2, 3
@@ -116,11 +117,14 @@ def _evaluate(
         raise PoolError(Problem(Location(deployment.source), f"vllm_version: {exc}")) from None
     results: list[PoolResult] = []
     for pool in deployment.pools:
-        key = f"{pool.model}@{pool.args.revision or ''}"
+        key = f"{pool.model}@{pool.args.revision or ''}#{pool.args.hf_overrides or ''}"
         try:
             if key not in cache:
                 cache[key] = load_model(
-                    pool.model, revision=pool.args.revision, use_cache=use_cache
+                    pool.model,
+                    revision=pool.args.revision,
+                    hf_overrides=parse_hf_overrides(pool.args.hf_overrides),
+                    use_cache=use_cache,
                 )
             settings = _pool_settings(pool, chosen, platform)
             pool = dataclasses.replace(pool, settings=settings)

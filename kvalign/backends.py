@@ -240,6 +240,33 @@ def _names_on(platform: Platform) -> str:
     return ", ".join(n for n, b in BACKENDS.items() if platform in b.platforms)
 
 
+def check_backend_choice(name: str, gpu: Gpu | None) -> tuple[str, str]:
+    """``(backend key, platform)`` for ``--attention-backend name`` on ``gpu``.
+
+    Raises:
+        InvalidSettings: unknown backend, or one the GPU's platform does not run.
+    """
+    key = name.strip().upper()
+    if key not in BACKENDS:
+        raise InvalidSettings(
+            f"--attention-backend: unknown backend {name!r} (known: {', '.join(BACKENDS)})"
+        )
+    platform = platform_for(key, gpu)
+    if platform not in BACKENDS[key].platforms:
+        # only reachable with --gpu: without one the platform is always the backend's
+        assert gpu is not None
+        runs_on = "/".join(PLATFORM_NAMES[p] for p in BACKENDS[key].platforms)
+        kind = PLATFORM_NAMES[platform] + (" device" if platform == "cpu" else " GPU")
+        article = "an" if platform == "xpu" else "a"
+        default = f" ({DEFAULT_BACKEND} is the default)" if key == DEFAULT_BACKEND else ""
+        raise InvalidSettings(
+            f"--attention-backend {key}{default} is a {runs_on} backend but --gpu {gpu.name} "
+            f"is {article} {kind}: pass --attention-backend with one of "
+            f"{_names_on(platform)}"
+        )
+    return key, platform
+
+
 def resolve_backend(name: str, *, use_mla: bool, gqa: bool, gpu: Gpu | None) -> Backend:
     """The backend that serves the model's attention layers for ``--attention-backend name``.
 
@@ -254,22 +281,7 @@ def resolve_backend(name: str, *, use_mla: bool, gqa: bool, gpu: Gpu | None) -> 
         InvalidSettings: unknown backend, a backend the platform does not run (e.g. a
             CUDA-only backend on a ROCm GPU), or an MLA-only backend for a non-MLA model.
     """
-    key = name.strip().upper()
-    if key not in BACKENDS:
-        raise InvalidSettings(
-            f"--attention-backend: unknown backend {name!r} (known: {', '.join(BACKENDS)})"
-        )
-    platform = platform_for(key, gpu)
-    if platform not in BACKENDS[key].platforms:
-        # only reachable with --gpu: without one the platform is always the backend's
-        assert gpu is not None
-        runs_on = "/".join(PLATFORM_NAMES[p] for p in BACKENDS[key].platforms)
-        kind = PLATFORM_NAMES[platform] + (" device" if platform == "cpu" else " GPU")
-        article = "an" if platform == "xpu" else "a"
-        raise InvalidSettings(
-            f"--attention-backend {key} is a {runs_on} backend but --gpu {gpu.name} is "
-            f"{article} {kind} ({PLATFORM_NAMES[platform]} backends: {_names_on(platform)})"
-        )
+    key, platform = check_backend_choice(name, gpu)
     if use_mla and not BACKENDS[key].mla:
         counterpart = MLA_COUNTERPART.get((platform, key))
         if counterpart is None:

@@ -653,6 +653,13 @@ def audit(
     from kvalign.report import audit as audit_report
 
     def run() -> int:
+        from kvalign.backends import check_backend_choice, get_gpu
+
+        # bad command-line choices are usage errors, not per-file problems (pools that name
+        # their own backend are checked against --gpu when they are evaluated)
+        gpu_model = get_gpu(gpu)
+        if attention_backend is not None:
+            check_backend_choice(attention_backend, gpu_model)
         if output is not None:
             refuse_output_over_input(output, paths, baseline, config)
         notes: list[Problem] = []
@@ -686,6 +693,12 @@ def audit(
                             f"kvalign: {result.pool.location} {result.pool.label}: "
                             f"ignored flags: {flags}\n"
                         )
+        if not report.files and not report.unevaluated and not skip_unrelated:
+            # an empty or mistyped deploy path must not pass a CI gate silently
+            raise InvalidSettings(
+                f"no vLLM prefill/decode deployment found in: {', '.join(paths)} "
+                "(use --skip-unrelated to accept that)"
+            )
         renderers: dict[AuditFormat, Callable[[object], str]] = {
             AuditFormat.json: audit_report.to_json,  # type: ignore[dict-item]
             AuditFormat.markdown: audit_report.to_markdown,  # type: ignore[dict-item]
@@ -714,6 +727,10 @@ def audit(
             raise InvalidSettings(
                 f"--output {output}: cannot write ({exc.strerror or type(exc).__name__})"
             ) from None
+        for problem in report.unevaluated:  # exit 3: say why on stderr too, one line each
+            sys.stderr.write(
+                f"kvalign: error: not evaluated: {problem.location}: {problem.message}\n"
+            )
         return report.exit_code(fail_on.value)
 
     raise typer.Exit(_guarded(run))

@@ -67,7 +67,7 @@ def parse_json(text: str, *, object_hook: Callable[[dict[str, Any]], Any] | None
         value = json.loads(text, object_hook=object_hook)
     except json.JSONDecodeError as exc:
         raise JsonProblem(
-            f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+            f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
     except RecursionError:
         raise JsonProblem(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None

@@ -464,3 +464,42 @@ def test_survey_all_models_row_lists_only_accepted_tps() -> None:
     result = runner.invoke(app, ["survey", NANO, "--tp", "16", "--format", "markdown"])
     row = next(line for line in result.stdout.splitlines() if "All models" in line)
     assert row.split("|")[2].strip() == "**–**"
+
+
+def test_pool_hf_overrides_are_applied(tmp_path: Path) -> None:
+    # --hf-overrides in a pool's args changes that pool's model exactly as `check` does:
+    # Nemotron-3-Nano with n_groups 4 -> conv (3, 5120), Mamba page 2,127,872 B -> 2080
+    # tokens (hand-derived in tests/test_platforms.py); the other pool keeps 2096.
+    path = tmp_path / "pools.yaml"
+    path.write_text(
+        "model: nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16\n"
+        'prefill:\n  tp: 1\n  args: "--hf-overrides \'{\\"n_groups\\": 4}\'"\n'
+        "decode:\n  tp: 1\n",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(app, ["audit", str(path), "--format", "json"])
+    assert result.exit_code == 1, result.stdout
+    text = result.stdout
+    assert '"block_size": 2080' in text and '"block_size": 2096' in text
+
+
+def test_command_line_platform_choices_are_usage_errors(tmp_path: Path) -> None:
+    good = str(EXAMPLES / "kvalign" / "nemotron-nano-good.yaml")
+    bad = runner.invoke(app, ["audit", good, "--attention-backend", "NOPE"])
+    assert bad.exit_code == 2
+    assert bad.stderr.startswith("kvalign: error: --attention-backend: unknown backend 'NOPE'")
+    # --gpu alone is fine for the command line; a pool left on the CUDA default backend on a
+    # ROCm GPU cannot be evaluated (exit 3), and stderr says why
+    rocm = runner.invoke(app, ["audit", good, "--gpu", "MI300X"])
+    assert rocm.exit_code == 3
+    assert "not evaluated" in rocm.stderr and "--gpu MI300X is a ROCm GPU" in rocm.stderr
+    ok = runner.invoke(app, ["audit", good, "--gpu", "MI300X", "--attention-backend", "ROCM_ATTN"])
+    assert ok.exit_code == 0, ok.stdout
+
+
+def test_empty_path_does_not_pass_silently(tmp_path: Path) -> None:
+    empty = runner.invoke(app, ["audit", str(tmp_path)])
+    assert empty.exit_code == 2
+    assert "no vLLM prefill/decode deployment found" in empty.stderr
+    accepted = runner.invoke(app, ["audit", str(tmp_path), "--skip-unrelated"])
+    assert accepted.exit_code == 0

@@ -126,10 +126,14 @@ def test_platform_inference() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--gpu", "MI300X"), "FLASH_ATTN is a CUDA/XPU backend but --gpu MI300X is a ROCm GPU"),
+        (
+            ("--gpu", "MI300X"),
+            "FLASH_ATTN (FLASH_ATTN is the default) is a CUDA/XPU backend but --gpu MI300X is "
+            "a ROCm GPU: pass --attention-backend with one of TRITON_ATTN, ROCM_ATTN",
+        ),
         (
             ("--gpu", "H100", "--attention-backend", "ROCM_AITER_FA"),
-            "ROCM_AITER_FA is a ROCm backend but --gpu H100 is a CUDA GPU",
+            "ROCM_AITER_FA is a ROCm backend but --gpu H100 is a CUDA GPU: pass",
         ),
         (
             ("--gpu", "CPU", "--attention-backend", "FLASHINFER"),

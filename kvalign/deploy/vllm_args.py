@@ -39,7 +39,7 @@ KNOWN: frozenset[str] = frozenset(
      "block-size", "kv-cache-dtype", "dtype", "mamba-cache-dtype", "mamba-ssm-cache-dtype",
      "enable-prefix-caching", "attention-backend", "speculative-config", "kv-transfer-config",
      "max-model-len", "revision", "config", "quantization", "disaggregation-mode",
-     "is-prefill-worker", "is-decode-worker", "kv-cache-block-size"}
+     "is-prefill-worker", "is-decode-worker", "kv-cache-block-size", "hf-overrides"}
 )  # fmt: skip
 #: an expansion kvalign could not resolve: Kubernetes ``$(VAR)`` left as written, or what
 #: :mod:`kvalign.deploy.shell` makes of an unset ``$VAR``, ``$1``, ``$(command)``.
@@ -64,6 +64,8 @@ class VllmArgs:
         kv_connector, kv_role: ``--kv-transfer-config`` ``kv_connector`` / ``kv_role``.
         max_model_len: ``--max-model-len`` (``32k`` / ``1m`` suffixes accepted).
         revision: ``--revision``.
+        hf_overrides: ``--hf-overrides`` as canonical JSON text (applied to the model's
+            config before sizing, as ``check --hf-overrides`` does).
         disaggregation_mode: Dynamo ``--disaggregation-mode`` or ``--is-prefill-worker`` /
             ``--is-decode-worker`` folded to ``prefill`` / ``decode``.
         kv_cache_block_size: Dynamo ``--kv-cache-block-size`` (a router-side block size).
@@ -92,6 +94,7 @@ class VllmArgs:
     kv_role: str | None = None
     max_model_len: int | None = None
     revision: str | None = None
+    hf_overrides: str | None = None
     disaggregation_mode: str | None = None
     kv_cache_block_size: int | None = None
     lmcache_chunk_size: int | None = None
@@ -293,7 +296,7 @@ def parse_vllm_args(
             continue
         if bare in BOOLEAN_FLAGS:
             values[bare] = not head.startswith("no-") if value is None else _truthy(value)
-        elif head in ("speculative-config", "kv-transfer-config"):
+        elif head in ("speculative-config", "kv-transfer-config", "hf-overrides"):
             if value is None:
                 raise InvalidSettings(f"--{head}: missing JSON value")
             values[head] = _json(value, head)
@@ -356,6 +359,11 @@ def _build(
         kv_role=str(transfer["kv_role"]) if "kv_role" in transfer else None,
         max_model_len=opt_int("max-model-len"),
         revision=opt_str("revision"),
+        hf_overrides=(
+            json.dumps(values["hf-overrides"], sort_keys=True)
+            if values.get("hf-overrides")
+            else None
+        ),
         disaggregation_mode=mode,
         kv_cache_block_size=opt_int("kv-cache-block-size"),
         lmcache_chunk_size=chunk,
