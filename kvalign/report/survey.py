@@ -16,6 +16,7 @@ from rich.text import Text
 
 from kvalign import __version__
 from kvalign.survey import ALIGNMENTS, AlignmentStats, ModelSurvey, Survey
+from kvalign.versions import resolve
 
 SURVEY_SCHEMA_VERSION = 1
 
@@ -42,7 +43,7 @@ SURVEY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (
         "vLLM: pad max %",
         "vLLM\npad max%",
-        "largest Mamba page padding over the valid TPs, vLLM 0.33 alignment",
+        "largest Mamba page padding over the valid TPs, vLLM's per-rank alignment",
     ),
     (
         "TP-stable: blocks differ",
@@ -144,7 +145,7 @@ def settings_line(result: Survey) -> str:
         f"prefix-caching={'on' if s.enable_prefix_caching else 'off'} "
         f"mamba-cache-dtype={s.mamba_cache_dtype} mamba-ssm-cache-dtype={s.mamba_ssm_cache_dtype} "
         f"spec-tokens={s.num_speculative_tokens} backend={s.attention_backend} "
-        f"gpu={s.gpu or 'unspecified CUDA'} vllm-version={s.vllm_version or 'newest profile'}; "
+        f"gpu={s.gpu or 'unspecified CUDA'}; {resolve(s.vllm_version).note}; "
         f"TP sizes {_tps(result.tps)}"
     )
 
