@@ -102,28 +102,6 @@ class Profile:
         return self.mamba_prefix_caching_types if self.chunk_alignment else frozenset()
 
 
-def _hook_era(name: str, first: str, verified: tuple[str, ...], **changes: object) -> Profile:
-    """A model-config-era profile (alignment in ``HybridAttentionMambaModelConfig``)."""
-    base = Profile(
-        name=name,
-        first=first,
-        verified=verified,
-        nixl_hetero_hybrid=False,
-        nixl_gcd_split=False,
-        nixl_split_limit=0,
-        alignment_site="model-config",
-        mla_floor=0,
-        chunk_alignment=True,
-        mamba_prefix_caching_types=_MAMBA_PREFIX_CACHING_WITH_BAMBA,
-        backend_lcm_rounding=False,
-        gdn_checkpoint_alignment=False,
-        backend_preferred_block=False,
-        nixl_hybrid=False,
-        nixl_hetero_tp_mamba=False,
-    )
-    return replace(base, **changes)  # type: ignore[arg-type]
-
-
 def _platform_era(name: str, first: str, verified: tuple[str, ...], **changes: object) -> Profile:
     """A platform-era profile (``Platform._align_hybrid_block_size``), before 0.27."""
     base = Profile(
@@ -139,6 +117,19 @@ def _platform_era(name: str, first: str, verified: tuple[str, ...], **changes: o
         gdn_checkpoint_alignment=False,
     )
     return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def _hook_era(name: str, first: str, verified: tuple[str, ...], **changes: object) -> Profile:
+    """A model-config-era profile (alignment in ``HybridAttentionMambaModelConfig``): the
+    platform-era base with the older hook, Mamba set and NIXL limits."""
+    hook: dict[str, object] = {
+        "alignment_site": "model-config",
+        "mamba_prefix_caching_types": _MAMBA_PREFIX_CACHING_WITH_BAMBA,
+        "backend_preferred_block": False,
+        "nixl_hybrid": False,
+        "nixl_hetero_tp_mamba": False,
+    }
+    return _platform_era(name, first, verified, **{**hook, **changes})
 
 
 #: known profiles, oldest first. The newest is the default.

@@ -120,6 +120,19 @@ def _expand(text: str, i: int, env: Mapping[str, str]) -> tuple[str, int, bool]:
     return "$", i + 1, True
 
 
+def _backticks(text: str, i: int) -> tuple[str, int]:
+    """A `` `command` `` substitution at ``text[i]``: kept as an unresolved ``$(command)``
+    word piece, and the index after the closing backtick.
+
+    Raises:
+        InvalidSettings: no closing backtick.
+    """
+    end = text.find("`", i + 1)
+    if end < 0:
+        raise InvalidSettings("cannot split command line: no closing '`'")
+    return f"$({text[i + 1 : end].strip()})", end + 1
+
+
 def shell_words(text: str, env: Mapping[str, str], *, split: bool = True) -> list[str]:
     """Split one (logical) shell line into words, expanding variables from ``env``.
 
@@ -166,11 +179,8 @@ def shell_words(text: str, env: Mapping[str, str], *, split: bool = True) -> lis
                     value, i, _ = _expand(text, i, env)
                     out.add(value)
                 elif char == "`":
-                    end = text.find("`", i + 1)
-                    if end < 0:
-                        raise InvalidSettings("cannot split command line: no closing '`'")
-                    out.add(f"$({text[i + 1 : end].strip()})")
-                    i = end + 1
+                    value, i = _backticks(text, i)
+                    out.add(value)
                 else:
                     out.add(char)
                     i += 1
@@ -181,11 +191,8 @@ def shell_words(text: str, env: Mapping[str, str], *, split: bool = True) -> lis
             else:
                 out.add(value)
         elif char == "`":
-            end = text.find("`", i + 1)
-            if end < 0:
-                raise InvalidSettings("cannot split command line: no closing '`'")
-            out.add(f"$({text[i + 1 : end].strip()})")
-            i = end + 1
+            value, i = _backticks(text, i)
+            out.add(value)
         elif any(text.startswith(op, i) for op in _OPERATORS):
             op = next(op for op in _OPERATORS if text.startswith(op, i))
             out.end()
