@@ -502,11 +502,20 @@ def analyze_rank(geometry: ModelGeometry, config: EngineConfig | Settings, tp: i
         "profile": engine.profile.name,
         "prefix_caching": engine.prefix_caching,
     }
-    if state_page is None or state_page.page_bytes == 0:
+    if state_page is None or state_page.page_bytes == 0 or not engine.hybrid_alignment:
+        # no state, or a platform that does no hybrid alignment (vLLM 0.20.0 on CPU)
         block = engine.base_block
         kernel = kernel_for(block, engine)
+        state: dict[str, object] = {}
+        if state_page is not None and state_page.page_bytes:
+            state = {
+                "mamba_page_bytes": state_page.page_bytes,
+                "mamba_state_shapes": state_page.shapes,
+                "mamba_state_dtypes": state_page.dtypes,
+            }
         return RankResult(
             **common,  # type: ignore[arg-type]
+            **state,  # type: ignore[arg-type]
             block_size=block,
             kernel_block_size=kernel,
             tp_stable_block_size=block,

@@ -210,7 +210,50 @@ SpecOpt = Annotated[
     ),
 ]
 BackendOpt = Annotated[
-    str, typer.Option("--attention-backend", help="vLLM attention backend name.")
+    str,
+    typer.Option(
+        "--attention-backend",
+        help="vLLM attention backend name (default auto: the backend vLLM picks for --gpu "
+        "and the release, e.g. FLASHINFER on Blackwell; FLASH_ATTN without --gpu).",
+    ),
+]
+
+
+class MambaCacheModeChoice(str, Enum):
+    """``--mamba-cache-mode`` values."""
+
+    none = "none"
+    align = "align"
+    all = "all"
+
+
+MambaCacheModeOpt = Annotated[
+    MambaCacheModeChoice | None,
+    typer.Option(
+        "--mamba-cache-mode",
+        help="vLLM --mamba-cache-mode (0.15-0.31; 'all' until 0.31; a no-op in 0.33). "
+        "Default: the release's choice.",
+        show_default=False,
+    ),
+]
+MambaBlockOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--mamba-block-size",
+        min=1,
+        max=MAX_BLOCK_SIZE,
+        help="vLLM --mamba-block-size in tokens: replaces the Mamba chunk size in cache mode "
+        "'all' (default: unset).",
+    ),
+]
+MaxModelLenOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-model-len",
+        min=1,
+        help="vLLM --max-model-len in tokens: prefix caching never hits below one block "
+        "(default: unset).",
+    ),
 ]
 GpuOpt = Annotated[
     str | None,
@@ -318,11 +361,14 @@ _SETTINGS_PARAMS = (
     _param("mamba_cache_dtype", MambaDtypeOpt, "auto"),
     _param("mamba_ssm_cache_dtype", SsmDtypeOpt, "auto"),
     _param("num_speculative_tokens", SpecOpt, 0),
-    _param("attention_backend", BackendOpt, "FLASH_ATTN"),
+    _param("attention_backend", BackendOpt, "auto"),
     _param("gpu", GpuOpt, None),
     _param("gdn_prefill_backend", GdnOpt, GdnBackendChoice.auto),
     _param("alignment", AlignOpt, AlignmentChoice.vllm),
     _param("vllm_version", VersionOpt, None),
+    _param("mamba_cache_mode", MambaCacheModeOpt, None),
+    _param("mamba_block_size", MambaBlockOpt, None),
+    _param("max_model_len", MaxModelLenOpt, None),
 )
 #: how MODEL is loaded.
 _SOURCE_PARAMS = (

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvalign.backends import Backend, Gpu, get_gpu, resolve_backend
+from kvalign.backends import AUTO_BACKEND, Backend, Gpu, get_gpu, resolve_backend
 from kvalign.dtypes import (
     DTYPE_BYTES,
     PACKED_KV_CACHE_DTYPES,
@@ -24,11 +24,11 @@ from kvalign.dtypes import (
     mamba_dtype,
     resolve_model_dtype,
 )
-from kvalign.errors import InvalidSettings, NotModelled
+from kvalign.errors import InvalidSettings, NotModelled, UnsupportedModel
 from kvalign.families import kda
 from kvalign.geometry import ModelGeometry
 from kvalign.settings import Settings
-from kvalign.versions import Profile, resolve
+from kvalign.versions import Profile, architecture_problem, resolve
 
 #: ``--block-size`` when none is given (vLLM ``CacheConfig.DEFAULT_BLOCK_SIZE``).
 DEFAULT_BLOCK_SIZE = 16
@@ -76,9 +76,16 @@ class EngineConfig:
             platform/backend default).
         checkpoint: prefill-checkpoint alignment (tokens) folded in with prefix caching.
         checkpoint_note: why ``checkpoint`` has its value (for GDN models).
-        chunk: Mamba chunk size the block is aligned to (cache mode "all"), else ``None``.
+        chunk: Mamba chunk size (or ``--mamba-block-size``) the block is aligned to (cache
+            mode "all"), else ``None``.
         num_speculative_tokens: speculative tokens (conv-state length, spec-decoding floor).
-        blackwell: the GPU is an SM100-family part (model-config-era FlashInfer rule).
+        blackwell: the GPU passes the release's SM100 test of the model-config-era
+            FlashInfer head-size-256 rule (10.x; 10.0 only in 0.11.1-0.12).
+        mamba_cache_mode: the Mamba cache mode vLLM settles on (``none``, ``align``,
+            ``all``); ``none`` without prefix caching or state layers.
+        hybrid_alignment: the platform aligns hybrid block sizes at all (``False``: vLLM
+            0.20.0 on CPU keeps the base block).
+        max_model_len: ``--max-model-len`` (tokens), ``None`` when not given.
         resolutions: each resolved input with its source, in resolution order.
         notes: remarks to show with any result computed from this config.
     """
@@ -100,6 +107,9 @@ class EngineConfig:
     chunk: int | None
     num_speculative_tokens: int
     blackwell: bool
+    mamba_cache_mode: str = "none"
+    hybrid_alignment: bool = True
+    max_model_len: int | None = None
     resolutions: tuple[Resolution, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -135,10 +145,22 @@ def state_dtypes(
     config value or the release's fallback; Qwen3.5: ``mamba_ssm_dtype``), then KDA's
     float32, then the conv dtype (``vllm/model_executor/layers/mamba/mamba_utils.py``
     ``MambaStateDtypeCalculator``; model defaults in ``vllm/model_executor/models/config.py``).
+    Releases whose gated-delta-net layers ignore ``--mamba-ssm-cache-dtype`` (< 0.17) give
+    both GDN states the conv dtype; releases whose KDA layers ignore it (< 0.30) keep the
+    KDA recurrent state in float32 whatever the flag says.
 
     Raises:
         InvalidSettings: an unknown dtype, or a KDA recurrent dtype vLLM rejects.
     """
+    conv, ssm, why, _ = _state_dtypes(geometry, settings, model_dtype, profile)
+    return conv, ssm, why
+
+
+def _state_dtypes(
+    geometry: ModelGeometry, settings: Settings, model_dtype: str, profile: Profile
+) -> tuple[str, str, str, str]:
+    """:func:`state_dtypes` plus the ``CacheConfig.mamba_ssm_cache_dtype`` value after
+    the model's defaults (what FLASH_ATTN's kernel-size rule reads)."""
     conv = mamba_dtype(settings.mamba_cache_dtype, model_dtype, field="--mamba-cache-dtype")
     flag = settings.mamba_ssm_cache_dtype
     if flag not in ("auto", "float32", "float16", "bfloat16"):
@@ -157,14 +179,88 @@ def state_dtypes(
         flag = default
         why = f"--mamba-ssm-cache-dtype auto → {default} (model default, vLLM {profile.name})"
     assert geometry.state is not None
-    if geometry.state.family == "kda":
+    family = geometry.state.family
+    if family == "kda":
+        if not profile.kda_ssm_dtype_flag:
+            note = (
+                ""
+                if flag == "auto"
+                else f" (vLLM {profile.name} ignores --mamba-ssm-cache-dtype {flag} for KDA)"
+            )
+            return conv, "float32", "KDA recurrent state always float32" + note, flag
         ssm = kda.ssm_dtype(flag)
         if flag == "auto":
             why = f"--mamba-ssm-cache-dtype auto → {ssm} (KDA default)"
-        return conv, ssm, why
+        return conv, ssm, why, flag
+    if family == "gdn" and not profile.gdn_ssm_dtype_flag:
+        note = "" if flag == "auto" else f"; --mamba-ssm-cache-dtype {flag} is ignored"
+        return (
+            conv,
+            conv,
+            f"vLLM {profile.name}: GDN states both take --mamba-cache-dtype{note}",
+            flag,
+        )
     if flag == "auto":
-        return conv, conv, "--mamba-ssm-cache-dtype auto → the conv-state dtype"
-    return conv, flag, why
+        return conv, conv, "--mamba-ssm-cache-dtype auto → the conv-state dtype", flag
+    return conv, flag, why, flag
+
+
+def mamba_cache_mode(
+    geometry: ModelGeometry, settings: Settings, profile: Profile, prefix_caching: bool
+) -> tuple[str, str]:
+    """(Mamba cache mode vLLM settles on, why): ``none``, ``align`` or ``all``.
+
+    With prefix caching off the mode is ``none``. With it on: releases without the flag
+    (< 0.15) behave as ``all`` for models supporting Mamba prefix caching (chunk
+    alignment, from 0.11.1); 0.15-0.31 take ``--mamba-cache-mode``, defaulting to ``all``
+    for supporting models and ``align`` otherwise (``all`` falls back to ``align`` when
+    unsupported; 0.20-0.21 default supporting models to ``align`` with speculative
+    decoding); 0.32 has no ``all``; 0.33 ignores the flag (deprecated) and uses ``align``.
+    (``vllm/model_executor/models/config.py`` ``MambaModelConfig.verify_and_update_config``.)
+
+    Raises:
+        InvalidSettings: an unknown mode, or one the release does not accept.
+    """
+    flag = settings.mamba_cache_mode
+    if flag is not None:
+        if flag not in ("none", "align", "all"):
+            raise InvalidSettings(
+                f"--mamba-cache-mode: unknown value {flag!r} (expected one of none, align, all)"
+            )
+        if not profile.mamba_cache_modes:
+            raise InvalidSettings(
+                f"--mamba-cache-mode: vLLM {profile.name} has no such flag (it exists from 0.15)"
+            )
+        if flag not in profile.mamba_cache_modes:
+            raise InvalidSettings(
+                f"--mamba-cache-mode {flag}: vLLM {profile.name} accepts only "
+                f"{', '.join(profile.mamba_cache_modes)}"
+            )
+    if not geometry.is_hybrid or not prefix_caching:
+        why = "prefix caching is off" if geometry.is_hybrid else "no hybrid alignment"
+        if flag not in (None, "none") and geometry.is_hybrid:
+            why += f": --mamba-cache-mode {flag} is reset to none"
+        return "none", why
+    supports = profile.chunk_alignment and geometry.model_type in profile.mamba_prefix_caching_types
+    if not profile.mamba_cache_modes:
+        if supports:
+            return "all", f"vLLM {profile.name}: Mamba prefix caching aligns to the chunk size"
+        return "none", f"vLLM {profile.name}: no chunk alignment for {geometry.model_type}"
+    if profile.mamba_cache_mode_noop:
+        why = f"vLLM {profile.name}: prefix caching → align"
+        if flag is not None:
+            why += f" (--mamba-cache-mode {flag} is a deprecated no-op)"
+        return "align", why
+    if flag in (None, "none"):
+        if supports and profile.spec_decode_align and settings.num_speculative_tokens > 0:
+            return "align", (
+                f"vLLM {profile.name} default with speculative decoding for {geometry.model_type}"
+            )
+        mode = "all" if supports else "align"
+        return mode, f"vLLM {profile.name} default for {geometry.model_type} with prefix caching"
+    if flag == "all" and not supports:
+        return "align", f"--mamba-cache-mode all unsupported for {geometry.model_type}: align"
+    return flag, f"--mamba-cache-mode {flag}"
 
 
 def checkpoint_alignment(
@@ -197,6 +293,31 @@ def checkpoint_alignment(
     return 1, f"{gpu.name}: GDN prefill on Triton, checkpoint alignment 1"
 
 
+def _flash_attn_restricted(
+    profile: Profile,
+    backend: Backend,
+    gpu: Gpu | None,
+    hybrid: bool,
+    cache_dtypes: tuple[str, ...],
+) -> bool:
+    """Whether FLASH_ATTN offers only 16/32/64-token kernel blocks here.
+
+    vLLM 0.11.1: for every model (``supported_kernel_block_sizes``); 0.12-0.24: for hybrid
+    models whose ``CacheConfig`` ``mamba_cache_dtype`` or ``mamba_ssm_cache_dtype`` is
+    float32 (``vllm/v1/attention/backends/flash_attn.py``
+    ``get_supported_kernel_block_sizes``, flash-attention issue 1974). CUDA only.
+    """
+    if backend.name != "FLASH_ATTN" or (gpu is not None and gpu.platform != "cuda"):
+        return False
+    if profile.flash_attn_kernel_sizes == "all":
+        return True
+    return (
+        profile.flash_attn_kernel_sizes == "hybrid-float32"
+        and hybrid
+        and ("float32" in cache_dtypes)
+    )
+
+
 def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineConfig:
     """Resolve ``settings`` for ``geometry`` once, as ``vllm serve`` would.
 
@@ -221,6 +342,15 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         raise InvalidSettings("--num-speculative-tokens must be >= 0")
     if settings.block_size is not None and settings.block_size <= 0:
         raise InvalidSettings(f"--block-size must be positive, got {settings.block_size}")
+    for flag_name, value in (
+        ("--mamba-block-size", settings.mamba_block_size),
+        ("--max-model-len", settings.max_model_len),
+    ):
+        if value is not None and value <= 0:
+            raise InvalidSettings(f"{flag_name} must be positive, got {value}")
+    problem = architecture_problem(geometry.architecture, chosen.release)
+    if problem:
+        raise UnsupportedModel(f"{geometry.model_id}: {problem}")
     notes: list[str] = []
 
     if settings.enable_prefix_caching is not None:
@@ -256,9 +386,14 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
             use_mla=attention.use_mla,
             gqa=attention.num_attention_heads > attention.total_kv_heads,
             gpu=gpu,
+            large_pages=profile.flashinfer_large_pages,
+            mla_blackwell=profile.mla_blackwell_backend,
         )
         where = gpu.name if gpu is not None else "an unspecified CUDA GPU"
-        flag_text = f"--attention-backend {settings.attention_backend} on {where}"
+        if settings.attention_backend.strip().lower() == AUTO_BACKEND:
+            flag_text = f"--attention-backend unset → vLLM {profile.name}'s choice on {where}"
+        else:
+            flag_text = f"--attention-backend {settings.attention_backend} on {where}"
         steps.append(Resolution("attention_backend", backend.name, flag_text))
         if settings.block_size is None and profile.backend_preferred_block:
             base_block = backend.preferred_block_size()  # the platform's default (16; CPU 128)
@@ -272,12 +407,21 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
     conv: str | None = None
     ssm: str | None = None
     if geometry.state is not None:
-        conv, ssm, ssm_why = state_dtypes(geometry, settings, model_dtype, profile)
+        conv, ssm, ssm_why, ssm_config = _state_dtypes(geometry, settings, model_dtype, profile)
         steps.append(Resolution("mamba_cache_dtype", conv,
                                 f"--mamba-cache-dtype {settings.mamba_cache_dtype}"))  # fmt: skip
         steps.append(Resolution("mamba_ssm_cache_dtype", ssm, ssm_why))
         for dtype in (conv, ssm):
             assert dtype in DTYPE_BYTES
+        if backend is not None and _flash_attn_restricted(
+            profile, backend, gpu, geometry.is_hybrid, (conv, ssm_config)
+        ):
+            backend = Backend("FLASH_ATTN", sizes=(16, 32, 64))
+            steps.append(Resolution("kernel_block_sizes", "16, 32, 64", (
+                f"vLLM {profile.name}: FLASH_ATTN with a float32 Mamba state "
+                "(flash-attention issue 1974)")))  # fmt: skip
+    elif backend is not None and _flash_attn_restricted(profile, backend, gpu, False, ()):
+        backend = Backend("FLASH_ATTN", sizes=(16, 32, 64))
 
     checkpoint, checkpoint_note = 1, "no prefill checkpoint alignment"
     if profile.gdn_checkpoint_alignment:
@@ -285,10 +429,44 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         if geometry.state is not None and geometry.state.family == "gdn":
             steps.append(Resolution("prefill_checkpoint", str(checkpoint), checkpoint_note))
     chunk: int | None = None
-    if prefix_caching and geometry.is_hybrid and geometry.model_type in profile.chunk_aligned_types:
-        chunk = geometry.mamba_chunk_size or DEFAULT_MAMBA_CHUNK_SIZE
-        mode = f"prefix caching in Mamba cache mode 'all' (vLLM {profile.name})"
-        steps.append(Resolution("mamba_chunk_alignment", str(chunk), mode))
+    mode, mode_why = mamba_cache_mode(geometry, settings, profile, prefix_caching)
+    if geometry.is_hybrid:
+        steps.append(Resolution("mamba_cache_mode", mode, mode_why))
+    if mode == "all":
+        if settings.mamba_block_size is not None:
+            chunk, chunk_why = (
+                settings.mamba_block_size,
+                "--mamba-block-size replaces the chunk size",
+            )
+        else:
+            chunk = geometry.mamba_chunk_size or DEFAULT_MAMBA_CHUNK_SIZE
+            chunk_why = "the model's Mamba chunk size"
+        why = f"prefix caching in Mamba cache mode 'all' (vLLM {profile.name}): {chunk_why}"
+        steps.append(Resolution("mamba_chunk_alignment", str(chunk), why))
+    elif settings.mamba_block_size is not None and geometry.is_hybrid:
+        notes.append(
+            f"--mamba-block-size {settings.mamba_block_size} does not move the block size "
+            f"in Mamba cache mode '{mode}' (only 'all' aligns to it)"
+        )
+    hybrid_alignment = True
+    if (
+        geometry.is_hybrid
+        and gpu is not None
+        and gpu.platform == "cpu"
+        and not (profile.cpu_hybrid_alignment)
+    ):
+        hybrid_alignment = False
+        steps.append(Resolution("hybrid_alignment", "off", (
+            f"vLLM {profile.name}'s CPU platform does no hybrid block alignment")))  # fmt: skip
+        notes.append(
+            f"vLLM {profile.name}'s CPU platform does no hybrid block alignment: the block "
+            "stays at its base size"
+        )
+    if gpu is not None and gpu.capability is not None:
+        cap = gpu.capability
+        sm100 = cap == (10, 0) if profile.blackwell_hd256_exact else cap[0] == 10
+    else:
+        sm100 = False
     return EngineConfig(
         settings=settings,
         profile=profile,
@@ -306,7 +484,10 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         checkpoint_note=checkpoint_note,
         chunk=chunk,
         num_speculative_tokens=settings.num_speculative_tokens,
-        blackwell=gpu is not None and gpu.blackwell,
+        blackwell=sm100,
+        mamba_cache_mode=mode,
+        hybrid_alignment=hybrid_alignment,
+        max_model_len=settings.max_model_len,
         resolutions=tuple(steps),
         notes=tuple(notes),
     )

@@ -283,7 +283,8 @@ def analyze(
     flagged = any(pair.flagged for pair in pairs)
     notes = [engine.profile_note, *geometry.notes, *engine.notes]
     if geometry.attention is not None:
-        notes.append(platform_note(settings.attention_backend, settings.gpu))
+        chosen = engine.backend.name if engine.backend is not None else None
+        notes.append(platform_note(settings.attention_backend, settings.gpu, chosen))
     if (
         geometry.state is not None
         and geometry.state.family == "gdn"
@@ -298,7 +299,11 @@ def analyze(
         )
     if geometry.is_hybrid:
         first = next((r for r in ranks.values() if r.usable), None)
-        if first is not None and first.backend != settings.attention_backend.upper():
+        if (
+            first is not None
+            and first.use_mla
+            and first.backend != settings.attention_backend.upper()
+        ):
             notes.append(f"MLA model: attention runs on {first.backend}")
         overridden = sorted(r.tp for r in ranks.values() if r.block_size_overridden)
         if overridden:

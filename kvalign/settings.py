@@ -28,11 +28,18 @@ class Settings:
         mamba_cache_dtype: ``--mamba-cache-dtype`` (conv / linear-attention state).
         mamba_ssm_cache_dtype: ``--mamba-ssm-cache-dtype`` (ssm / recurrent state).
         num_speculative_tokens: speculative tokens (``--speculative-config``).
-        attention_backend: ``--attention-backend`` (default FLASH_ATTN).
+        attention_backend: ``--attention-backend``; ``auto`` (not given) → the backend
+            vLLM picks for ``gpu`` and the release (e.g. FlashInfer on Blackwell).
         gpu: GPU model (capability-dependent rules), ``None`` = unspecified CUDA GPU.
         gdn_prefill_backend: ``--gdn-prefill-backend`` (auto/triton/flashinfer).
         alignment: ``vllm`` (0.33 per-rank algorithm) or ``tp-stable`` (the proposal).
         vllm_version: ``--vllm-version`` selecting the release profile (``None`` = newest).
+        mamba_cache_mode: ``--mamba-cache-mode`` (``none``/``align``/``all``), ``None``
+            when not given (vLLM 0.15-0.31; a deprecated no-op in 0.33).
+        mamba_block_size: ``--mamba-block-size`` in tokens (replaces the Mamba chunk size
+            in cache mode "all"), ``None`` when not given.
+        max_model_len: ``--max-model-len`` in tokens, ``None`` when not given (prefix
+            caching never hits when it is below one block).
     """
 
     dtype: str = "auto"
@@ -42,8 +49,11 @@ class Settings:
     mamba_cache_dtype: str = "auto"
     mamba_ssm_cache_dtype: str = "auto"
     num_speculative_tokens: int = 0
-    attention_backend: str = "FLASH_ATTN"
+    attention_backend: str = "auto"
     gpu: str | None = None
     gdn_prefill_backend: GdnPrefillBackend = "auto"
     alignment: Alignment = "vllm"
     vllm_version: str | None = None
+    mamba_cache_mode: str | None = None
+    mamba_block_size: int | None = None
+    max_model_len: int | None = None

@@ -88,6 +88,7 @@ def test_resolution_order_and_sources() -> None:
     assert keys == [
         "vllm_release", "model_dtype", "prefix_caching", "kv_cache_dtype",
         "attention_backend", "base_block_size", "mamba_cache_dtype", "mamba_ssm_cache_dtype",
+        "mamba_cache_mode",
     ]  # fmt: skip
     by_key = {r.key: r for r in engine.resolutions}
     assert by_key["base_block_size"].value == "32"

@@ -24,7 +24,7 @@ def explain_text(ex: Explanation) -> str:
         f"Model: {geo.model_id} ({geo.model_type}, config from {geo.source}: {geo.config_path})",
         f"Profile: {ex.engine.profile_note}",
         f"TP {ex.tp}, attention backend {rank.backend or s.attention_backend}"
-        + ("" if s.attention_backend != "FLASH_ATTN" or s.gpu else
+        + ("" if s.attention_backend not in ("FLASH_ATTN", "auto") or s.gpu else
            " (default: FLASH_ATTN on an unspecified CUDA GPU)"),
         "",
         "Resolved settings (as vllm serve resolves its flags before sizing):",

@@ -13,6 +13,7 @@ from typing import Any
 from kvalign import __version__
 from kvalign.alignment import RankResult
 from kvalign.pd import Report
+from kvalign.settings import Settings
 
 SCHEMA_VERSION = 1
 
@@ -72,7 +73,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "kvalign_version": __version__,
         "model": model,
-        "settings": asdict(report.settings),
+        "settings": _settings_json(report.settings),
         "deployments": deployments,
         "pairs": pairs,
         "recommendation": {
@@ -84,6 +85,19 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "notes": list(report.notes),
         "flagged": report.flagged,
     }
+
+
+#: settings added with the release profiles; shown in JSON only when given.
+_OPTIONAL_SETTINGS = ("mamba_cache_mode", "mamba_block_size", "max_model_len")
+
+
+def _settings_json(settings: Settings) -> dict[str, object]:
+    """The settings as JSON: every flag, the newer optional ones only when given."""
+    data = asdict(settings)
+    for key in _OPTIONAL_SETTINGS:
+        if data.get(key) is None:
+            data.pop(key, None)
+    return data
 
 
 def to_json(report: Report) -> str:
