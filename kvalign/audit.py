@@ -87,7 +87,13 @@ class AuditReport:
 def _pool_settings(pool: Pool, version: str | None, platform: Platform) -> Settings:
     """The pool's settings with the run's assumptions filled in: the version, and the
     ``--gpu`` / ``--attention-backend`` defaults where the pool names none."""
-    settings = dataclasses.replace(pool.settings, vllm_version=version)
+    settings = dataclasses.replace(
+        pool.settings,
+        vllm_version=version,
+        mamba_cache_mode=pool.args.mamba_cache_mode,
+        mamba_block_size=pool.args.mamba_block_size,
+        max_model_len=pool.args.max_model_len,
+    )
     if pool.args.attention_backend is None and platform.attention_backend is not None:
         settings = dataclasses.replace(
             settings, attention_backend=platform.attention_backend.strip().upper()

@@ -294,9 +294,8 @@ def check_backend_choice(name: str, gpu: Gpu | None) -> tuple[str, str]:
         runs_on = "/".join(PLATFORM_NAMES[p] for p in BACKENDS[key].platforms)
         kind = PLATFORM_NAMES[platform] + (" device" if platform == "cpu" else " GPU")
         article = "an" if platform == "xpu" else "a"
-        default = f" ({DEFAULT_BACKEND} is the default)" if key == DEFAULT_BACKEND else ""
         raise InvalidSettings(
-            f"--attention-backend {key}{default} is a {runs_on} backend but --gpu {gpu.name} "
+            f"--attention-backend {key} is a {runs_on} backend but --gpu {gpu.name} "
             f"is {article} {kind}: pass --attention-backend with one of "
             f"{_names_on(platform)}"
         )
@@ -360,9 +359,9 @@ def platform_note(name: str, gpu_name: str | None, resolved: str | None = None) 
     key = name.strip().upper()
     if key == AUTO_BACKEND.upper():
         where = gpu.name if gpu is not None else "an unspecified CUDA GPU"
-        chosen = f" ({resolved})" if resolved else ""
+        chosen = f"{resolved}, " if resolved else ""
         tail = "" if gpu is not None else " (pass --gpu to match your deployment)"
-        return f"attention backend not given: the one vLLM chooses on {where}{chosen}{tail}"
+        return f"attention backend not given: {chosen}what vLLM chooses on {where}{tail}"
     platform = platform_for(key, gpu)
     if gpu is not None:
         return f"attention backend {key} on {gpu.name} ({PLATFORM_NAMES[platform]})"

@@ -448,6 +448,8 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
             f"--mamba-block-size {settings.mamba_block_size} does not move the block size "
             f"in Mamba cache mode '{mode}' (only 'all' aligns to it)"
         )
+    if settings.max_model_len is not None:
+        steps.append(Resolution("max_model_len", str(settings.max_model_len), "--max-model-len"))
     hybrid_alignment = True
     if (
         geometry.is_hybrid

@@ -232,6 +232,28 @@ def economics_notes(ranks: dict[int, RankResult]) -> list[str]:
     return notes
 
 
+def max_model_len_notes(ranks: dict[int, RankResult], engine: EngineConfig) -> list[str]:
+    """Where ``--max-model-len`` is below one logical block: prefix caching can never hit
+    there (vLLM caches whole blocks only, ``vllm/v1/core/kv_cache_utils.py`` block
+    hashes), for hybrid ranks with prefix caching on."""
+    limit = engine.max_model_len
+    if limit is None or not engine.prefix_caching:
+        return []
+    short = sorted(
+        (tp, r.block_size)
+        for tp, r in ranks.items()
+        if r.usable and r.mamba_page_bytes is not None and r.block_size is not None
+        and r.block_size > limit
+    )  # fmt: skip
+    if not short:
+        return []
+    where = ", ".join(f"TP {tp} ({block:,}-token blocks)" for tp, block in short)
+    return [
+        f"--max-model-len {limit:,} is below one block at {where}: prefix caching can never "
+        "hit there (only whole blocks are cached)"
+    ]
+
+
 def _recommend(
     geometry: ModelGeometry, engine: EngineConfig, tps: list[int], flagged: bool
 ) -> Recommendation:
@@ -317,6 +339,7 @@ def analyze(
     if settings.gdn_prefill_backend != "auto" and family != "gdn":
         notes.append("--gdn-prefill-backend has no effect: the model has no gated delta net layers")
     notes += economics_notes(ranks)
+    notes += max_model_len_notes(ranks, engine)
     return Report(
         geometry=geometry,
         settings=settings,

@@ -427,7 +427,8 @@ def verify(
         request = ProbeRequest(
             model=model_dir,
             tp=tp,
-            attention_backend=rank.backend or settings.attention_backend.strip().upper(),
+            attention_backend=rank.backend
+            or (engine.backend.name if engine.backend else settings.attention_backend.upper()),
             dtype=settings.dtype,
             kv_cache_dtype=settings.kv_cache_dtype,
             block_size=settings.block_size,

@@ -401,7 +401,7 @@ def test_unknown_rule_in_an_ignore_is_warned(tmp_path: Path) -> None:
     path = _write(tmp_path, "d.yaml", "# kvalign: ignore=KVA999 reason=typo\n" + text)
     result = runner.invoke(app, ["audit", str(path)])
     assert result.exit_code == 0
-    assert f"{path}:1: ignore names unknown rule 'KVA999' (known: KVA001 … KVA011)" in (
+    assert f"{path}:1: ignore names unknown rule 'KVA999' (known: KVA001 … KVA012)" in (
         result.stderr
     )
 

@@ -1,4 +1,4 @@
-"""Audit rules: one module per rule code (``kva001`` … ``kva011``), each with
+"""Audit rules: one module per rule code (``kva001`` … ``kva012``), each with
 ``CODE``, ``SEVERITY`` (the usual severity), ``TITLE`` and ``find(group) -> list[Finding]``.
 
 Pure: rules read :class:`~kvalign.rules.base.GroupResult` objects and return findings.
@@ -20,13 +20,14 @@ from kvalign.rules import (
     kva009,
     kva010,
     kva011,
+    kva012,
 )
 from kvalign.rules.base import Finding, GroupResult
 
 #: every rule, in code order.
 RULES: tuple[ModuleType, ...] = (
     kva001, kva002, kva003, kva004, kva005, kva006, kva007, kva008, kva009, kva010,
-    kva011,
+    kva011, kva012,
 )  # fmt: skip
 
 
