@@ -81,9 +81,7 @@ def mamba_page(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> MambaP
     assert geometry.state is not None
     assert engine.conv_dtype is not None and engine.ssm_dtype is not None
     module = family_module(geometry.state.family)
-    shapes: tuple[Shape, ...] = module.shapes(
-        geometry.state.params, tp, engine.num_speculative_tokens
-    )
+    shapes: tuple[Shape, ...] = module.shapes(geometry.state.params, tp, engine.state_spec_tokens)
     dtypes: tuple[str, ...] = module.dtypes(engine.conv_dtype, engine.ssm_dtype)
     page = sum(math.prod(shape) * DTYPE_BYTES[dt] for shape, dt in zip(shapes, dtypes, strict=True))
     return MambaPage(shapes, dtypes, page)

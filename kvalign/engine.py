@@ -86,6 +86,8 @@ class EngineConfig:
         hybrid_alignment: the platform aligns hybrid block sizes at all (``False``: vLLM
             0.20.0 on CPU keeps the base block).
         max_model_len: ``--max-model-len`` (tokens), ``None`` when not given.
+        state_spec_tokens: speculative rows in the conv state (``num_speculative_tokens``,
+            or 0 for Mamba2 layers before vLLM 0.17).
         resolutions: each resolved input with its source, in resolution order.
         notes: remarks to show with any result computed from this config.
     """
@@ -110,6 +112,7 @@ class EngineConfig:
     mamba_cache_mode: str = "none"
     hybrid_alignment: bool = True
     max_model_len: int | None = None
+    state_spec_tokens: int = 0
     resolutions: tuple[Resolution, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -448,6 +451,17 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
             f"--mamba-block-size {settings.mamba_block_size} does not move the block size "
             f"in Mamba cache mode '{mode}' (only 'all' aligns to it)"
         )
+    spec_rows = settings.num_speculative_tokens
+    state = geometry.state
+    if (
+        state is not None
+        and state.family == "mamba2"
+        and spec_rows
+        and not profile.mamba2_conv_spec
+    ):
+        spec_rows = 0
+        steps.append(Resolution("conv_state_spec_rows", "0", (
+            f"vLLM {profile.name}: the Mamba2 conv state has no speculative rows")))  # fmt: skip
     if settings.max_model_len is not None:
         steps.append(Resolution("max_model_len", str(settings.max_model_len), "--max-model-len"))
     hybrid_alignment = True
@@ -490,6 +504,7 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         mamba_cache_mode=mode,
         hybrid_alignment=hybrid_alignment,
         max_model_len=settings.max_model_len,
+        state_spec_tokens=spec_rows,
         resolutions=tuple(steps),
         notes=tuple(notes),
     )

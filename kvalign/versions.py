@@ -93,6 +93,8 @@ class Profile:
             (before 0.17 both states take ``--mamba-cache-dtype``).
         kda_ssm_dtype_flag: KDA layers honour ``--mamba-ssm-cache-dtype`` (from 0.30;
             before, the recurrent state is always float32 and any value is accepted).
+        mamba2_conv_spec: the Mamba2 conv state has one row per speculative token
+            (``mamba2_state_shape(..., num_spec)``, from 0.17; before, ``K - 1`` rows).
         flash_attn_kernel_sizes: when FLASH_ATTN offers only 16/32/64-token kernel blocks
             (flash-attention issue 1974): ``all`` models, ``hybrid-float32`` (hybrids
             with a float32 ``mamba_cache_dtype``/``mamba_ssm_cache_dtype`` in the cache
@@ -135,6 +137,7 @@ class Profile:
     spec_decode_align: bool = False
     gdn_ssm_dtype_flag: bool = True
     kda_ssm_dtype_flag: bool = True
+    mamba2_conv_spec: bool = True
     flash_attn_kernel_sizes: FlashAttnKernelRule = "none"
     flashinfer_large_pages: bool = True
     cpu_hybrid_alignment: bool = True
@@ -176,6 +179,7 @@ _OLDEST = Profile(
     mamba_cache_modes=(),
     gdn_ssm_dtype_flag=False,
     kda_ssm_dtype_flag=False,
+    mamba2_conv_spec=False,
     flashinfer_large_pages=False,
     mla_blackwell_backend="CUTLASS_MLA",
     kv_transfer_disables_hma=True,
@@ -202,16 +206,24 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
     ("0.13.0", ("0.13.0",), {"blackwell_hd256_exact": False}),
     (
         "0.14.0",
-        ("0.14.0", "0.16.0"),
+        ("0.14.0",),
         {"nemotron_ssm_fallback": "float16", "kv_cache_dtype_from_checkpoint": True},
     ),
-    ("0.15.0", (), {"mamba_cache_modes": ("none", "align", "all")}),
+    (
+        "0.15.0",
+        ("0.15.0", "0.16.0"),
+        {"mamba_cache_modes": ("none", "align", "all"), "mla_blackwell_backend": "FLASHINFER_MLA"},
+    ),
     (
         "0.17.0",
         ("0.17.0",),
-        {"gdn_ssm_dtype_flag": True, "mla_blackwell_backend": "FLASHINFER_MLA"},
+        {"gdn_ssm_dtype_flag": True, "mamba2_conv_spec": True},
     ),
-    ("0.18.0", ("0.18.1", "0.19.1"), {"blackwell_hd256_alignment": None, "nixl_hybrid": True}),
+    (
+        "0.18.0",
+        ("0.18.0", "0.18.1", "0.19.1"),
+        {"blackwell_hd256_alignment": None, "nixl_hybrid": True},
+    ),
     (
         "0.20.0",
         ("0.20.0",),

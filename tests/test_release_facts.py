@@ -323,3 +323,12 @@ def test_kva012(tmp_path: Path, version: str, extra: str, fires: bool) -> None:
     if fires:
         assert found[0].severity == "error"
         assert "--no-disable-hybrid-kv-cache-manager" in found[0].remediation
+
+
+def test_mamba2_conv_state_speculative_rows_from_0_17() -> None:
+    # 0.14-0.16: mamba2_state_shape has no num_spec → conv 3 rows, m = 533,504 B;
+    # 0.17: 4 rows → 12,288 + 524,288 = 536,576 B
+    old = _rank(NANO, 4, vllm_version="0.16.0", num_speculative_tokens=1)
+    new = _rank(NANO, 4, vllm_version="0.17.0", num_speculative_tokens=1)
+    assert (old.mamba_page_bytes, old.mamba_state_shapes[0][0]) == (533_504, 3)
+    assert (new.mamba_page_bytes, new.mamba_state_shapes[0][0]) == (536_576, 4)
