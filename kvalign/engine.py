@@ -26,7 +26,7 @@ from kvalign.dtypes import (
 )
 from kvalign.errors import InvalidSettings, NotModelled, UnsupportedModel
 from kvalign.families import kda
-from kvalign.geometry import ModelGeometry
+from kvalign.geometry import AttentionGeometry, ModelGeometry
 from kvalign.settings import Settings
 from kvalign.versions import Profile, architecture_problem, resolve
 
@@ -34,6 +34,8 @@ from kvalign.versions import Profile, architecture_problem, resolve
 DEFAULT_BLOCK_SIZE = 16
 #: Mamba chunk size when the config names none (``ModelConfig.get_mamba_chunk_size``).
 DEFAULT_MAMBA_CHUNK_SIZE = 2048
+#: FlashAttention 4's page size for its head-size-256 kernel (``FA4_HD256_PAGE_SIZE``).
+FA4_HD256_PAGE = 128
 #: prefill checkpoint spacing of the FlashInfer GDN prefill kernel (tokens).
 FLASHINFER_GDN_CHECKPOINT = 64
 
@@ -321,6 +323,36 @@ def _flash_attn_restricted(
     )
 
 
+def _fa4_hd256(
+    profile: Profile,
+    backend: Backend,
+    gpu: Gpu | None,
+    attention: AttentionGeometry,
+    kv_dtype: str | None,
+) -> bool:
+    """Whether FLASH_ATTN runs FlashAttention 4's head-size-256 kernel (128-token pages).
+
+    vLLM ≥ 0.29 on capability 10.x/11.x, head size 256 for K and V, a KV cache that is not
+    quantized (``vllm/v1/attention/backends/flash_attn.py`` ``_get_fa4_hd256_block_size``;
+    ``fa_utils.py`` ``uses_fa4_hd256_kernel``, ``get_flash_attn_version``,
+    ``_fa4_hd256_fallback_reason``). Soft-capping and sinks are not modelled (no hybrid in
+    the catalog uses them).
+    """
+    cap = gpu.capability if gpu is not None else None
+    return (
+        profile.fa4_hd256_pages
+        and backend.name == "FLASH_ATTN"
+        and gpu is not None
+        and gpu.platform == "cuda"
+        and cap is not None
+        and cap[0] in (10, 11)
+        and not attention.use_mla
+        and attention.head_size == 256
+        and kv_dtype is not None
+        and not kv_dtype.startswith("fp8")
+    )
+
+
 def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineConfig:
     """Resolve ``settings`` for ``geometry`` once, as ``vllm serve`` would.
 
@@ -392,6 +424,11 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
             large_pages=profile.flashinfer_large_pages,
             mla_blackwell=profile.mla_blackwell_backend,
         )
+        if _fa4_hd256(profile, backend, gpu, attention, kv_dtype):
+            backend = Backend("FLASH_ATTN", sizes=(FA4_HD256_PAGE,), preferred=FA4_HD256_PAGE)
+            steps.append(Resolution("kernel_block_sizes", str(FA4_HD256_PAGE), (
+                f"vLLM {profile.name}: FlashAttention 4's head-size-256 kernel on "
+                "capability 10.x")))  # fmt: skip
         where = gpu.name if gpu is not None else "an unspecified CUDA GPU"
         if settings.attention_backend.strip().lower() == AUTO_BACKEND:
             flag_text = f"--attention-backend unset → vLLM {profile.name}'s choice on {where}"

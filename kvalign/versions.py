@@ -95,6 +95,10 @@ class Profile:
             before, the recurrent state is always float32 and any value is accepted).
         mamba2_conv_spec: the Mamba2 conv state has one row per speculative token
             (``mamba2_state_shape(..., num_spec)``, from 0.17; before, ``K - 1`` rows).
+        fa4_hd256_pages: FLASH_ATTN on capability 10.x/11.x with head size 256 (K and V)
+            runs FlashAttention 4's head-256 kernel (shipped in the wheel as
+            ``vllm_flash_attn/cute``) and offers only 128-token kernel blocks, preferring
+            128 (from 0.29; not with a quantized KV cache).
         flash_attn_kernel_sizes: when FLASH_ATTN offers only 16/32/64-token kernel blocks
             (flash-attention issue 1974): ``all`` models, ``hybrid-float32`` (hybrids
             with a float32 ``mamba_cache_dtype``/``mamba_ssm_cache_dtype`` in the cache
@@ -138,6 +142,7 @@ class Profile:
     gdn_ssm_dtype_flag: bool = True
     kda_ssm_dtype_flag: bool = True
     mamba2_conv_spec: bool = True
+    fa4_hd256_pages: bool = True
     flash_attn_kernel_sizes: FlashAttnKernelRule = "none"
     flashinfer_large_pages: bool = True
     cpu_hybrid_alignment: bool = True
@@ -180,6 +185,7 @@ _OLDEST = Profile(
     gdn_ssm_dtype_flag=False,
     kda_ssm_dtype_flag=False,
     mamba2_conv_spec=False,
+    fa4_hd256_pages=False,
     flashinfer_large_pages=False,
     mla_blackwell_backend="CUTLASS_MLA",
     kv_transfer_disables_hma=True,
@@ -249,7 +255,8 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
     ),
     ("0.25.0", ("0.25.0", "0.26.0"), {"flash_attn_kernel_sizes": "none"}),
     ("0.27.0", ("0.27.1",), {"mla_floor": 128, "nixl_hetero_hybrid": True}),
-    ("0.28.0", ("0.28.0", "0.29.0"), {"hybrid_prefix_caching_default": True}),
+    ("0.28.0", ("0.28.0",), {"hybrid_prefix_caching_default": True}),
+    ("0.29.0", ("0.29.0",), {"fa4_hd256_pages": True}),
     ("0.30.0", ("0.30.0", "0.31.0"), {"kda_ssm_dtype_flag": True}),
     (
         "0.32.0",

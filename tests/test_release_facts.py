@@ -332,3 +332,23 @@ def test_mamba2_conv_state_speculative_rows_from_0_17() -> None:
     new = _rank(NANO, 4, vllm_version="0.17.0", num_speculative_tokens=1)
     assert (old.mamba_page_bytes, old.mamba_state_shapes[0][0]) == (533_504, 3)
     assert (new.mamba_page_bytes, new.mamba_state_shapes[0][0]) == (536_576, 4)
+
+
+@pytest.mark.parametrize(
+    ("version", "gpu", "kv", "blocks"),
+    [
+        # FA4 head-256 kernel (0.29+, SM10x): kernel [128], preferred 128 → unit 128:
+        # TP 1 needs 536 tokens → 128 · 5 = 640, kernel 128
+        ("0.29.0", "B200", "auto", (640, 128)),
+        ("0.33.0", "B300", "auto", (640, 128)),
+        ("0.28.0", "B200", "auto", (544, 544)),  # before 0.29: 16 · ⌈536 / 16⌉
+        ("0.33.0", "H100", "auto", (544, 544)),  # SM90: FA3, no 128-token pages
+        # fp8 KV: FA4's head-256 kernel falls back to FA2; a = 512 B → 16 · ⌈1,072 / 16⌉
+        ("0.33.0", "B200", "fp8", (1072, 1072)),
+    ],
+)
+def test_fa4_head_256_pages(version: str, gpu: str, kv: str, blocks: tuple[int, int]) -> None:
+    kwargs = {"attention_backend": "FLASH_ATTN", "gdn_prefill_backend": "triton"}
+    assert (
+        _blocks(QWEN3_NEXT, 1, vllm_version=version, gpu=gpu, kv_cache_dtype=kv, **kwargs) == blocks
+    )
