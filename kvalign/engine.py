@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from kvalign.backends import AUTO_BACKEND, Backend, Gpu, get_gpu, resolve_backend
 from kvalign.dtypes import (
     DTYPE_BYTES,
+    MAMBA_DTYPES,
     PACKED_KV_CACHE_DTYPES,
     kv_cache_dtype_bytes,
     mamba_dtype,
@@ -168,6 +169,16 @@ def _state_dtypes(
     the model's defaults (what FLASH_ATTN's kernel-size rule reads)."""
     conv = mamba_dtype(settings.mamba_cache_dtype, model_dtype, field="--mamba-cache-dtype")
     flag = settings.mamba_ssm_cache_dtype
+    for name, value in (
+        ("--mamba-cache-dtype", settings.mamba_cache_dtype),
+        ("--mamba-ssm-cache-dtype", flag),
+    ):
+        if value in MAMBA_DTYPES and value not in profile.mamba_dtypes:
+            # CacheConfig's MambaDType literal (vllm/config/cache.py)
+            raise InvalidSettings(
+                f"vLLM {profile.name} rejects {name} {value} (it accepts "
+                f"{', '.join(profile.mamba_dtypes)})"
+            )
     if flag not in ("auto", "float32", "float16", "bfloat16"):
         raise InvalidSettings(
             f"--mamba-ssm-cache-dtype: unknown value {flag!r} "
@@ -468,6 +479,12 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         checkpoint, checkpoint_note = checkpoint_alignment(geometry, settings, gpu, prefix_caching)
         if geometry.state is not None and geometry.state.family == "gdn":
             steps.append(Resolution("prefill_checkpoint", str(checkpoint), checkpoint_note))
+    if settings.mamba_block_size is not None and not prefix_caching:
+        # VllmConfig.validate_mamba_block_size (vllm/config/vllm.py, 0.11.1-0.33 read)
+        raise InvalidSettings(
+            "vLLM rejects this configuration: --mamba-block-size can only be set with "
+            "--enable-prefix-caching"
+        )
     chunk: int | None = None
     mode, mode_why = mamba_cache_mode(geometry, settings, profile, prefix_caching)
     if geometry.is_hybrid:
@@ -494,11 +511,12 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         state is not None
         and state.family == "mamba2"
         and spec_rows
-        and not profile.mamba2_conv_spec
+        and geometry.model_type not in profile.mamba2_spec_types
     ):
         spec_rows = 0
         steps.append(Resolution("conv_state_spec_rows", "0", (
-            f"vLLM {profile.name}: the Mamba2 conv state has no speculative rows")))  # fmt: skip
+            f"vLLM {profile.name}: {geometry.model_type}'s Mamba2 conv state has no "
+            "speculative rows")))  # fmt: skip
     if settings.max_model_len is not None:
         steps.append(Resolution("max_model_len", str(settings.max_model_len), "--max-model-len"))
     hybrid_alignment = True

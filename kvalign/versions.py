@@ -31,6 +31,10 @@ _MAMBA_PREFIX_CACHING = frozenset(
     {"falcon_h1", "granitemoehybrid", "jamba", "mamba", "mamba2", "nemotron_h", "zamba2"}
 )
 _MAMBA_PREFIX_CACHING_WITH_BAMBA = _MAMBA_PREFIX_CACHING | {"bamba"}
+#: Mamba2-family model types whose conv state takes speculative rows from 0.32.
+_MAMBA2_SPEC_ALL = frozenset(
+    {"nemotron_h", "mamba2", "falcon_h1", "granitemoehybrid", "zamba2", "bamba"}
+)
 
 
 FlashAttnKernelRule = Literal["none", "all", "hybrid-float32"]
@@ -93,8 +97,12 @@ class Profile:
             (before 0.17 both states take ``--mamba-cache-dtype``).
         kda_ssm_dtype_flag: KDA layers honour ``--mamba-ssm-cache-dtype`` (from 0.30;
             before, the recurrent state is always float32 and any value is accepted).
-        mamba2_conv_spec: the Mamba2 conv state has one row per speculative token
-            (``mamba2_state_shape(..., num_spec)``, from 0.17; before, ``K - 1`` rows).
+        mamba2_spec_types: model types whose Mamba2 conv state has one row per speculative
+            token (the model passes ``num_spec`` to ``mamba2_state_shape``: Nemotron-H and
+            Mamba2 from 0.17, Falcon-H1 / Granite-4.0-H / Zamba2 from 0.32); others keep
+            ``K - 1`` rows.
+        mamba_dtypes: values ``--mamba-cache-dtype`` / ``--mamba-ssm-cache-dtype`` accept
+            (``CacheConfig`` ``MambaDType``: float16 from 0.13, bfloat16 from 0.22).
         fa4_hd256_pages: FLASH_ATTN on capability 10.x/11.x with head size 256 (K and V)
             runs FlashAttention 4's head-256 kernel (shipped in the wheel as
             ``vllm_flash_attn/cute``) and offers only 128-token kernel blocks, preferring
@@ -141,7 +149,8 @@ class Profile:
     spec_decode_align: bool = False
     gdn_ssm_dtype_flag: bool = True
     kda_ssm_dtype_flag: bool = True
-    mamba2_conv_spec: bool = True
+    mamba2_spec_types: frozenset[str] = _MAMBA2_SPEC_ALL
+    mamba_dtypes: tuple[str, ...] = ("auto", "float32", "float16", "bfloat16")
     fa4_hd256_pages: bool = True
     flash_attn_kernel_sizes: FlashAttnKernelRule = "none"
     flashinfer_large_pages: bool = True
@@ -184,7 +193,8 @@ _OLDEST = Profile(
     mamba_cache_modes=(),
     gdn_ssm_dtype_flag=False,
     kda_ssm_dtype_flag=False,
-    mamba2_conv_spec=False,
+    mamba2_spec_types=frozenset(),
+    mamba_dtypes=("auto", "float32"),
     fa4_hd256_pages=False,
     flashinfer_large_pages=False,
     mla_blackwell_backend="CUTLASS_MLA",
@@ -209,7 +219,11 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
         },
     ),
     ("0.12.0", ("0.12.0",), {"flash_attn_kernel_sizes": "hybrid-float32"}),
-    ("0.13.0", ("0.13.0",), {"blackwell_hd256_exact": False}),
+    (
+        "0.13.0",
+        ("0.13.0",),
+        {"blackwell_hd256_exact": False, "mamba_dtypes": ("auto", "float32", "float16")},
+    ),
     (
         "0.14.0",
         ("0.14.0",),
@@ -223,7 +237,7 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
     (
         "0.17.0",
         ("0.17.0",),
-        {"gdn_ssm_dtype_flag": True, "mamba2_conv_spec": True},
+        {"gdn_ssm_dtype_flag": True, "mamba2_spec_types": frozenset({"nemotron_h", "mamba2"})},
     ),
     (
         "0.18.0",
@@ -246,7 +260,11 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
     (
         "0.22.0",
         ("0.22.0", "0.23.0"),
-        {"spec_decode_align": False, "kv_transfer_disables_hma": False},
+        {
+            "spec_decode_align": False,
+            "kv_transfer_disables_hma": False,
+            "mamba_dtypes": ("auto", "float32", "float16", "bfloat16"),
+        },
     ),
     (
         "0.24.0",
@@ -254,7 +272,7 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
         {"flashinfer_large_pages": True, "mamba_prefix_caching_types": _MAMBA_PREFIX_CACHING},
     ),
     ("0.25.0", ("0.25.0", "0.26.0"), {"flash_attn_kernel_sizes": "none"}),
-    ("0.27.0", ("0.27.1",), {"mla_floor": 128, "nixl_hetero_hybrid": True}),
+    ("0.27.0", ("0.27.0", "0.27.1"), {"mla_floor": 128, "nixl_hetero_hybrid": True}),
     ("0.28.0", ("0.28.0",), {"hybrid_prefix_caching_default": True}),
     ("0.29.0", ("0.29.0",), {"fa4_hd256_pages": True}),
     ("0.30.0", ("0.30.0", "0.31.0"), {"kda_ssm_dtype_flag": True}),
@@ -265,6 +283,7 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
             "chunk_alignment": False,
             "backend_lcm_rounding": True,
             "mamba_cache_modes": ("none", "align"),
+            "mamba2_spec_types": _MAMBA2_SPEC_ALL,
         },
     ),
     (

@@ -352,3 +352,39 @@ def test_fa4_head_256_pages(version: str, gpu: str, kv: str, blocks: tuple[int, 
     assert (
         _blocks(QWEN3_NEXT, 1, vllm_version=version, gpu=gpu, kv_cache_dtype=kv, **kwargs) == blocks
     )
+
+
+def test_mamba_block_size_needs_prefix_caching() -> None:
+    # VllmConfig.validate_mamba_block_size: "--mamba-block-size can only be set with
+    # --enable-prefix-caching" (0.14 default: prefix caching off for hybrids)
+    with pytest.raises(InvalidSettings, match="can only be set with --enable-prefix-caching"):
+        create_engine_config(
+            load_model(NANO), Settings(vllm_version="0.14.0", mamba_block_size=256)
+        )
+
+
+@pytest.mark.parametrize(
+    ("version", "value", "accepted"),
+    # CacheConfig's MambaDType: auto/float32 (0.11.1-0.12), + float16 (0.13), + bfloat16 (0.22)
+    [("0.12.0", "float16", False), ("0.13.0", "float16", True), ("0.21.0", "bfloat16", False),
+     ("0.22.0", "bfloat16", True)],
+)  # fmt: skip
+def test_mamba_dtype_values_per_release(version: str, value: str, accepted: bool) -> None:
+    settings = Settings(vllm_version=version, mamba_ssm_cache_dtype=value)
+    if accepted:
+        create_engine_config(load_model(NANO), settings)
+    else:
+        with pytest.raises(InvalidSettings, match=f"rejects --mamba-ssm-cache-dtype {value}"):
+            create_engine_config(load_model(NANO), settings)
+
+
+def test_falcon_h1_conv_state_speculative_rows_from_0_32() -> None:
+    # Falcon-H1-0.5B TP 1: conv (K-1+spec) × 1,792 (measured in the 0.20.0 and 0.33.0
+    # vectors): 3 rows up to 0.31 (the model passes no num_spec), 4 from 0.32
+    falcon = "tiiuae/Falcon-H1-0.5B-Base"
+    old = _rank(falcon, 1, vllm_version="0.31.0", num_speculative_tokens=1)
+    new = _rank(falcon, 1, vllm_version="0.32.0", num_speculative_tokens=1)
+    assert old.mamba_state_shapes[0] == (3, 1792) and new.mamba_state_shapes[0] == (4, 1792)
+    # bytes: 1,792 × 2 B = 3,584 B more per extra row
+    assert new.mamba_page_bytes is not None and old.mamba_page_bytes is not None
+    assert new.mamba_page_bytes - old.mamba_page_bytes == 3584
