@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 
 from kvalign.alignment import analyze_rank
-from kvalign.backends import get_gpu, platform_note
+from kvalign.backends import AUTO_BACKEND, get_gpu, platform_note
 from kvalign.deploy.model import Deployment, Ignore, Location, Pool, Problem
 from kvalign.engine import create_engine_config
 from kvalign.errors import KvalignError
@@ -94,9 +94,12 @@ def _pool_settings(pool: Pool, version: str | None, platform: Platform) -> Setti
         mamba_block_size=pool.args.mamba_block_size,
         max_model_len=pool.args.max_model_len,
     )
-    if pool.args.attention_backend is None and platform.attention_backend is not None:
+    if pool.args.attention_backend is None:
+        # neither the pool nor --attention-backend names one: the backend vLLM picks for
+        # the pool's GPU and release (kvalign.backends.default_backend_name)
+        chosen = platform.attention_backend
         settings = dataclasses.replace(
-            settings, attention_backend=platform.attention_backend.strip().upper()
+            settings, attention_backend=chosen.strip().upper() if chosen else AUTO_BACKEND
         )
     if settings.gpu is None and platform.gpu is not None:
         settings = dataclasses.replace(settings, gpu=platform.gpu)
@@ -156,7 +159,8 @@ class PoolError(Exception):
 class Platform:
     """``audit --gpu`` / ``--attention-backend``: used for pools that name neither
     (``--attention-backend`` / ``VLLM_ATTENTION_BACKEND``, ``nvidia.com/gpu.product``).
-    ``None`` = vLLM's default backend (FLASH_ATTN) on an unspecified CUDA GPU."""
+    ``None`` = the backend vLLM picks for the pool's GPU and release (FLASH_ATTN on an
+    unspecified CUDA GPU)."""
 
     gpu: str | None = None
     attention_backend: str | None = None
@@ -170,7 +174,8 @@ def assumptions(files: tuple[FileResult, ...] | list[FileResult]) -> tuple[str, 
     for file in files:
         for result in file.pools:
             settings = result.pool.settings
-            lines = [platform_note(settings.attention_backend, settings.gpu)]
+            chosen = result.engine.backend.name if result.engine.backend else None
+            lines = [platform_note(settings.attention_backend, settings.gpu, chosen)]
             state = result.geometry.state
             engine = result.engine
             gdn = state is not None and state.family == "gdn"

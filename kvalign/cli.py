@@ -671,7 +671,8 @@ def audit(
         typer.Option(
             "--attention-backend",
             help="Attention backend for pools that set neither --attention-backend nor "
-            "VLLM_ATTENTION_BACKEND. Default: FLASH_ATTN (vLLM's default).",
+            "VLLM_ATTENTION_BACKEND. Default: the one vLLM picks for the pool's GPU and "
+            "release (FLASH_ATTN on an unspecified CUDA GPU, FLASHINFER on Blackwell).",
         ),
     ] = None,
     skip_unrelated: Annotated[
