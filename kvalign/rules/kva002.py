@@ -14,6 +14,16 @@ from kvalign.rules.kva001 import recommend
 CODE = "KVA002"
 SEVERITY: Severity = "warning"
 TITLE = "kernel block sizes differ (block_size_ratio != 1)"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = (
+    "vllm/distributed/kv_transfer/kv_connector/utils.py block_size_ratio; "
+    "nixl/base_worker.py (heterogeneous-block transfer path)"
+)
+#: what to change, in general (each finding's remediation gives the values).
+FIX = (
+    "set one common --block-size on every pool so the kernel block sizes match (the "
+    "finding names it)"
+)
 
 
 def find(group: GroupResult) -> list[Finding]:

@@ -14,6 +14,16 @@ from kvalign.rules.kva001 import recommend
 CODE = "KVA003"
 SEVERITY: Severity = "error"
 TITLE = "kernel block sizes do not divide (NIXL hard failure)"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = (
+    "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py "
+    "_split_remote_blocks, _MAX_HYBRID_BLOCK_SPLIT"
+)
+#: what to change, in general (each finding's remediation gives the values).
+FIX = (
+    "set one common --block-size on every pool so the kernel block sizes match (the "
+    "finding names it)"
+)
 
 
 def find(group: GroupResult) -> list[Finding]:

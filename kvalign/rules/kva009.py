@@ -11,6 +11,13 @@ from kvalign.rules.base import Finding, GroupResult, Severity
 CODE = "KVA009"
 SEVERITY: Severity = "warning"
 TITLE = "max_model_len below the aligned block size"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = "vllm/v1/core/kv_cache_utils.py get_request_block_hasher (only full blocks are hashed)"
+#: what to change, in general (each finding's remediation gives the values).
+FIX = (
+    "raise --max-model-len to at least the aligned block size, or disable prefix caching "
+    "on that pool"
+)
 
 
 def find(group: GroupResult) -> list[Finding]:
