@@ -30,7 +30,7 @@ from kvalign.cli import app
 from kvalign.sources.catalog import catalog_root
 
 REPO = Path(__file__).resolve().parent.parent
-PAGES = ("docs/why.md",)
+PAGES = ("docs/why.md", "docs/rules.md")
 BLOCK = re.compile(r"<!-- kvalign: (?P<args>.+?) -->\n.*?<!-- /kvalign -->", re.DOTALL)
 
 

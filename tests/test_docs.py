@@ -29,11 +29,15 @@ def _svg_texts(path: Path) -> list[str]:
 
 def test_committed_docs_are_up_to_date(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
-    shutil.copy(ROOT / "docs" / "why.md", tmp_path / "docs" / "why.md")
-    _build_module().build(tmp_path)
-    fresh = (tmp_path / "docs" / "why.md").read_text(encoding="utf-8")
-    committed = (ROOT / "docs" / "why.md").read_text(encoding="utf-8")
-    assert fresh == committed, "docs/why.md is stale: run `make docs` and commit the result"
+    build = _build_module()
+    assert set(build.PAGES) == {"docs/why.md", "docs/rules.md"}
+    for page in build.PAGES:
+        shutil.copy(ROOT / page, tmp_path / page)
+    build.build(tmp_path)
+    for page in build.PAGES:
+        fresh = (tmp_path / page).read_text(encoding="utf-8")
+        committed = (ROOT / page).read_text(encoding="utf-8")
+        assert fresh == committed, f"{page} is stale: run `make docs` and commit the result"
     # The picture: compare what it says (every text element, in order) rather than bytes,
     # so a different matplotlib release does not fail the check.
     assert _svg_texts(tmp_path / PICTURE) == _svg_texts(ROOT / PICTURE), (
