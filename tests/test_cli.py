@@ -228,9 +228,9 @@ def test_tp_that_cannot_load_is_bad_input_for_check() -> None:
     assert "TP 16: n_groups G = 8" in err and "MambaMixer2" in err
 
 
-def test_readme_json_example_has_exactly_the_real_keys() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### JSON output", 1)[1]
+def test_docs_json_example_has_exactly_the_real_keys() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "json.md").read_text("utf-8")
+    section = page.split("## `check` and `matrix`", 1)[1]
     example = json.loads(section.split("```json", 1)[1].split("```", 1)[0])
     code, out, _ = run("check", NANO, "--prefill-tp", "8", "--decode-tp", "1", "--format", "json")
     assert code == 1

@@ -30,7 +30,7 @@ def _svg_texts(path: Path) -> list[str]:
 def test_committed_docs_are_up_to_date(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     build = _build_module()
-    assert set(build.PAGES) == {"docs/why.md", "docs/rules.md"}
+    assert set(build.PAGES) == {"docs/why.md", "docs/rules.md", "docs/json.md"}
     for page in build.PAGES:
         shutil.copy(ROOT / page, tmp_path / page)
     build.build(tmp_path)
@@ -47,6 +47,9 @@ def test_committed_docs_are_up_to_date(tmp_path: Path) -> None:
 
 def test_build_replaces_stale_output(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
+    build = _build_module()
+    for page in build.PAGES:
+        shutil.copy(ROOT / page, tmp_path / page)
     committed = (ROOT / "docs" / "why.md").read_text(encoding="utf-8")
     # Nano over TP 1, 2, 4, 8: 16 pairs, 10 differ, 10 ratio != 1, 9 not divisible
     row = "| 1,2,4,8 | 16 | 10 | 10 | 9 |"
@@ -54,7 +57,7 @@ def test_build_replaces_stale_output(tmp_path: Path) -> None:
     (tmp_path / "docs" / "why.md").write_text(
         committed.replace(row, "| 1,2,4,8 | 16 | 0 | 0 | 0 |")
     )
-    _build_module().build(tmp_path)
+    build.build(tmp_path)
     assert (tmp_path / "docs" / "why.md").read_text(encoding="utf-8") == committed
 
 
@@ -72,3 +75,19 @@ def test_generated_blocks_show_their_command() -> None:
 
 def test_page_is_linked_from_readme() -> None:
     assert "docs/why.md" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_json_examples_are_shortened_output_of_their_command() -> None:
+    build = _build_module()
+    page = (ROOT / "docs" / "json.md").read_text(encoding="utf-8")
+    blocks = list(build.JSON_BLOCK.finditer(page))
+    assert [b.group("args").split()[0] for b in blocks] == [
+        "check", "audit", "survey", "explain", "rules",
+    ]  # fmt: skip
+    # shorten(): lists of objects keep their first item, plain lists stay whole
+    assert build.shorten({"a": [{"x": 1}, {"x": 2}], "b": [[3, 768], [8, 64]]}) == {
+        "a": [{"x": 1}],
+        "b": [[3, 768], [8, 64]],
+    }
+    assert build.shorten("x" * 61) == "x" * 59 + "…"
+    assert build.dumps({"a": [1, 2], "b": {}}) == '{\n  "a": [1, 2],\n  "b": {}\n}'
