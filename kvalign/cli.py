@@ -861,7 +861,8 @@ def survey(
         elif output_format is SurveyFormat.csv:
             typer.echo(survey_csv(result), nl=False)
         else:
-            _stdout().print(survey_table(result))
+            console = _stdout()
+            console.print(survey_table(result, console.width))
         if plot is not None and svg is not None:
             try:
                 with open(plot, "w", encoding="utf-8") as handle:

@@ -154,6 +154,15 @@ def runtime_dtype(settings: Settings, geometry: ModelGeometry) -> str:
         return settings.dtype
 
 
+def config_origin(geo: ModelGeometry) -> str:
+    """Where the config came from, for the model line: ``bundled config`` for the catalog
+    (its path is inside the installed package and says nothing), else the path read
+    (``local: PATH``, ``hub: PATH`` in the Hugging Face cache)."""
+    if geo.source == "catalog":
+        return "bundled config"
+    return f"config from {geo.source}: {geo.config_path}"
+
+
 def header_lines(report: Report) -> list[str]:
     """Model and settings summary lines."""
     geo = report.geometry
@@ -164,7 +173,7 @@ def header_lines(report: Report) -> list[str]:
     block = s.block_size if s.block_size is not None else "unset"
     return [
         f"Model: {geo.model_id} ({geo.model_type}, {kind}, state family {family}{mla}; "
-        f"config from {geo.source}: {geo.config_path})",
+        f"{config_origin(geo)})",
         f"Settings: dtype={s.dtype} (config {geo.model_dtype}, runs in "
         f"{runtime_dtype(s, geo)}) kv-cache-dtype={s.kv_cache_dtype} "
         f"block-size={block} prefix-caching={'on' if s.enable_prefix_caching else 'off'} "
