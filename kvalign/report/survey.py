@@ -348,7 +348,7 @@ def _stats_dict(stats: AlignmentStats, per_tp: bool) -> dict[str, Any]:
 
 
 def survey_to_dict(result: Survey) -> dict[str, Any]:
-    """JSON-ready dict (``schema_version`` 1, documented in README "kvalign survey")."""
+    """JSON-ready dict (``schema_version`` 1, documented in docs/json.md)."""
     settings = {k: v for k, v in vars(result.settings).items() if k != "alignment"}
     models = [
         {

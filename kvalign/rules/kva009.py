@@ -1,7 +1,8 @@
 """KVA009: ``--max-model-len`` below the aligned block size (prefix caching never hits).
 
 Only full blocks are hashed for prefix caching; a request shorter than one block never fills
-one, so with hybrid alignment's large blocks nothing is ever cached.
+one, so with hybrid alignment's large blocks nothing is ever cached. Checked only for pools
+with prefix caching on.
 """
 
 from __future__ import annotations
