@@ -13,9 +13,10 @@ import dataclasses
 from dataclasses import dataclass
 from fnmatch import fnmatch
 
-from kvalign.alignment import analyze_rank, checkpoint_alignment
+from kvalign.alignment import analyze_rank
 from kvalign.backends import get_gpu, platform_note
 from kvalign.deploy.model import Deployment, Ignore, Location, Pool, Problem
+from kvalign.engine import create_engine_config
 from kvalign.errors import KvalignError
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import PairBy, group_pools
@@ -128,8 +129,9 @@ def _evaluate(
                 )
             settings = _pool_settings(pool, chosen, platform)
             pool = dataclasses.replace(pool, settings=settings)
+            engine = create_engine_config(cache[key], settings)
             results.append(
-                PoolResult(pool, cache[key], analyze_rank(cache[key], settings, pool.tp))
+                PoolResult(pool, cache[key], analyze_rank(cache[key], engine, pool.tp), engine)
             )
         except KvalignError as exc:
             raise PoolError(Problem(pool.location, f"{pool.label}: {exc}")) from None
@@ -164,9 +166,10 @@ def assumptions(files: tuple[FileResult, ...] | list[FileResult]) -> tuple[str, 
             settings = result.pool.settings
             lines = [platform_note(settings.attention_backend, settings.gpu)]
             state = result.geometry.state
-            profile = resolve(settings.vllm_version).profile
-            if state is not None and state.family == "gdn" and profile.gdn_checkpoint_alignment:
-                lines.append(checkpoint_alignment(result.geometry, settings)[1])
+            engine = result.engine
+            gdn = state is not None and state.family == "gdn"
+            if gdn and engine.profile.gdn_checkpoint_alignment:
+                lines.append(engine.checkpoint_note)
             for line in lines:
                 counts[line] = counts.get(line, 0) + 1
     return tuple(f"{line} [{n} pool(s)]" for line, n in counts.items())

@@ -183,10 +183,11 @@ BlockOpt = Annotated[
     ),
 ]
 PrefixOpt = Annotated[
-    bool,
+    bool | None,
     typer.Option(
         "--enable-prefix-caching/--no-enable-prefix-caching",
-        help="Prefix caching (vLLM 0.33 default: on).",
+        help="Prefix caching (default: the release's default; vLLM 0.33: on).",
+        show_default=False,
     ),
 ]
 MambaDtypeOpt = Annotated[
@@ -313,7 +314,7 @@ _SETTINGS_PARAMS = (
     _param("dtype", DtypeOpt, "auto"),
     _param("kv_cache_dtype", KvDtypeOpt, "auto"),
     _param("block_size", BlockOpt, None),
-    _param("enable_prefix_caching", PrefixOpt, True),
+    _param("enable_prefix_caching", PrefixOpt, None),
     _param("mamba_cache_dtype", MambaDtypeOpt, "auto"),
     _param("mamba_ssm_cache_dtype", SsmDtypeOpt, "auto"),
     _param("num_speculative_tokens", SpecOpt, 0),

@@ -15,17 +15,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kvalign.alignment import (
-    RankResult,
-    analyze_rank,
-    checkpoint_alignment,
-    chunk_alignment,
-    common_block_size,
-)
+from kvalign.alignment import RankResult, analyze_rank, common_block_size
 from kvalign.backends import platform_note
+from kvalign.engine import EngineConfig, create_engine_config
 from kvalign.geometry import ModelGeometry
 from kvalign.settings import Settings
-from kvalign.versions import DEFAULT_PROFILE, Profile, resolve
+from kvalign.versions import DEFAULT_PROFILE, Profile
 
 Verdict = Literal["ok", "drift", "ratio", "split", "incompatible", "invalid", "attention-free"]
 
@@ -195,7 +190,8 @@ class Recommendation:
 
 @dataclass(frozen=True)
 class Report:
-    """The full result of ``check``/``matrix``: what every layer above reads."""
+    """The full result of ``check``/``matrix``: what every layer above reads (``engine``:
+    the settings resolved once for every TP)."""
 
     geometry: ModelGeometry
     settings: Settings
@@ -204,6 +200,7 @@ class Report:
     ranks: dict[int, RankResult]
     pairs: tuple[PairResult, ...]
     recommendation: Recommendation
+    engine: EngineConfig
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -236,9 +233,9 @@ def economics_notes(ranks: dict[int, RankResult]) -> list[str]:
 
 
 def _recommend(
-    geometry: ModelGeometry, settings: Settings, tps: list[int], flagged: bool
+    geometry: ModelGeometry, engine: EngineConfig, tps: list[int], flagged: bool
 ) -> Recommendation:
-    found = common_block_size(geometry, settings, tps)
+    found = common_block_size(geometry, engine, tps)
     if found is None:
         if geometry.attention_free:
             why = "attention-free model: there is no KV block size to align"
@@ -274,26 +271,26 @@ def analyze(
     Raises:
         InvalidSettings, NotModelled: see :func:`kvalign.alignment.analyze_rank`.
     """
-    resolved = resolve(settings.vllm_version)
+    engine = create_engine_config(geometry, settings)
+    profile = engine.profile
     tps = sorted(set(prefill_tps) | set(decode_tps))
-    ranks = {tp: analyze_rank(geometry, settings, tp) for tp in tps}
+    ranks = {tp: analyze_rank(geometry, engine, tp) for tp in tps}
     pairs = tuple(
-        analyze_pair(ranks[p], ranks[d], settings.alignment, resolved.profile)
+        analyze_pair(ranks[p], ranks[d], settings.alignment, profile)
         for p in prefill_tps
         for d in decode_tps
     )
     flagged = any(pair.flagged for pair in pairs)
-    notes = [resolved.note, *geometry.notes]
+    notes = [engine.profile_note, *geometry.notes, *engine.notes]
     if geometry.attention is not None:
         notes.append(platform_note(settings.attention_backend, settings.gpu))
-    profile = resolved.profile
     if (
         geometry.state is not None
         and geometry.state.family == "gdn"
         and profile.gdn_checkpoint_alignment
     ):
-        notes.append(checkpoint_alignment(geometry, settings)[1])
-    chunk = chunk_alignment(geometry, settings, profile) if geometry.is_hybrid else None
+        notes.append(engine.checkpoint_note)
+    chunk = engine.chunk
     if chunk is not None:
         notes.append(
             f"prefix caching in Mamba cache mode 'all' (vLLM {profile.name}): blocks aligned "
@@ -322,6 +319,7 @@ def analyze(
         decode_tps=tuple(decode_tps),
         ranks=ranks,
         pairs=pairs,
-        recommendation=_recommend(geometry, settings, tps, flagged),
+        recommendation=_recommend(geometry, engine, tps, flagged),
+        engine=engine,
         notes=tuple(notes),
     )

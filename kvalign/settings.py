@@ -23,7 +23,8 @@ class Settings:
         dtype: ``--dtype`` (``auto`` → the config's dtype).
         kv_cache_dtype: ``--kv-cache-dtype``.
         block_size: ``--block-size`` in tokens, ``None`` when not given.
-        enable_prefix_caching: ``--enable-prefix-caching`` (vLLM 0.33 default on).
+        enable_prefix_caching: ``--enable-prefix-caching`` / ``--no-enable-prefix-caching``;
+            ``None`` when neither is given (the release's default applies).
         mamba_cache_dtype: ``--mamba-cache-dtype`` (conv / linear-attention state).
         mamba_ssm_cache_dtype: ``--mamba-ssm-cache-dtype`` (ssm / recurrent state).
         num_speculative_tokens: speculative tokens (``--speculative-config``).
@@ -37,7 +38,7 @@ class Settings:
     dtype: str = "auto"
     kv_cache_dtype: str = "auto"
     block_size: int | None = None
-    enable_prefix_caching: bool = True
+    enable_prefix_caching: bool | None = None
     mamba_cache_dtype: str = "auto"
     mamba_ssm_cache_dtype: str = "auto"
     num_speculative_tokens: int = 0

@@ -72,6 +72,10 @@ class Profile:
         nixl_hybrid: the NIXL connector serves hybrid models at all (``SupportsHMA``).
         nixl_hetero_tp_mamba: NIXL pairs Mamba hybrids at different TP sizes.
         nixl_equal_blocks_all: NIXL requires equal block sizes for every model.
+        hybrid_prefix_caching_default: prefix caching is on for hybrid models when
+            neither ``--enable-prefix-caching`` nor ``--no-enable-prefix-caching`` is given.
+        kv_cache_dtype_from_checkpoint: ``--kv-cache-dtype auto`` takes the checkpoint's
+            ``quantization_config`` KV scheme (``resolve_kv_cache_dtype_string``).
     """
 
     name: str
@@ -95,6 +99,12 @@ class Profile:
     nixl_hybrid: bool = True
     nixl_hetero_tp_mamba: bool = True
     nixl_equal_blocks_all: bool = False
+    hybrid_prefix_caching_default: bool = True
+    kv_cache_dtype_from_checkpoint: bool = True
+
+    def prefix_caching_default(self, hybrid: bool) -> bool:
+        """Whether prefix caching is on when no flag names it (non-hybrids: always on)."""
+        return self.hybrid_prefix_caching_default if hybrid else True
 
     @property
     def chunk_aligned_types(self) -> frozenset[str]:

@@ -21,6 +21,7 @@ import pytest
 
 from kvalign.alignment import RankResult, analyze_rank, derive_block, mamba_page
 from kvalign.backends import BACKENDS
+from kvalign.engine import create_engine_config
 from kvalign.errors import UnsupportedModel
 from kvalign.pd import analyze_pair
 from kvalign.settings import Settings
@@ -206,8 +207,8 @@ def test_nemotron_ssm_fallback_follows_the_release_when_config_names_none() -> N
     # 0.20. ssm state 256 heads x 64 x 256 = 4,194,304 elements -> 8 MiB vs 16 MiB.
     geo = load_model("nvidia/Nemotron-H-56B-Base-8K")
     assert geo.ssm_dtype_fallback
-    old = mamba_page(geo, Settings(), 1, resolve("0.16.0").profile)
-    new = mamba_page(geo, Settings(), 1)
+    old = mamba_page(geo, create_engine_config(geo, Settings(vllm_version="0.16.0")), 1)
+    new = mamba_page(geo, create_engine_config(geo, Settings()), 1)
     assert old.dtypes == ("bfloat16", "float16") and new.dtypes == ("bfloat16", "float32")
     assert new.page_bytes - old.page_bytes == 4_194_304 * 2
     # Nemotron-3-Nano names float32 in its config: no fallback on any release

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kvalign import __version__
+from kvalign.report.cells import prefix_caching_text
 from kvalign.survey import ALIGNMENTS, AlignmentStats, ModelSurvey, Survey
 from kvalign.versions import resolve
 
@@ -143,7 +144,7 @@ def settings_line(result: Survey) -> str:
     block = s.block_size if s.block_size is not None else "unset"
     return (
         f"Settings: dtype={s.dtype} kv-cache-dtype={s.kv_cache_dtype} block-size={block} "
-        f"prefix-caching={'on' if s.enable_prefix_caching else 'off'} "
+        f"prefix-caching={prefix_caching_text(s.enable_prefix_caching, None)} "
         f"mamba-cache-dtype={s.mamba_cache_dtype} mamba-ssm-cache-dtype={s.mamba_ssm_cache_dtype} "
         f"spec-tokens={s.num_speculative_tokens} backend={s.attention_backend} "
         f"gpu={s.gpu or 'unspecified CUDA'}; {resolve(s.vllm_version).note}; "

@@ -40,9 +40,7 @@ def recommend(group: GroupResult) -> str:
     if not group.pools:
         return generic
     try:
-        found = common_block_size_for(
-            [(r.geometry, r.pool.settings, r.pool.tp) for r in group.pools]
-        )
+        found = common_block_size_for([(r.geometry, r.engine, r.pool.tp) for r in group.pools])
     except KvalignError:  # pragma: no cover - the pools were analysed with these settings
         found = None
     if found is None:

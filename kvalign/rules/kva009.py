@@ -28,7 +28,7 @@ def find(group: GroupResult) -> list[Finding]:
         limit, block = result.pool.args.max_model_len, result.rank.block_size
         if limit is None or not block or limit >= block:
             continue
-        if not result.pool.settings.enable_prefix_caching:
+        if not result.engine.prefix_caching:
             continue
         out.append(
             Finding(
