@@ -2,8 +2,9 @@
 
 vLLM asserts ``decode_kernel % prefill_kernel == 0`` unless the release splits blocks into
 gcd-sized units (``nixl/base_worker.py`` ``_split_remote_blocks``, at most
-``_MAX_HYBRID_BLOCK_SPLIT`` units): error when no split path applies (NIXL hard failure),
-warning when the profile's split path carries the pair.
+``_MAX_HYBRID_BLOCK_SPLIT`` units): error when no split path applies (NIXL hard failure:
+releases before 0.33, or a split that needs more units), warning when the release's split
+path carries the pair.
 """
 
 from __future__ import annotations
