@@ -97,7 +97,11 @@ def _assert_real_ref(rev: str) -> None:
     """``rev`` names a commit of this repository whose hook manifest has ``kvalign-audit``."""
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout: the pinned ref cannot be checked")
-    found = _git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    # a branch may exist only as origin/BRANCH in a clone of another branch
+    for name in (rev, f"origin/{rev}"):
+        found = _git("rev-parse", "--verify", "--quiet", f"{name}^{{commit}}")
+        if found.returncode == 0:
+            break
     assert found.returncode == 0, f"rev {rev!r} names nothing in this repository"
     manifest = _git("show", f"{found.stdout.strip()}:.pre-commit-hooks.yaml")
     assert manifest.returncode == 0, f"{rev} has no .pre-commit-hooks.yaml"
