@@ -266,11 +266,11 @@ def test_model_line_says_bundled_for_a_catalog_config(command: str) -> None:
     args = {"check": ["--prefill-tp", "8"], "matrix": ["--tp", "1,8"], "explain": ["--tp", "8"]}
     _, out, _ = run(command, NANO, *args[command])
     first = out.splitlines()[0]
-    assert first.startswith(f"Model: {NANO} (nemotron_h, ") and first.endswith("bundled config)")
+    assert first.startswith(f"Model: {NANO} (nemotron_h, ") and first.endswith("config bundled)")
     assert "config.json" not in first and "site-packages" not in first
 
 
 def test_model_line_gives_the_path_of_a_local_config(tmp_path: Path) -> None:
     shutil.copy(CATALOG / NANO / "config.json", tmp_path / "config.json")
     _, out, _ = run("check", str(tmp_path), "--prefill-tp", "8")
-    assert f"; config from local: {tmp_path / 'config.json'})" in " ".join(out.split())
+    assert f"; config local: {tmp_path / 'config.json'})" in " ".join(out.split())

@@ -155,12 +155,11 @@ def runtime_dtype(settings: Settings, geometry: ModelGeometry) -> str:
 
 
 def config_origin(geo: ModelGeometry) -> str:
-    """Where the config came from, for the model line: ``bundled config`` for the catalog
+    """Where the config came from, for the model line: ``config bundled`` for the catalog
     (its path is inside the installed package and says nothing), else the path read
-    (``local: PATH``, ``hub: PATH`` in the Hugging Face cache)."""
-    if geo.source == "catalog":
-        return "bundled config"
-    return f"config from {geo.source}: {geo.config_path}"
+    (``config local: PATH``, ``config hub: PATH`` in the Hugging Face cache)."""
+    where = "bundled" if geo.source == "catalog" else f"{geo.source}: {geo.config_path}"
+    return f"config {where}"
 
 
 def prefix_caching_text(flag: bool | None, resolved: bool | None) -> str:
