@@ -264,6 +264,8 @@ def run_audit(
     use_cache: bool = False,
     pair_by: PairBy = "label",
     platform: Platform | None = None,
+    select: frozenset[str] | None = None,
+    ignore_rules: frozenset[str] = frozenset(),
 ) -> AuditReport:
     """Evaluate deployments, group and pair their pools, apply ignores / baseline.
 
@@ -274,6 +276,10 @@ def run_audit(
     and not analysed (its pools pair with nothing). ``pair_by`` chooses which pools form
     one deployment (:mod:`kvalign.grouping`). ``platform`` (``--gpu`` /
     ``--attention-backend``) applies to pools that name no GPU / backend themselves.
+    ``select`` (``--select``: only these rule codes; ``None`` = every rule) and
+    ``ignore_rules`` (``--ignore``) choose which rules run: findings of other rules are
+    neither reported nor counted (unlike an ``ignore:`` with a reason, which lists them as
+    suppressed).
 
     Raises:
         InvalidSettings: ``vllm_version`` is not a version kvalign can resolve, or
@@ -302,6 +308,9 @@ def run_audit(
     problems += grouping_problems
     for group in groups:
         findings += run_rules(group)
+    findings = [
+        f for f in findings if (select is None or f.rule in select) and f.rule not in ignore_rules
+    ]
     known_rules = {rule.CODE for rule in RULES}
     for ignore in [i for d in deployments for i in d.ignores] + list(ignores):
         if ignore.rule not in known_rules:

@@ -1,4 +1,4 @@
-"""The stable JSON contract of ``--format json`` (documented in README.md).
+"""The stable JSON contract of ``--format json`` (documented in docs/json.md).
 
 Top-level keys: ``schema_version``, ``kvalign_version``, ``model``, ``settings``,
 ``deployments``, ``pairs``, ``recommendation``, ``notes``, ``flagged``.
@@ -50,7 +50,7 @@ def _deployment(role: str, rank: RankResult) -> dict[str, Any]:
 
 
 def report_to_dict(report: Report) -> dict[str, Any]:
-    """The JSON-ready dict for one report (see README "JSON output")."""
+    """The JSON-ready dict for one report (keys in docs/json.md)."""
     geo = report.geometry
     model = {
         "id": geo.model_id,

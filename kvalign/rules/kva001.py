@@ -15,6 +15,16 @@ from kvalign.rules.kva005 import settings_differ
 CODE = "KVA001"
 SEVERITY: Severity = "warning"
 TITLE = "logical block sizes differ between prefill and decode"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = (
+    "vllm/v1/core/kv_cache_utils.py hash_block_tokens, get_request_block_hasher "
+    "(prefix-cache block hashes over block_size tokens)"
+)
+#: what to change, in general (each finding's remediation gives the values).
+FIX = (
+    "set the same --block-size on every prefill and decode pool: the smallest one every "
+    "pool keeps unchanged (check's recommendation; the finding names it)"
+)
 
 
 def recommend(group: GroupResult) -> str:

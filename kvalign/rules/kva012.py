@@ -17,6 +17,13 @@ from kvalign.rules.base import Finding, GroupResult, Severity
 CODE = "KVA012"
 SEVERITY: Severity = "error"
 TITLE = "hybrid KV-cache manager off with --kv-transfer-config: hybrids cannot be served"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = (
+    "vllm/config/vllm.py VllmConfig (hybrid KV-cache manager disabled for "
+    "--kv-transfer-config, 0.18-0.21); kv_connector/v1/base.py SupportsHMA"
+)
+#: what to change, in general (each finding's remediation gives the values).
+FIX = "add --no-disable-hybrid-kv-cache-manager to every vllm serve with --kv-transfer-config"
 
 
 def find(group: GroupResult) -> list[Finding]:
