@@ -459,7 +459,7 @@ def analyze_rank(geometry: ModelGeometry, config: EngineConfig | Settings, tp: i
         NotModelled: a packed KV-cache dtype.
     """
     engine = engine_for(geometry, config)
-    reason = validate_tp(geometry, tp)
+    reason = engine.config_error or validate_tp(geometry, tp)
     if reason:
         return RankResult(tp=tp, valid=False, reason=reason, profile=engine.profile.name)
     attention = geometry.attention

@@ -89,6 +89,8 @@ class EngineConfig:
         hybrid_alignment: the platform aligns hybrid block sizes at all (``False``: vLLM
             0.20.0 on CPU keeps the base block).
         max_model_len: ``--max-model-len`` (tokens), ``None`` when not given.
+        config_error: why the release cannot build its model config at all (``""`` when
+            it can): every TP is then invalid.
         state_spec_tokens: speculative rows in the conv state (``num_speculative_tokens``,
             or 0 for Mamba2 layers before vLLM 0.17).
         resolutions: each resolved input with its source, in resolution order.
@@ -116,6 +118,7 @@ class EngineConfig:
     hybrid_alignment: bool = True
     max_model_len: int | None = None
     state_spec_tokens: int = 0
+    config_error: str = ""
     resolutions: tuple[Resolution, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -517,6 +520,17 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         steps.append(Resolution("conv_state_spec_rows", "0", (
             f"vLLM {profile.name}: {geometry.model_type}'s Mamba2 conv state has no "
             "speculative rows")))  # fmt: skip
+    config_error = ""
+    if (
+        profile.attention_free_kv_heads_error
+        and geometry.attention is None
+        and geometry.model_type not in ("mamba", "falcon_mamba")
+    ):
+        config_error = (
+            f"vLLM {profile.name} cannot build this model's config: its "
+            "ModelArchConfigConvertor reads num_attention_heads, which the "
+            f"{geometry.model_type} config lacks (AttributeError; fixed in 0.18)"
+        )
     if settings.max_model_len is not None:
         steps.append(Resolution("max_model_len", str(settings.max_model_len), "--max-model-len"))
     hybrid_alignment = True
@@ -560,6 +574,7 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         hybrid_alignment=hybrid_alignment,
         max_model_len=settings.max_model_len,
         state_spec_tokens=spec_rows,
+        config_error=config_error,
         resolutions=tuple(steps),
         notes=tuple(notes),
     )

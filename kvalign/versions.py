@@ -107,6 +107,11 @@ class Profile:
             runs FlashAttention 4's head-256 kernel (shipped in the wheel as
             ``vllm_flash_attn/cute``) and offers only 128-token kernel blocks, preferring
             128 (from 0.29; not with a quantized KV cache).
+        attention_free_kv_heads_error: ``ModelArchConfigConvertorBase.get_total_num_kv_heads``
+            falls back to ``hf_text_config.num_attention_heads`` for attention-free models
+            without a convertor entry (Mamba2: only ``mamba``/``falcon_mamba`` have one), so
+            the config fails with ``AttributeError`` (0.14-0.17; 0.13 returned 0 for
+            attention-free models, 0.18 falls back to ``get_total_num_attention_heads``).
         flash_attn_kernel_sizes: when FLASH_ATTN offers only 16/32/64-token kernel blocks
             (flash-attention issue 1974): ``all`` models, ``hybrid-float32`` (hybrids
             with a float32 ``mamba_cache_dtype``/``mamba_ssm_cache_dtype`` in the cache
@@ -152,6 +157,7 @@ class Profile:
     mamba2_spec_types: frozenset[str] = _MAMBA2_SPEC_ALL
     mamba_dtypes: tuple[str, ...] = ("auto", "float32", "float16", "bfloat16")
     fa4_hd256_pages: bool = True
+    attention_free_kv_heads_error: bool = False
     flash_attn_kernel_sizes: FlashAttnKernelRule = "none"
     flashinfer_large_pages: bool = True
     cpu_hybrid_alignment: bool = True
@@ -227,7 +233,11 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
     (
         "0.14.0",
         ("0.14.0",),
-        {"nemotron_ssm_fallback": "float16", "kv_cache_dtype_from_checkpoint": True},
+        {
+            "nemotron_ssm_fallback": "float16",
+            "kv_cache_dtype_from_checkpoint": True,
+            "attention_free_kv_heads_error": True,
+        },
     ),
     (
         "0.15.0",
@@ -242,7 +252,11 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
     (
         "0.18.0",
         ("0.18.0", "0.18.1", "0.19.1"),
-        {"blackwell_hd256_alignment": None, "nixl_hybrid": True},
+        {
+            "blackwell_hd256_alignment": None,
+            "nixl_hybrid": True,
+            "attention_free_kv_heads_error": False,
+        },
     ),
     (
         "0.20.0",

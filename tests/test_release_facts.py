@@ -388,3 +388,16 @@ def test_falcon_h1_conv_state_speculative_rows_from_0_32() -> None:
     # bytes: 1,792 × 2 B = 3,584 B more per extra row
     assert new.mamba_page_bytes is not None and old.mamba_page_bytes is not None
     assert new.mamba_page_bytes - old.mamba_page_bytes == 3584
+
+
+@pytest.mark.parametrize(("version", "valid"), [("0.13.0", True), ("0.14.0", False),
+                                                ("0.17.0", False), ("0.18.0", True)])  # fmt: skip
+def test_attention_free_mamba2_config_fails_in_0_14_to_0_17(version: str, valid: bool) -> None:
+    # measured on 0.14.0: "AttributeError: 'Mamba2Config' object has no attribute
+    # 'num_attention_heads'" (get_total_num_kv_heads' fallback) at every TP
+    r = analyze_rank(
+        load_model("mistralai/Mamba-Codestral-7B-v0.1"), Settings(vllm_version=version), 1
+    )
+    assert r.valid is valid
+    if not valid:
+        assert "num_attention_heads" in r.reason
