@@ -24,7 +24,7 @@ from kvalign.backends import Backend
 from kvalign.dtypes import DTYPE_BYTES
 from kvalign.engine import EngineConfig, create_engine_config
 from kvalign.errors import InvalidSettings, UnsupportedModel
-from kvalign.families import IndivisibleTP, Shape, family_module
+from kvalign.families import IndivisibleTP, Shape, family_module, mamba2
 from kvalign.geometry import AttentionGeometry, ModelGeometry
 from kvalign.settings import Settings
 from kvalign.versions import DEFAULT_PROFILE, Profile
@@ -83,6 +83,13 @@ def mamba_page(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> MambaP
     module = family_module(geometry.state.family)
     shapes: tuple[Shape, ...] = module.shapes(geometry.state.params, tp, engine.state_spec_tokens)
     dtypes: tuple[str, ...] = module.dtypes(engine.conv_dtype, engine.ssm_dtype)
+    if engine.replay_ring and geometry.state.family == "mamba2":
+        # ReplaySSM ring buffers: x / dt / B in (activation, float32, activation)
+        ring = mamba2.replay_ring_shapes(
+            geometry.state.params, tp, engine.replay_ring, padded=engine.replay_padded
+        )
+        shapes = (*shapes, *ring)
+        dtypes = (*dtypes, engine.model_dtype, "float32", engine.model_dtype)
     page = sum(math.prod(shape) * DTYPE_BYTES[dt] for shape, dt in zip(shapes, dtypes, strict=True))
     return MambaPage(shapes, dtypes, page)
 

@@ -93,6 +93,9 @@ def _pool_settings(pool: Pool, version: str | None, platform: Platform) -> Setti
         mamba_cache_mode=pool.args.mamba_cache_mode,
         mamba_block_size=pool.args.mamba_block_size,
         max_model_len=pool.args.max_model_len,
+        use_replayssm=bool(pool.args.use_replayssm),
+        replayssm_buffer_len=pool.args.replayssm_buffer_len or 16,
+        mamba_backend=pool.args.mamba_backend,
     )
     if pool.args.attention_backend is None:
         # neither the pool nor --attention-backend names one: the backend vLLM picks for

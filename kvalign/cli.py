@@ -246,6 +246,36 @@ MambaBlockOpt = Annotated[
         "'all' (default: unset).",
     ),
 ]
+ReplayOpt = Annotated[
+    bool,
+    typer.Option(
+        "--use-replayssm",
+        help="vLLM --use-replayssm (Nemotron-H, 0.27+): ReplaySSM ring buffers enlarge the "
+        "Mamba state page.",
+    ),
+]
+ReplayLenOpt = Annotated[
+    int,
+    typer.Option("--replayssm-buffer-len", min=1, max=MAX_BLOCK_SIZE,
+                 help="vLLM --replayssm-buffer-len (ring length in tokens)."),
+]  # fmt: skip
+
+
+class MambaBackendChoice(str, Enum):
+    """``--mamba-backend`` values."""
+
+    triton = "triton"
+    flashinfer = "flashinfer"
+
+
+MambaBackendOpt = Annotated[
+    MambaBackendChoice | None,
+    typer.Option(
+        "--mamba-backend",
+        help="vLLM --mamba-backend (with --use-replayssm; default triton).",
+        show_default=False,
+    ),
+]
 MaxModelLenOpt = Annotated[
     int | None,
     typer.Option(
@@ -369,6 +399,9 @@ _SETTINGS_PARAMS = (
     _param("mamba_cache_mode", MambaCacheModeOpt, None),
     _param("mamba_block_size", MambaBlockOpt, None),
     _param("max_model_len", MaxModelLenOpt, None),
+    _param("use_replayssm", ReplayOpt, False),
+    _param("replayssm_buffer_len", ReplayLenOpt, 16),
+    _param("mamba_backend", MambaBackendOpt, None),
 )
 #: how MODEL is loaded.
 _SOURCE_PARAMS = (

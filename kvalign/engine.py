@@ -89,6 +89,9 @@ class EngineConfig:
         hybrid_alignment: the platform aligns hybrid block sizes at all (``False``: vLLM
             0.20.0 on CPU keeps the base block).
         max_model_len: ``--max-model-len`` (tokens), ``None`` when not given.
+        replay_ring: ReplaySSM ring length (tokens) appended to each Mamba2 state
+            (``--use-replayssm``), 0 without ReplaySSM; ``replay_padded``: its groups are
+            shard-padded (0.33).
         config_error: why the release cannot build its model config at all (``""`` when
             it can): every TP is then invalid.
         state_spec_tokens: speculative rows in the conv state (``num_speculative_tokens``,
@@ -118,6 +121,8 @@ class EngineConfig:
     hybrid_alignment: bool = True
     max_model_len: int | None = None
     state_spec_tokens: int = 0
+    replay_ring: int = 0
+    replay_padded: bool = False
     config_error: str = ""
     resolutions: tuple[Resolution, ...] = ()
     notes: tuple[str, ...] = ()
@@ -310,6 +315,56 @@ def checkpoint_alignment(
             f"{gpu.name}: GDN prefill on FlashInfer, checkpoints every 64 tokens"
         )
     return 1, f"{gpu.name}: GDN prefill on Triton, checkpoint alignment 1"
+
+
+def replay_ring(geometry: ModelGeometry, settings: Settings, profile: Profile, mode: str) -> int:
+    """ReplaySSM ring length (tokens) for ``--use-replayssm``, 0 when it is off.
+
+    Nemotron-H only (the one ``SupportsReplaySSM`` model); ``--replayssm-buffer-len B``
+    tokens, plus 1 with ``--mamba-backend flashinfer`` (0.30-0.31), plus ``1 + spec``
+    (0.32+). Mirrors ``VllmConfig.validate_mamba_cached_kernel`` (``vllm/config/vllm.py``)
+    and ``MambaStateShapeCalculator.append_replayssm_ring``.
+
+    Raises:
+        InvalidSettings: a release without the flag, another model, cache mode ``all``, a
+            backend or speculative decoding the release's ReplaySSM refuses.
+    """
+    backend = settings.mamba_backend or "triton"
+    if backend not in ("triton", "flashinfer"):
+        raise InvalidSettings(
+            f"--mamba-backend: unknown value {backend!r} (expected triton or flashinfer)"
+        )
+    if settings.replayssm_buffer_len <= 0:
+        raise InvalidSettings("--replayssm-buffer-len must be positive")
+    if not settings.use_replayssm:
+        return 0
+    if not profile.replayssm:
+        raise InvalidSettings(f"--use-replayssm: vLLM {profile.name} has no such flag (from 0.27)")
+    if geometry.model_type != "nemotron_h":
+        raise InvalidSettings(
+            f"vLLM rejects this configuration: --use-replayssm is only supported for "
+            f"Nemotron-H models (got {geometry.architecture or geometry.model_type})"
+        )
+    if mode == "all":
+        raise InvalidSettings(
+            "vLLM rejects this configuration: --use-replayssm supports prefix caching only "
+            "in align mode; pass --mamba-cache-mode align"
+        )
+    spec = settings.num_speculative_tokens
+    if backend == "flashinfer" and profile.replayssm < 2:
+        raise InvalidSettings(
+            f"vLLM {profile.name} rejects this configuration: --use-replayssm requires "
+            "--mamba-backend triton"
+        )
+    if spec and profile.replayssm < 2:
+        raise InvalidSettings(
+            f"vLLM {profile.name} rejects this configuration: --use-replayssm does not "
+            "support speculative decoding"
+        )
+    ring = settings.replayssm_buffer_len
+    if backend == "flashinfer":
+        ring += 1 + (spec if profile.replayssm >= 3 else 0)
+    return ring
 
 
 def _flash_attn_restricted(
@@ -520,6 +575,11 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         steps.append(Resolution("conv_state_spec_rows", "0", (
             f"vLLM {profile.name}: {geometry.model_type}'s Mamba2 conv state has no "
             "speculative rows")))  # fmt: skip
+    ring = replay_ring(geometry, settings, profile, mode)
+    if ring:
+        steps.append(Resolution("replayssm_ring", str(ring), (
+            f"--use-replayssm --replayssm-buffer-len {settings.replayssm_buffer_len} "
+            f"--mamba-backend {settings.mamba_backend or 'triton'}")))  # fmt: skip
     config_error = ""
     if (
         profile.attention_free_kv_heads_error
@@ -574,6 +634,8 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         hybrid_alignment=hybrid_alignment,
         max_model_len=settings.max_model_len,
         state_spec_tokens=spec_rows,
+        replay_ring=ring,
+        replay_padded=profile.replayssm >= 4,
         config_error=config_error,
         resolutions=tuple(steps),
         notes=tuple(notes),

@@ -40,6 +40,9 @@ class Settings:
             in cache mode "all"), ``None`` when not given.
         max_model_len: ``--max-model-len`` in tokens, ``None`` when not given (prefix
             caching never hits when it is below one block).
+        use_replayssm: ``--use-replayssm`` (Nemotron-H ReplaySSM ring buffers, 0.27+).
+        replayssm_buffer_len: ``--replayssm-buffer-len`` (ring length, tokens; vLLM 16).
+        mamba_backend: ``--mamba-backend`` (``triton``, ``flashinfer``); ``None`` = triton.
     """
 
     dtype: str = "auto"
@@ -57,3 +60,6 @@ class Settings:
     mamba_cache_mode: str | None = None
     mamba_block_size: int | None = None
     max_model_len: int | None = None
+    use_replayssm: bool = False
+    replayssm_buffer_len: int = 16
+    mamba_backend: str | None = None

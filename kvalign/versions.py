@@ -112,6 +112,10 @@ class Profile:
             without a convertor entry (Mamba2: only ``mamba``/``falcon_mamba`` have one), so
             the config fails with ``AttributeError`` (0.14-0.17; 0.13 returned 0 for
             attention-free models, 0.18 falls back to ``get_total_num_attention_heads``).
+        replayssm: ``--use-replayssm`` ring-buffer rules (Nemotron-H): 0 no such flag (<
+            0.27); 1 ring ``B`` tokens, Triton only, no speculative decoding (0.27-0.29);
+            2 ``--mamba-backend flashinfer`` adds 1 (0.30-0.31); 3 … adds ``1 + spec``
+            (0.32); 4 the ring's groups are shard-padded like the conv state's (0.33).
         flash_attn_kernel_sizes: when FLASH_ATTN offers only 16/32/64-token kernel blocks
             (flash-attention issue 1974): ``all`` models, ``hybrid-float32`` (hybrids
             with a float32 ``mamba_cache_dtype``/``mamba_ssm_cache_dtype`` in the cache
@@ -158,6 +162,7 @@ class Profile:
     mamba_dtypes: tuple[str, ...] = ("auto", "float32", "float16", "bfloat16")
     fa4_hd256_pages: bool = True
     attention_free_kv_heads_error: bool = False
+    replayssm: int = 4
     flash_attn_kernel_sizes: FlashAttnKernelRule = "none"
     flashinfer_large_pages: bool = True
     cpu_hybrid_alignment: bool = True
@@ -202,6 +207,7 @@ _OLDEST = Profile(
     mamba2_spec_types=frozenset(),
     mamba_dtypes=("auto", "float32"),
     fa4_hd256_pages=False,
+    replayssm=0,
     flashinfer_large_pages=False,
     mla_blackwell_backend="CUTLASS_MLA",
     kv_transfer_disables_hma=True,
@@ -286,10 +292,14 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
         {"flashinfer_large_pages": True, "mamba_prefix_caching_types": _MAMBA_PREFIX_CACHING},
     ),
     ("0.25.0", ("0.25.0", "0.26.0"), {"flash_attn_kernel_sizes": "none"}),
-    ("0.27.0", ("0.27.0", "0.27.1"), {"mla_floor": 128, "nixl_hetero_hybrid": True}),
+    (
+        "0.27.0",
+        ("0.27.0", "0.27.1"),
+        {"mla_floor": 128, "nixl_hetero_hybrid": True, "replayssm": 1},
+    ),
     ("0.28.0", ("0.28.0",), {"hybrid_prefix_caching_default": True}),
     ("0.29.0", ("0.29.0",), {"fa4_hd256_pages": True}),
-    ("0.30.0", ("0.30.0", "0.31.0"), {"kda_ssm_dtype_flag": True}),
+    ("0.30.0", ("0.30.0", "0.31.0"), {"kda_ssm_dtype_flag": True, "replayssm": 2}),
     (
         "0.32.0",
         ("0.32.0",),
@@ -298,6 +308,7 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
             "backend_lcm_rounding": True,
             "mamba_cache_modes": ("none", "align"),
             "mamba2_spec_types": _MAMBA2_SPEC_ALL,
+            "replayssm": 3,
         },
     ),
     (
@@ -308,6 +319,7 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
             "nixl_gcd_split": True,
             "nixl_split_limit": 128,
             "mamba_cache_mode_noop": True,
+            "replayssm": 4,
         },
     ),
 )

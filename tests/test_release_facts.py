@@ -401,3 +401,40 @@ def test_attention_free_mamba2_config_fails_in_0_14_to_0_17(version: str, valid:
     assert r.valid is valid
     if not valid:
         assert "num_attention_heads" in r.reason
+
+
+def test_replayssm_ring_enlarges_the_state_page() -> None:
+    # Nemotron-3-Nano TP 1, --replayssm-buffer-len 16 (Triton): x (64, 16, 64) bf16 =
+    # 131,072 B, dt (64, 16) fp32 = 4,096 B, B (8, 16, 128) bf16 = 32,768 B → m = 2,134,016
+    # + 167,936 = 2,301,952 B; a = 1,024 B → 2,248 tokens → 16 · ⌈2,248 / 16⌉ = 2,256
+    r = _rank(NANO, 1, vllm_version="0.27.1", use_replayssm=True)
+    assert r.mamba_page_bytes == 2_301_952
+    assert r.mamba_state_shapes[2:] == ((64, 16, 64), (64, 16), (8, 16, 128))
+    assert r.mamba_state_dtypes[2:] == ("bfloat16", "float32", "bfloat16")
+    assert r.block_size == 2256
+    # 0.33 FlashInfer with one speculative token: ring 16 + 1 + 1 = 18 tokens
+    r = _rank(NANO, 1, use_replayssm=True, mamba_backend="flashinfer", num_speculative_tokens=1)
+    assert r.mamba_state_shapes[2:] == ((64, 18, 64), (64, 18), (8, 18, 128))
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"vllm_version": "0.26.0"}, "no such flag"),
+        ({"vllm_version": "0.27.1", "enable_prefix_caching": True}, "only in align mode"),
+        ({"vllm_version": "0.27.1", "num_speculative_tokens": 1}, "speculative decoding"),
+        (
+            {
+                "vllm_version": "0.29.0",
+                "mamba_backend": "flashinfer",
+                "enable_prefix_caching": False,
+            },
+            "requires --mamba-backend",
+        ),
+    ],
+)
+def test_replayssm_refused_where_vllm_refuses(settings: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidSettings, match=message):
+        create_engine_config(load_model(NANO), Settings(use_replayssm=True, **settings))  # type: ignore[arg-type]
+    with pytest.raises(InvalidSettings, match="only supported for Nemotron-H"):
+        create_engine_config(load_model(QWEN3_NEXT), Settings(use_replayssm=True))

@@ -88,3 +88,15 @@ def test_release_profile_flags() -> None:
     assert not args.unknown
     plain = parse_vllm_args("vllm serve m --disable-hybrid-kv-cache-manager")
     assert plain.disable_hybrid_kv_cache_manager is True and plain.kv_transfer_config is False
+
+
+def test_replayssm_flags() -> None:
+    args = parse_vllm_args(
+        "vllm serve m --use-replayssm --replayssm-buffer-len 8 --mamba-backend flashinfer"
+    )
+    assert (args.use_replayssm, args.replayssm_buffer_len, args.mamba_backend) == (
+        True,
+        8,
+        "flashinfer",
+    )
+    assert not args.unknown

@@ -24,7 +24,7 @@ from kvalign.safeio import JsonProblem, parse_json
 BOOLEAN_FLAGS: frozenset[str] = frozenset(
     {"enable-prefix-caching", "trust-remote-code", "enforce-eager", "is-prefill-worker",
      "is-decode-worker", "enable-expert-parallel", "disable-log-requests",
-     "disable-hybrid-kv-cache-manager"}
+     "disable-hybrid-kv-cache-manager", "use-replayssm"}
 )  # fmt: skip
 #: short aliases → long names (``EngineArgs.add_cli_args``).
 ALIASES: Mapping[str, str] = {
@@ -41,7 +41,8 @@ KNOWN: frozenset[str] = frozenset(
      "enable-prefix-caching", "attention-backend", "speculative-config", "kv-transfer-config",
      "max-model-len", "revision", "config", "quantization", "disaggregation-mode",
      "is-prefill-worker", "is-decode-worker", "kv-cache-block-size", "hf-overrides",
-     "mamba-cache-mode", "mamba-block-size", "disable-hybrid-kv-cache-manager"}
+     "mamba-cache-mode", "mamba-block-size", "disable-hybrid-kv-cache-manager",
+     "use-replayssm", "replayssm-buffer-len", "mamba-backend"}
 )  # fmt: skip
 #: an expansion kvalign could not resolve: Kubernetes ``$(VAR)`` left as written, or what
 #: :mod:`kvalign.deploy.shell` makes of an unset ``$VAR``, ``$1``, ``$(command)``.
@@ -80,6 +81,8 @@ class VllmArgs:
         mamba_block_size: ``--mamba-block-size``.
         disable_hybrid_kv_cache_manager: ``--[no-]disable-hybrid-kv-cache-manager``.
         kv_transfer_config: ``--kv-transfer-config`` was given.
+        use_replayssm, replayssm_buffer_len, mamba_backend: ``--use-replayssm``,
+            ``--replayssm-buffer-len``, ``--mamba-backend``.
         unknown: flags kvalign does not read (for ``--verbose``).
         unresolved: ``$(VAR)`` references left in values kvalign reads.
     """
@@ -110,6 +113,9 @@ class VllmArgs:
     mamba_block_size: int | None = None
     disable_hybrid_kv_cache_manager: bool | None = None
     kv_transfer_config: bool = False
+    use_replayssm: bool | None = None
+    replayssm_buffer_len: int | None = None
+    mamba_backend: str | None = None
     unknown: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = field(default=())
 
@@ -383,6 +389,9 @@ def _build(
         mamba_block_size=opt_int("mamba-block-size"),
         disable_hybrid_kv_cache_manager=values.get("disable-hybrid-kv-cache-manager"),
         kv_transfer_config="kv-transfer-config" in values,
+        use_replayssm=values.get("use-replayssm"),
+        replayssm_buffer_len=opt_int("replayssm-buffer-len"),
+        mamba_backend=opt_str("mamba-backend"),
         unknown=unknown,
         unresolved=unres,
     )

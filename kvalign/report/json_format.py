@@ -87,15 +87,23 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     }
 
 
-#: settings added with the release profiles; shown in JSON only when given.
-_OPTIONAL_SETTINGS = ("mamba_cache_mode", "mamba_block_size", "max_model_len")
+#: settings added with the release profiles; shown in JSON only when not at their default.
+_OPTIONAL_SETTINGS = (
+    "mamba_cache_mode",
+    "mamba_block_size",
+    "max_model_len",
+    "use_replayssm",
+    "replayssm_buffer_len",
+    "mamba_backend",
+)
 
 
 def _settings_json(settings: Settings) -> dict[str, object]:
     """The settings as JSON: every flag, the newer optional ones only when given."""
     data = asdict(settings)
+    defaults = asdict(Settings())
     for key in _OPTIONAL_SETTINGS:
-        if data.get(key) is None:
+        if data.get(key) == defaults[key]:
             data.pop(key, None)
     return data
 
