@@ -239,7 +239,8 @@ def mamba_cache_mode(
     alignment, from 0.11.1); 0.15-0.31 take ``--mamba-cache-mode``, defaulting to ``all``
     for supporting models and ``align`` otherwise (``all`` falls back to ``align`` when
     unsupported; 0.20-0.21 default supporting models to ``align`` with speculative
-    decoding); 0.32 has no ``all``; 0.33 ignores the flag (deprecated) and uses ``align``.
+    decoding); 0.28-0.31 default every model to ``align``; 0.32 has no ``all``; 0.33
+    ignores the flag (deprecated) and uses ``align``.
     (``vllm/model_executor/models/config.py`` ``MambaModelConfig.verify_and_update_config``.)
 
     Raises:
@@ -280,7 +281,7 @@ def mamba_cache_mode(
             return "align", (
                 f"vLLM {profile.name} default with speculative decoding for {geometry.model_type}"
             )
-        mode = "all" if supports else "align"
+        mode = "all" if supports and profile.mamba_cache_mode_default_all else "align"
         return mode, f"vLLM {profile.name} default for {geometry.model_type} with prefix caching"
     if flag == "all" and not supports:
         return "align", f"--mamba-cache-mode all unsupported for {geometry.model_type}: align"

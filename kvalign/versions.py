@@ -89,6 +89,9 @@ class Profile:
             ``quantization_config`` KV scheme (``resolve_kv_cache_dtype_string`` called
             from ``EngineArgs.create_engine_config``).
         mamba_cache_modes: values ``--mamba-cache-mode`` accepts (``()``: no such flag).
+        mamba_cache_mode_default_all: with prefix caching and no ``--mamba-cache-mode``
+            (or ``none``), models supporting Mamba prefix caching get ``all`` (0.15-0.27);
+            from 0.28 every model gets ``align`` (``all`` only when asked for).
         mamba_cache_mode_noop: the flag is accepted but deprecated and ignored (0.33: the
             mode follows ``--enable-prefix-caching``).
         spec_decode_align: with speculative decoding, models supporting Mamba prefix
@@ -155,6 +158,7 @@ class Profile:
     kv_cache_dtype_from_checkpoint: bool = True
     mamba_cache_modes: tuple[str, ...] = ("none", "align")
     mamba_cache_mode_noop: bool = False
+    mamba_cache_mode_default_all: bool = False
     spec_decode_align: bool = False
     gdn_ssm_dtype_flag: bool = True
     kda_ssm_dtype_flag: bool = True
@@ -248,7 +252,11 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
     (
         "0.15.0",
         ("0.15.0", "0.16.0"),
-        {"mamba_cache_modes": ("none", "align", "all"), "mla_blackwell_backend": "FLASHINFER_MLA"},
+        {
+            "mamba_cache_modes": ("none", "align", "all"),
+            "mamba_cache_mode_default_all": True,
+            "mla_blackwell_backend": "FLASHINFER_MLA",
+        },
     ),
     (
         "0.17.0",
@@ -297,7 +305,11 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
         ("0.27.0", "0.27.1"),
         {"mla_floor": 128, "nixl_hetero_hybrid": True, "replayssm": 1},
     ),
-    ("0.28.0", ("0.28.0",), {"hybrid_prefix_caching_default": True}),
+    (
+        "0.28.0",
+        ("0.28.0",),
+        {"hybrid_prefix_caching_default": True, "mamba_cache_mode_default_all": False},
+    ),
     ("0.29.0", ("0.29.0",), {"fa4_hd256_pages": True}),
     ("0.30.0", ("0.30.0", "0.31.0"), {"kda_ssm_dtype_flag": True, "replayssm": 2}),
     (

@@ -438,3 +438,11 @@ def test_replayssm_refused_where_vllm_refuses(settings: dict[str, object], messa
         create_engine_config(load_model(NANO), Settings(use_replayssm=True, **settings))  # type: ignore[arg-type]
     with pytest.raises(InvalidSettings, match="only supported for Nemotron-H"):
         create_engine_config(load_model(QWEN3_NEXT), Settings(use_replayssm=True))
+
+
+def test_default_mamba_cache_mode_align_from_0_28() -> None:
+    # measured on 0.28.0: prefix caching on by default, mode 'align' → 16 · ⌈2,084 / 16⌉ =
+    # 2,096; 'all' still chunk-aligns when asked for: 128 · ⌈2,084 / 128⌉ = 2,176
+    assert _rank(NANO, 1, vllm_version="0.28.0").block_size == 2096
+    assert _rank(NANO, 1, vllm_version="0.28.0", mamba_cache_mode="all").block_size == 2176
+    assert _rank(NANO, 1, vllm_version="0.27.1", enable_prefix_caching=True).block_size == 2176
