@@ -197,7 +197,8 @@ def test_nixl_compares_kernel_blocks_p2_d8_on_0_20() -> None:
 
 def test_flashinfer_large_pages_from_0_24() -> None:
     # B200, prefix caching on, mode 'all': 1,152 = 128 · 9 → 64 with 16/32/64, 128 with
-    # the large pages (GQA: 32 query heads over 2 KV heads)
+    # the large pages (GQA: 32 query heads over 2 KV heads; TRT-LLM cubins assumed present,
+    # as vLLM 0.25 installs flashinfer-cubin — see docs/versions.md)
     kwargs = {"gpu": "B200", "attention_backend": "FLASHINFER", "enable_prefix_caching": True}
     assert _blocks(NANO, 4, vllm_version="0.20.0", **kwargs) == (1152, 64)
     assert _blocks(NANO, 4, vllm_version="0.24.0", **kwargs) == (1152, 128)
