@@ -447,3 +447,9 @@ def test_default_mamba_cache_mode_align_from_0_28() -> None:
     assert _rank(NANO, 1, vllm_version="0.28.0").block_size == 2096
     assert _rank(NANO, 1, vllm_version="0.28.0", mamba_cache_mode="all").block_size == 2176
     assert _rank(NANO, 1, vllm_version="0.27.1", enable_prefix_caching=True).block_size == 2176
+
+
+def test_survey_skips_architectures_the_release_does_not_know() -> None:
+    result = runner.invoke(app, ["survey", "--vllm-version", "0.14.0", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert "vLLM 0.14.0 does not know this architecture" in result.stdout
