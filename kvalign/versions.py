@@ -2,9 +2,12 @@
 
 The one place that decides release-dependent behaviour. Each profile records facts read
 from the published source of the releases named in ``verified`` (``pip download
-vllm==X --no-deps``, unpacked, read; no code copied). A profile applies from ``first``
-up to the next profile's ``first``. Boundaries between two verified releases are as
-precise as the releases read (see ``docs/versions.md``).
+vllm==X --no-deps``, unpacked, read; no code copied) and, for 0.14.0 → 0.33.0, checked
+against vectors measured with the releases' own functions (``tests/golden/vllm-X.Y.Z.jsonl``).
+A profile applies from ``first`` up to the next profile's ``first``. :data:`PROFILES` is a
+chain: the oldest profile spells out every field, each later one lists only what changed
+(:data:`_CHANGES`), so a boundary is one line. ``docs/versions.md`` names the releases
+read on each side of every boundary.
 
 Where the block-size alignment lives:
 
