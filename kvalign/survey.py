@@ -150,7 +150,9 @@ def _kind(geometry: ModelGeometry) -> ModelKind:
 
 def _stats(report: Report, valid: set[int]) -> AlignmentStats:
     alignment = report.settings.alignment
-    grid = tuple(p for p in report.pairs if p.prefill_tp in valid and p.decode_tp in valid)
+    pairs = report.tp_stable_pairs if alignment == "tp-stable" else report.pairs
+    assert pairs is not None  # analyze() adds the what-if pairs for tp-stable
+    grid = tuple(p for p in pairs if p.prefill_tp in valid and p.decode_tp in valid)
     differs = sum(1 for p in grid if p.prefix_cache_drift)
     ratio_not_one = sum(
         1 for p in grid if p.prefill_kernel_block_size != p.decode_kernel_block_size
@@ -198,6 +200,9 @@ def survey_model(geometry: ModelGeometry, settings: Settings, tps: Sequence[int]
             None, (), "attention-free: vLLM does no block alignment, no pairs to count",
         )  # fmt: skip
     rec = reports[0].recommendation
+    if valid and invalid:  # the fix for the TPs that can run (an invalid TP has none)
+        usable = sorted(valid)
+        rec = analyze(geometry, replace(settings, alignment="vllm"), usable, usable).recommendation
     note = "" if valid else "no valid TP size among those requested"
     return ModelSurvey(
         model_id=geometry.model_id,

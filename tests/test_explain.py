@@ -103,6 +103,6 @@ def test_cli_bad_input_exits_2(args: list[str], message: str) -> None:
 def test_check_prints_profile_and_economics() -> None:
     result = runner.invoke(app, ["check", NANO_ID, "--vllm-version", "0.19.1"])
     assert "vLLM 0.19 rules (for --vllm-version 0.19.1)" in result.stdout
-    assert "smallest cacheable prefix" in result.stdout
+    assert "smallest prefix that gives a hit" in result.stdout
     # 0.19's NIXL needs equal TP for Mamba hybrids; TP 1 → TP 1 is fine but DRIFT-free
     assert result.exit_code == 0, result.stdout

@@ -49,7 +49,7 @@ def find(group: GroupResult) -> list[Finding]:
     out: list[Finding] = []
     for outcome in group.pairs:
         pair = outcome.pair
-        if pair.verdict in ("invalid", "attention-free") or not pair.prefix_cache_drift:
+        if pair.verdict in ("invalid", "nothing-to-align") or not pair.prefix_cache_drift:
             continue
         out.append(
             Finding(
