@@ -592,9 +592,7 @@ def audit(
     output: Annotated[
         str | None, typer.Option("--output", help="Write the report to FILE instead of stdout.")
     ] = None,
-    fail_on: Annotated[
-        FailOn, typer.Option("--fail-on", help="Exit 1 on findings at or above this severity.")
-    ] = FailOn.error,
+    fail_on: FailOnOpt = FailOn.error,
     vllm_version: VersionOpt = None,
     baseline: Annotated[
         str | None,
@@ -690,6 +688,7 @@ def audit(
             use_cache=not no_cache,
             pair_by=pair_by.value,
             platform=Platform(gpu, attention_backend),
+            fail_on=fail_on.value,
         )
         for problem in (*ignore_problems, *notes, *report.problems):
             if problem.verbose_only and not verbose:
@@ -744,7 +743,7 @@ def audit(
             sys.stderr.write(
                 f"kvalign: error: not evaluated: {problem.location}: {problem.message}\n"
             )
-        return report.exit_code(fail_on.value)
+        return report.exit_code()
 
     raise typer.Exit(_guarded(run))
 

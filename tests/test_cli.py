@@ -183,8 +183,8 @@ def _write(tmp_path: Path, content: str | bytes) -> str:
     [
         ('{"model_type": "nemotron_h", ', "not valid JSON"),
         (
-            '{"model_type": "llama", "num_attention_heads": 32}',
-            "model_type 'llama' is not a hybrid",
+            '{"model_type": "bert", "num_attention_heads": 12}',
+            "model_type 'bert' is not a hybrid",
         ),
         ('{"model_type": "mystery_arch"}', "'mystery_arch' is not a hybrid"),
         (b"\x89PNG\r\n\x1a\n\x00\x00", "not UTF-8"),

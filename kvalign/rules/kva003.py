@@ -8,6 +8,7 @@ warning when the profile's split path carries the pair.
 
 from __future__ import annotations
 
+from kvalign.policy import verdict_level
 from kvalign.rules.base import Finding, GroupResult, Severity, pair_labels
 from kvalign.rules.kva001 import recommend
 
@@ -17,13 +18,13 @@ TITLE = "kernel block sizes do not divide (NIXL hard failure)"
 
 
 def find(group: GroupResult) -> list[Finding]:
-    """One finding per pair with verdict ``split`` (warning) or ``incompatible`` (error)."""
+    """One finding per pair with verdict ``split`` or ``incompatible``."""
     out: list[Finding] = []
     for outcome in group.pairs:
         pair = outcome.pair
         if pair.verdict not in ("split", "incompatible"):
             continue
-        severity: Severity = "warning" if pair.verdict == "split" else "error"
+        severity: Severity = verdict_level(pair.verdict, True, True) or SEVERITY
         out.append(
             Finding(
                 CODE, severity, pair_labels(outcome), outcome.decode.pool.location,
