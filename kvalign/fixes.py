@@ -165,9 +165,9 @@ def _ranks(
         if settings is None:
             ranks.append(None)
             continue
-        engine: EngineConfig = create_engine_config(
-            pool.geometry, dataclasses.replace(settings, block_size=block)
-        )
+        if block is not None:  # None: the pool's own --block-size
+            settings = dataclasses.replace(settings, block_size=block)
+        engine: EngineConfig = create_engine_config(pool.geometry, settings)
         ranks.append(analyze_rank(pool.geometry, engine, pool.tp))
     return ranks
 

@@ -174,6 +174,7 @@ def _recommend(report_levels: list[Level | None], geometry: ModelGeometry, engin
     ]
     needed = any(level in ("warning", "error") for level in report_levels)
     raised = tuple(dict.fromkeys(raised_block_sizes(pools)))
+    needed = needed or bool(raised)  # raised on some GPU class: say which --block-size holds
     fix: Fix = prove_fix(pools, pairs, engine.profile)
     if not fix.aligned:
         kind = "attention-free" if geometry.attention_free else "attention-only"

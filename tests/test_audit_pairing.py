@@ -17,7 +17,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from kvalign.policy import fails
 from kvalign.audit import AuditReport, run_audit
 from kvalign.cli import app
 from kvalign.deploy import read_paths
@@ -25,6 +24,7 @@ from kvalign.deploy.lmcache import candidate
 from kvalign.deploy.model import DeploymentKey, Location, Pool
 from kvalign.deploy.vllm_args import VllmArgs
 from kvalign.grouping import folder_of, group_pools, grouping_of
+from kvalign.policy import fails
 from kvalign.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
