@@ -195,7 +195,7 @@ def _in_words(pair: PairResult, fail_on: str) -> str:
         return "works"
     if fails(pair.level, fail_on):
         return "fails"
-    return f"passes with a {pair.level}"
+    return "passes with a warning" if pair.level == "warning" else "passes (info only)"
 
 
 #: most pairs the answer names one by one (``matrix`` grids summarise the rest).

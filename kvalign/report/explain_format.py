@@ -21,7 +21,8 @@ def explain_text(ex: Explanation) -> str:
     """Numbered steps, then the result and the prefix-cache economics."""
     geo, s, rank = ex.geometry, ex.settings, ex.rank
     lines = [
-        f"Model: {geo.model_id} ({geo.model_type}, config from {geo.source}: {geo.config_path})",
+        f"Model: {geo.model_id} ({geo.model_type}, config "
+        + ("bundled)" if geo.source == "catalog" else f"from {geo.source}: {geo.config_path})"),
         f"Profile: {ex.engine.profile_note}",
         f"TP {ex.tp}, attention backend {rank.backend or s.attention_backend}"
         + ("" if s.attention_backend != "FLASH_ATTN" or s.gpu else

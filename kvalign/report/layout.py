@@ -63,7 +63,7 @@ def section(
                 table.add_column(
                     column.header,
                     no_wrap=True,
-                    overflow="ignore",
+                    overflow="fold",  # never reached: the width was checked above
                     justify=column.justify,  # type: ignore[arg-type]
                 )
             else:

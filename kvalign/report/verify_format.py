@@ -32,7 +32,8 @@ def _show(value: object) -> str:
 def _header(result: Verification) -> list[str]:
     geo = result.geometry
     return [
-        f"Model: {geo.model_id} ({geo.model_type}, config from {geo.source}: {geo.config_path})",
+        f"Model: {geo.model_id} ({geo.model_type}, config "
+        + ("bundled)" if geo.source == "catalog" else f"from {geo.source}: {geo.config_path})"),
         f"kvalign: {result.profile_note}; vLLM {result.vllm_version} on "
         f"{result.platform or 'this machine'}",
         f"Attention backend {result.settings.attention_backend}",
