@@ -158,12 +158,13 @@ class PairResult:
         return fails(self.level)
 
 
-def first_release(feature: str) -> str | None:
-    """The first release whose profile has ``feature`` (a boolean :class:`Profile` field)
-    set and keeps it in every later profile, ``None`` when the newest lacks it."""
+def first_release(*features: str) -> str | None:
+    """The first release whose profile has every one of ``features`` (boolean
+    :class:`Profile` fields) set, as do all later profiles; ``None`` when the newest
+    lacks one."""
     found: str | None = None
     for profile in PROFILES:
-        found = (found or profile.first) if getattr(profile, feature) else None
+        found = (found or profile.first) if all(getattr(profile, f) for f in features) else None
     return found
 
 
@@ -201,10 +202,15 @@ def blocking_limit(profile: Profile, prefill: RankResult, decode: RankResult) ->
         return ""  # reported per pool (invalid TP), see kvalign.fixes
     hybrid = prefill.mamba_page_bytes is not None and not prefill.attention_free
     if hybrid and not profile.nixl_hybrid:
-        first = first_release("nixl_hybrid")
+        if prefill.tp == decode.tp:
+            first = first_release("nixl_hybrid")
+            what = "hybrid P/D over NIXL"
+        else:
+            first = first_release("nixl_hybrid", "nixl_hetero_tp_mamba")
+            what = "hybrid P/D over NIXL at different prefill/decode TP"
         return (
             f"vLLM {profile.name}'s NIXL connector does not serve hybrid models: upgrade to "
-            f"vLLM {first} or later (the first release with hybrid P/D over NIXL)"
+            f"vLLM {first} or later (the first release with {what})"
         )
     if hybrid and not profile.nixl_hetero_tp_mamba and prefill.tp != decode.tp:
         first = first_release("nixl_hetero_tp_mamba")

@@ -263,3 +263,30 @@ def test_spec_decoding_floor_in_explain_and_check() -> None:
     assert "Prefix caching: off (no prefix-cache economics)" in off
     check = runner.invoke(app, ["check", NANO, "--no-enable-prefix-caching"]).stdout
     assert "smallest prefix" not in check
+
+
+def test_matrix_shows_the_tp_stable_what_if_grid_but_gates_on_vllm() -> None:
+    argv = ["matrix", NANO, "--tp", "4,8", "--alignment", "tp-stable", "--format", "markdown"]
+    result = runner.invoke(app, argv)
+    # vLLM: 1056 (TP 4) vs 528 (TP 8) fail; the proposal: 2096 everywhere
+    assert result.exit_code == 1
+    out = result.stdout
+    assert "| TP 4 | 1,056→1,056 ok | 1,056→528 split |" in out
+    what_if = out.split("### What-if: TP-stable (vLLM PR 45575 proposal)", 1)[1]
+    assert "| TP 4 | 2,096→2,096 ok | 2,096→2,096 ok |" in what_if
+    assert "What-if TP-stable (vLLM PR 45575 proposal), in no vLLM release, not gated: " in out
+
+
+def test_equal_tp_release_limit_says_what_would_fix_it() -> None:
+    # vLLM 0.19's NIXL pairs Mamba hybrids only at equal TP; 0.20 is the first without it
+    data = _check(NANO, 8, 1, [], None, "0.19.1")
+    assert data["recommendation"]["blockers"] == [
+        "vLLM 0.19's NIXL connector pairs Mamba hybrids only at equal TP: use the same "
+        "prefill and decode TP, or upgrade to vLLM 0.20.0 or later"
+    ]
+    # 0.10 serves no hybrids at all: at different TPs the first release doing both is 0.20
+    data = _check(NANO, 8, 1, [], None, "0.10.2")
+    assert data["recommendation"]["blockers"][0].endswith(
+        "upgrade to vLLM 0.20.0 or later (the first release with hybrid P/D over NIXL at "
+        "different prefill/decode TP)"
+    )

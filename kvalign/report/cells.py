@@ -243,8 +243,15 @@ def answer_lines(report: Report, fail_on: str = "error") -> list[str]:
             else "Fix: none needed"
         )
     if report.tp_stable_pairs is not None:
-        verdicts = ", ".join(
-            f"TP {p.prefill_tp} → TP {p.decode_tp} {p.verdict}" for p in report.tp_stable_pairs
-        )
+        stable = report.tp_stable_pairs
+        if len(stable) <= ANSWER_PAIRS:
+            verdicts = ", ".join(
+                f"TP {p.prefill_tp} → TP {p.decode_tp} {p.verdict}" for p in stable
+            )
+        else:
+            counts: dict[str, int] = {}
+            for pair in stable:
+                counts[pair.verdict] = counts.get(pair.verdict, 0) + 1
+            verdicts = ", ".join(f"{n} {v}" for v, n in counts.items()) + f" of {len(stable)}"
         lines.append(f"What-if {TP_STABLE_LABEL}, in no vLLM release, not gated: {verdicts}")
     return lines

@@ -94,16 +94,10 @@ def matrix_table(
     """The answer, then the prefill (rows) × decode (columns) grid under vLLM's rules,
     coloured by verdict, plus per-TP blocks. ``width`` is accepted for symmetry with
     :func:`check_table` (the grid's cells are short)."""
-    grid = Table(
-        title=f"Prefill TP ↓ × decode TP → (vLLM {report.engine.profile.name} rules)",
-        title_justify="left",
-    )
-    grid.add_column("P \\ D", justify="right")
-    for tp in report.decode_tps:
-        grid.add_column(f"TP {tp}", justify="center")
-    by_key = {(p.prefill_tp, p.decode_tp): p for p in report.pairs}
-    for ptp in report.prefill_tps:
-        grid.add_row(f"TP {ptp}", *(_styled(by_key[(ptp, dtp)]) for dtp in report.decode_tps))
+    grids = [_grid(report, report.pairs, f"vLLM {report.engine.profile.name} rules")]
+    if report.tp_stable_pairs is not None:
+        what_if = f"what-if: {TP_STABLE_LABEL}, in no vLLM release, not gated"
+        grids.append(_grid(report, report.tp_stable_pairs, what_if))
 
     blocks = Table(title="Per TP", title_justify="left")
     for column in per_tp_columns(report.settings.alignment):
@@ -112,7 +106,18 @@ def matrix_table(
         blocks.add_row(*row)
     legend = Text(MATRIX_LEGEND, style="dim")
     header = [Text(line) for line in header_lines(report)]
-    return Group(*_answer(report, fail_on), *header, grid, blocks, legend, *_footer(report))
+    return Group(*_answer(report, fail_on), *header, *grids, blocks, legend, *_footer(report))
+
+
+def _grid(report: Report, pairs: tuple[PairResult, ...], rules: str) -> Table:
+    grid = Table(title=f"Prefill TP ↓ × decode TP → ({rules})", title_justify="left")
+    grid.add_column("P \\ D", justify="right")
+    for tp in report.decode_tps:
+        grid.add_column(f"TP {tp}", justify="center")
+    by_key = {(p.prefill_tp, p.decode_tp): p for p in pairs}
+    for ptp in report.prefill_tps:
+        grid.add_row(f"TP {ptp}", *(_styled(by_key[(ptp, dtp)]) for dtp in report.decode_tps))
+    return grid
 
 
 def models_table(entries: list[CatalogEntry], kinds: dict[str, str]) -> RenderableType:
