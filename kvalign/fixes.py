@@ -239,6 +239,13 @@ def prove_fix(pools: list[FixPool], pairs: list[tuple[int, int]], profile: Profi
                         f"with --block-size {block} on {label}, {pools[p].label} → "
                         f"{pools[d].label} is still {pair.verdict}: {pair.reason}"
                     )
+                    backends = sorted({r.backend for r in ranks if r is not None and r.backend})
+                    if len(backends) > 1:
+                        why += (
+                            f"; the pools run different attention backends "
+                            f"({', '.join(backends)}): use the same --attention-backend on "
+                            "every pool"
+                        )
                     break
             if not verdicts_ok:
                 break

@@ -290,3 +290,23 @@ def test_equal_tp_release_limit_says_what_would_fix_it() -> None:
         "upgrade to vLLM 0.20.0 or later (the first release with hybrid P/D over NIXL at "
         "different prefill/decode TP)"
     )
+
+
+def test_no_block_size_is_claimed_when_the_backends_differ(tmp_path: Path) -> None:
+    # prefill on FlashInfer (kernel blocks 16/32/64), decode on FLASH_ATTN (kernel = the
+    # block): 2096 on both sides still leaves kernel 16 vs 2096 (ratio 131), so no
+    # --block-size is proven; the fix names the real cause
+    path = tmp_path / "pd.sh"
+    text = _script(NANO, 8, 1, [])
+    path.write_text(text.replace("--tensor-parallel-size 8", "--tensor-parallel-size 8 "
+                                 "--attention-backend FLASHINFER", 1))  # fmt: skip
+    code, out = _audit(path, None, None)
+    fixes = {f["remediation"] for f in json.loads(out)["findings"]}
+    assert code == 1
+    assert fixes == {
+        "no --block-size fixes every pair: with --block-size 2096 on A100 (SM80), "
+        "prefill/command-1 → decode/command-2 is still ratio: block_size_ratio 131: decode "
+        "kernel block 2096 = 131 x prefill 16; heterogeneous-block handling on the decode "
+        "path; the pools run different attention backends (FLASHINFER, FLASH_ATTN): use the "
+        "same --attention-backend on every pool"
+    }

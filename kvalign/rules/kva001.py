@@ -40,7 +40,7 @@ def recommend(group: GroupResult) -> str:
     if fix.blockers:
         return "no --block-size can fix this: " + "; ".join(fix.blockers)
     if fix.block_size is None:
-        return fix.unproven or generic
+        return f"no --block-size fixes every pair: {fix.unproven}" if fix.unproven else generic
     text = f"set --block-size {fix.block_size} on every prefill and decode pool ({fix.holds_on})"
     if any(settings_differ(o) for o in group.pairs):
         text += (
