@@ -128,13 +128,18 @@ def valid_tps(geometry: ModelGeometry, settings: Settings) -> list[int]:
     return [tp for tp in TP_CHOICES if analyze_rank(geometry, engine, tp).usable]
 
 
+def _gpu_name(settings: Settings) -> str:
+    gpu = get_gpu(settings.gpu)
+    return gpu.name if gpu is not None else ""
+
+
 def _scenarios(pools: list[FixPool]) -> list[tuple[str, list[Settings | None]]]:
     """``(label, per-pool settings)`` for each GPU class the unpinned pools may share;
     pinned pools keep their GPU. A pool whose backend cannot run on a class gets
     ``None`` there (it cannot be deployed on it)."""
     unpinned = [p for p in pools if p.settings.gpu is None]
     classes = gpu_classes(unpinned[0].settings) if unpinned else (None,)
-    pinned = sorted({str(get_gpu(p.settings.gpu).name) for p in pools if p.settings.gpu})  # type: ignore[union-attr]
+    pinned = sorted({_gpu_name(p.settings) for p in pools if p.settings.gpu})
     out: list[tuple[str, list[Settings | None]]] = []
     for cls in classes:
         per_pool: list[Settings | None] = []
@@ -148,10 +153,7 @@ def _scenarios(pools: list[FixPool]) -> list[tuple[str, list[Settings | None]]]:
                 per_pool.append(None)
                 continue
             per_pool.append(settings)
-        if cls is None:
-            label = "/".join(pinned)
-        else:
-            label = cls.label if not pinned else f"{cls.label} (and pinned {'/'.join(pinned)})"
+        label = "/".join(pinned) if cls is None else cls.label
         if any(s is not None for s in per_pool):
             out.append((label, per_pool))
     return out
@@ -250,7 +252,12 @@ def prove_fix(pools: list[FixPool], pairs: list[tuple[int, int]], profile: Profi
             if not verdicts_ok:
                 break
         if kept and verdicts_ok:
-            return Fix(block, tuple(label for label, _ in scenarios), tuple(padding.items()))
+            proven = [label for label, _ in scenarios]
+            if any(p.settings.gpu is None for p in pools):  # and on each pinned pool's GPU
+                proven += sorted(
+                    {f"{_gpu_name(p.settings)} (pinned)" for p in pools if p.settings.gpu}
+                )
+            return Fix(block, tuple(proven), tuple(padding.items()))
         if kept:  # every pool keeps the block, yet a pair still differs: not a block-size fix
             return Fix(None, unproven=why)
         block += unit

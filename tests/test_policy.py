@@ -310,3 +310,23 @@ def test_no_block_size_is_claimed_when_the_backends_differ(tmp_path: Path) -> No
         "path; the pools run different attention backends (FLASHINFER, FLASH_ATTN): use the "
         "same --attention-backend on every pool"
     }
+
+
+def test_proof_classes_follow_the_platform_and_pinned_pools(tmp_path: Path) -> None:
+    # a ROCm-only backend without --gpu: the fix is proven on the ROCm class only
+    data = _check(NANO, 8, 1, ["--attention-backend", "ROCM_ATTN"], None, None)
+    assert data["recommendation"]["proven_on"] == ["ROCm (MI300X)"]
+    # prefill pinned to H200 by nodeSelector, decode unknown: every CUDA class for the
+    # decode pool, with the pinned prefill alongside
+    prefill = _deployment("mix", "prefill", QWEN397, 8, []).replace(
+        "      containers:",
+        "      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}\n      containers:",
+    )
+    path = tmp_path / "k8s.yaml"
+    path.write_text(prefill + "---\n" + _deployment("mix", "decode", QWEN397, 1, []))
+    _, out = _audit(path, None, None)
+    (fix,) = {f["remediation"] for f in json.loads(out)["findings"] if f["rule"] == "KVA001"}
+    assert fix == (
+        "set --block-size 2112 on every prefill and decode pool (holds on A100 (SM80), "
+        "H100/H200 (SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120), H200 (pinned))"
+    )
