@@ -330,3 +330,20 @@ def test_proof_classes_follow_the_platform_and_pinned_pools(tmp_path: Path) -> N
         "set --block-size 2112 on every prefill and decode pool (holds on A100 (SM80), "
         "H100/H200 (SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120), H200 (pinned))"
     )
+
+
+def test_drift_with_prefix_caching_on_one_pool_only_is_a_warning(tmp_path: Path) -> None:
+    # FlashInfer: kernel blocks 16 = 16, logical 528 vs 2096; prefix caching off on the
+    # prefill pool only -> KVA001 warning: passes the default gate, fails --fail-on warning
+    text = _script(NANO, 8, 1, ["--attention-backend", "FLASHINFER"])
+    path = tmp_path / "pd.sh"
+    path.write_text(text.replace("'FLASHINFER'", "'FLASHINFER' --no-enable-prefix-caching", 1))
+    code, out = _audit(path, None, None)
+    findings = json.loads(out)["findings"]
+    assert code == 0
+    assert [(f["rule"], f["severity"]) for f in findings] == [("KVA001", "warning")]
+    assert findings[0]["message"].endswith(
+        "prefix caching is on for the decode pool only, so no prefix is shared anyway"
+    )
+    result = runner.invoke(app, ["audit", str(path), "--fail-on", "warning"])
+    assert result.exit_code == 1
