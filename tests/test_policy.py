@@ -9,6 +9,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from kvalign.alignment import analyze_rank
@@ -127,6 +129,14 @@ def test_check_and_audit_exit_alike_in_every_input_kind(
     data = _check(model, ptp, dtp, flags, gpu, version)
     assert [p["verdict"] for p in data["pairs"]] == [verdict]
     assert data["exit_code"] == code
+    # the same word in the table and Markdown output
+    argv = ["check", model, "--prefill-tp", str(ptp), "--decode-tp", str(dtp), *flags]
+    argv += ["--gpu", gpu] if gpu else []
+    argv += ["--vllm-version", version] if version else []
+    table = runner.invoke(app, argv)
+    assert table.exit_code == code and f" ({verdict}): " in table.stdout.splitlines()[1]
+    markdown = runner.invoke(app, [*argv, "--format", "markdown"])
+    assert markdown.exit_code == code and f"| {verdict} |" in markdown.stdout
     files = {
         "pd.sh": _script(model, ptp, dtp, flags),
         "k8s.yaml": _deployment(name, "prefill", model, ptp, flags)
@@ -138,6 +148,8 @@ def test_check_and_audit_exit_alike_in_every_input_kind(
         path = tmp_path / filename
         path.write_text(text)
         audit_code, out = _audit(path, gpu, version)
+        _, audit_md = _audit(path, gpu, version, "markdown")
+        assert f"| {verdict} |" in audit_md, filename
         report = json.loads(out)
         pairs = [p["verdict"] for g in report["groups"] for p in g["pairs"]]
         assert pairs == [verdict], (filename, report["unevaluated"])
@@ -347,3 +359,10 @@ def test_drift_with_prefix_caching_on_one_pool_only_is_a_warning(tmp_path: Path)
     )
     result = runner.invoke(app, ["audit", str(path), "--fail-on", "warning"])
     assert result.exit_code == 1
+
+
+@given(st.lists(st.sampled_from(["error", "warning", "info", None]), max_size=6))
+def test_a_stricter_fail_on_never_passes_what_a_looser_one_fails(levels: list[str | None]) -> None:
+    codes = [exit_code(levels, fail_on) for fail_on in ("error", "warning", "info")]
+    assert codes == sorted(codes)
+    assert codes[0] == int("error" in levels)
