@@ -264,6 +264,8 @@ def run_audit(
     pair_by: PairBy = "label",
     platform: Platform | None = None,
     fail_on: str = DEFAULT_FAIL_ON,
+    select: frozenset[str] | None = None,
+    ignore_rules: frozenset[str] = frozenset(),
 ) -> AuditReport:
     """Evaluate deployments, group and pair their pools, apply ignores / baseline.
 
@@ -277,6 +279,10 @@ def run_audit(
     ``fail_on`` (``--fail-on``) is kept for the exit code and the JUnit failure count.
     Pairs of an attention-only or attention-free model are ``nothing-to-align``: a note,
     no finding.
+    ``select`` (``--select``: only these rule codes; ``None`` = every rule) and
+    ``ignore_rules`` (``--ignore``) choose which rules run: findings of other rules are
+    neither reported nor counted (unlike an ``ignore:`` with a reason, which lists them as
+    suppressed).
 
     Raises:
         InvalidSettings: ``vllm_version`` is not a version kvalign can resolve, or
@@ -305,6 +311,9 @@ def run_audit(
     problems += grouping_problems
     for group in groups:
         findings += run_rules(group)
+    findings = [
+        f for f in findings if (select is None or f.rule in select) and f.rule not in ignore_rules
+    ]
     known_rules = {rule.CODE for rule in RULES}
     for ignore in [i for d in deployments for i in d.ignores] + list(ignores):
         if ignore.rule not in known_rules:

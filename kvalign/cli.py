@@ -525,6 +525,45 @@ def models(
     raise typer.Exit(_guarded(run))
 
 
+@app.command()
+def rules(
+    rule_id: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[ID]",
+            help="A rule code (e.g. KVA003): print its rationale, vLLM source and fix.",
+            show_default=False,
+        ),
+    ] = None,
+    output_format: FormatOpt = OutputFormat.table,
+) -> None:
+    """List the audit rules (code, severity, summary), or explain one rule.
+
+    Exit 0, or 2 for an unknown rule code.
+    """
+    from kvalign.report import rules_format
+    from kvalign.rules import find_rule, rule_docs
+
+    def run() -> int:
+        if rule_id is not None:
+            doc = find_rule(rule_id)
+            if output_format is OutputFormat.json:
+                typer.echo(rules_format.rule_json(doc))
+            else:
+                typer.echo(rules_format.rule_page(doc), nl=False)
+            return EXIT_OK
+        docs = rule_docs()
+        if output_format is OutputFormat.json:
+            typer.echo(rules_format.rules_json(docs))
+        elif output_format is OutputFormat.markdown:
+            typer.echo(rules_format.rules_markdown(docs), nl=False)
+        else:
+            _stdout().print(rules_format.rules_table(docs))
+        return EXIT_OK
+
+    raise typer.Exit(_guarded(run))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point.
 
@@ -593,6 +632,23 @@ def audit(
         str | None, typer.Option("--output", help="Write the report to FILE instead of stdout.")
     ] = None,
     fail_on: FailOnOpt = FailOn.error,
+    select: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--select",
+            metavar="RULE,...",
+            help="Run only these rules (codes from `kvalign rules`, comma-separated, repeatable).",
+        ),
+    ] = None,
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore",
+            metavar="RULE,...",
+            help="Do not run these rules (comma-separated, repeatable); their findings are "
+            "neither shown nor counted.",
+        ),
+    ] = None,
     vllm_version: VersionOpt = None,
     baseline: Annotated[
         str | None,
@@ -665,7 +721,10 @@ def audit(
 
     def run() -> int:
         from kvalign.backends import check_backend_choice, get_gpu
+        from kvalign.rules import parse_rule_codes
 
+        selected = parse_rule_codes(select, "--select")
+        ignored = parse_rule_codes(ignore, "--ignore") or frozenset()
         # bad command-line choices are usage errors, not per-file problems (pools that name
         # their own backend are checked against --gpu when they are evaluated)
         gpu_model = get_gpu(gpu)
@@ -689,6 +748,8 @@ def audit(
             pair_by=pair_by.value,
             platform=Platform(gpu, attention_backend),
             fail_on=fail_on.value,
+            select=selected,
+            ignore_rules=ignored,
         )
         for problem in (*ignore_problems, *notes, *report.problems):
             if problem.verbose_only and not verbose:
@@ -812,7 +873,8 @@ def survey(
         elif output_format is SurveyFormat.csv:
             typer.echo(survey_csv(result), nl=False)
         else:
-            _stdout().print(survey_table(result))
+            console = _stdout()
+            console.print(survey_table(result, console.width))
         if plot is not None and svg is not None:
             try:
                 with open(plot, "w", encoding="utf-8") as handle:

@@ -254,10 +254,9 @@ def test_invalid_tp_is_a_failing_verdict_with_a_valid_tp_as_the_fix() -> None:
     assert "use a valid TP (1, 2, 4, 8)" in answer
 
 
-def test_policy_doc_json_example_has_exactly_the_real_keys() -> None:
-    # the check JSON example lives in docs/policy.md (with the verdict and gate keys)
-    doc = Path(__file__).resolve().parent.parent / "docs" / "policy.md"
-    section = doc.read_text(encoding="utf-8").split("## JSON output", 1)[1]
+def test_docs_json_example_has_exactly_the_real_keys() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "json.md").read_text("utf-8")
+    section = page.split("## `check` and `matrix`", 1)[1]
     example = json.loads(section.split("```json", 1)[1].split("```", 1)[0])
     code, out, _ = run("check", NANO, "--prefill-tp", "8", "--decode-tp", "1", "--format", "json")
     assert code == 1
@@ -286,3 +285,19 @@ def test_closed_stdout_exits_141_quietly() -> None:
         )
         assert proc.returncode == 141, (fmt, proc.stderr)
         assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("command", ["check", "matrix", "explain"])
+def test_model_line_says_bundled_for_a_catalog_config(command: str) -> None:
+    args = {"check": ["--prefill-tp", "8"], "matrix": ["--tp", "1,8"], "explain": ["--tp", "8"]}
+    _, out, _ = run(command, NANO, *args[command])
+    # check and matrix print the answer first; the model line opens the detail
+    first = next(line for line in out.splitlines() if line.startswith("Model: "))
+    assert first.startswith(f"Model: {NANO} (nemotron_h, ") and first.endswith("config bundled)")
+    assert "config.json" not in first and "site-packages" not in first
+
+
+def test_model_line_gives_the_path_of_a_local_config(tmp_path: Path) -> None:
+    shutil.copy(CATALOG / NANO / "config.json", tmp_path / "config.json")
+    _, out, _ = run("check", str(tmp_path), "--prefill-tp", "8")
+    assert f"; config local: {tmp_path / 'config.json'})" in " ".join(out.split())

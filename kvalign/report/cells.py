@@ -154,6 +154,14 @@ def runtime_dtype(settings: Settings, geometry: ModelGeometry) -> str:
         return settings.dtype
 
 
+def config_origin(geo: ModelGeometry) -> str:
+    """Where the config came from, for the model line: ``config bundled`` for the catalog
+    (its path is inside the installed package and says nothing), else the path read
+    (``config local: PATH``, ``config hub: PATH`` in the Hugging Face cache)."""
+    where = "bundled" if geo.source == "catalog" else f"{geo.source}: {geo.config_path}"
+    return f"config {where}"
+
+
 def prefix_caching_text(flag: bool | None, resolved: bool | None) -> str:
     """``on``/``off`` for a given flag; ``on (release default)`` when no flag was given."""
     if flag is not None:
@@ -172,10 +180,9 @@ def header_lines(report: Report) -> list[str]:
     mla = ", MLA" if geo.attention and geo.attention.use_mla else ""
     block = s.block_size if s.block_size is not None else "unset"
     prefix = prefix_caching_text(s.enable_prefix_caching, report.engine.prefix_caching)
-    where = "bundled" if geo.source == "catalog" else f"{geo.source}: {geo.config_path}"
     return [
         f"Model: {geo.model_id} ({geo.model_type}, {kind}, state family {family}{mla}; "
-        f"config {where})",
+        f"{config_origin(geo)})",
         f"Settings: dtype={s.dtype} (config {geo.model_dtype}, runs in "
         f"{runtime_dtype(s, geo)}) kv-cache-dtype={s.kv_cache_dtype} "
         f"block-size={block} prefix-caching={prefix} "

@@ -8,6 +8,7 @@ from typing import Any
 
 from kvalign import __version__
 from kvalign.explain import Explanation
+from kvalign.report.cells import config_origin
 
 EXPLAIN_SCHEMA_VERSION = 1
 
@@ -21,8 +22,7 @@ def explain_text(ex: Explanation) -> str:
     """Numbered steps, then the result and the prefix-cache economics."""
     geo, s, rank = ex.geometry, ex.settings, ex.rank
     lines = [
-        f"Model: {geo.model_id} ({geo.model_type}, config "
-        + ("bundled)" if geo.source == "catalog" else f"from {geo.source}: {geo.config_path})"),
+        f"Model: {geo.model_id} ({geo.model_type}, {config_origin(geo)})",
         f"Profile: {ex.engine.profile_note}",
         f"TP {ex.tp}, attention backend {rank.backend or s.attention_backend}"
         + ("" if s.attention_backend != "FLASH_ATTN" or s.gpu else

@@ -1,4 +1,4 @@
-"""The stable JSON contract of ``--format json`` (documented in README.md).
+"""The stable JSON contract of ``--format json`` (documented in docs/json.md).
 
 Top-level keys: ``schema_version``, ``kvalign_version``, ``model``, ``settings``,
 ``deployments``, ``pairs``, ``recommendation``, ``tp_stable_pairs``, ``tp_stable``,
@@ -57,7 +57,7 @@ def _pair(pair: PairResult, fail_on: str) -> dict[str, Any]:
 
 
 def report_to_dict(report: Report, fail_on: str = "error") -> dict[str, Any]:
-    """The JSON-ready dict for one report (see README "JSON output").
+    """The JSON-ready dict for one report (keys in docs/json.md).
 
     ``pairs`` follow vLLM's rules and decide ``exit_code`` (:mod:`kvalign.policy` at
     ``fail_on``); ``tp_stable_pairs`` is the vLLM PR 45575 what-if (``null`` unless

@@ -2,7 +2,10 @@
 
 Prefix-cache block hashes are computed over ``block_size``-token blocks
 (``vllm/v1/core/kv_cache_utils.py`` ``hash_block_tokens``); pools on different grids never
-share a hash, so prefix hits learned on one side do not carry over.
+share a hash, so prefix hits learned on one side do not carry over. Severity (the policy,
+``docs/policy.md``): error when prefix caching is on for both pools, warning when on for one
+only, info when off on both (logical blocks then matter only once it is turned on). The fix
+is proven: every pool keeps it on every GPU class it may run on (:mod:`kvalign.fixes`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,16 @@ CODE = "KVA001"
 #: error with prefix caching on both pools, warning on one, info on neither.
 SEVERITY: Severity = "error"
 TITLE = "logical block sizes differ between prefill and decode"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = (
+    "vllm/v1/core/kv_cache_utils.py hash_block_tokens, get_request_block_hasher "
+    "(prefix-cache block hashes over block_size tokens)"
+)
+#: what to change, in general (each finding's remediation gives the values).
+FIX = (
+    "set the same --block-size on every prefill and decode pool: the smallest one every "
+    "pool keeps unchanged (check's recommendation; the finding names it)"
+)
 
 
 def recommend(group: GroupResult) -> str:
