@@ -614,6 +614,16 @@ def common_block_size(
     return block, {tp: padding_pct(block, a, m) for tp, (a, m) in pages.items()}
 
 
+def block_requirement(
+    geometry: ModelGeometry, config: EngineConfig | Settings, tp: int
+) -> tuple[int, int] | None:
+    """``(unit, need)`` in tokens for one pool: a common ``--block-size`` must be a
+    multiple of ``unit`` and at least ``need`` for this pool to keep it (spec §7); ``None``
+    when the pool does not constrain the block size (not hybrid, or its TP is invalid)."""
+    found = _block_requirement(geometry, engine_for(geometry, config), [tp])
+    return None if found is None else (found[0], found[1])
+
+
 def common_block_size_for(
     pools: list[tuple[ModelGeometry, EngineConfig | Settings, int]],
 ) -> int | None:

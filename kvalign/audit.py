@@ -21,14 +21,16 @@ from kvalign.errors import KvalignError
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import PairBy, group_pools
 from kvalign.pd import analyze_pair
+from kvalign.policy import DEFAULT_FAIL_ON, fails
+from kvalign.policy import exit_code as policy_exit_code
 from kvalign.rules import RULES, run_rules
 from kvalign.rules.base import (
-    SEVERITY_RANK,
     FileResult,
     Finding,
     GroupResult,
     PairOutcome,
     PoolResult,
+    pair_labels,
 )
 from kvalign.settings import Settings
 from kvalign.sources import load_model
@@ -51,6 +53,9 @@ class AuditReport:
     """The result of one audit run; every formatter reads this.
 
     Attributes:
+        notes: remarks that are no finding (e.g. an attention-only model: nothing to
+            align).
+        fail_on: the ``--fail-on`` level the exit code and the JUnit failures use.
         groups: the deployments ``pair_by`` formed from the evaluated pools.
         findings: active findings, ordered by group, rule, position.
         suppressed: ignored or baselined findings.
@@ -72,16 +77,21 @@ class AuditReport:
     files: tuple[FileResult, ...] = ()
     pair_by: str = "label"
     assumptions: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    fail_on: str = DEFAULT_FAIL_ON
 
-    def exit_code(self, fail_on: str) -> int:
-        """3 when a file could not be evaluated, else 1 when a finding is at or above
-        ``fail_on`` (``error``/``warning``/``info``), else 0."""
+    def failing(self, fail_on: str | None = None) -> tuple[Finding, ...]:
+        """Active findings at or above ``fail_on`` (default: the run's ``--fail-on``)."""
+        floor = fail_on or self.fail_on
+        return tuple(f for f in self.findings if fails(f.severity, floor))
+
+    def exit_code(self, fail_on: str | None = None) -> int:
+        """3 when a file could not be evaluated, else the gate
+        (:func:`kvalign.policy.exit_code`): 1 when a finding is at or above ``fail_on``
+        (``error``/``warning``/``info``; default: the run's ``--fail-on``), else 0."""
         if self.unevaluated:
             return EXIT_UNEVALUATED
-        floor = SEVERITY_RANK[fail_on]
-        if any(SEVERITY_RANK[f.severity] >= floor for f in self.findings):
-            return EXIT_FINDINGS
-        return EXIT_OK
+        return policy_exit_code((f.severity for f in self.findings), fail_on or self.fail_on)
 
 
 def _pool_settings(pool: Pool, version: str | None, platform: Platform) -> Settings:
@@ -267,6 +277,7 @@ def run_audit(
     use_cache: bool = False,
     pair_by: PairBy = "label",
     platform: Platform | None = None,
+    fail_on: str = DEFAULT_FAIL_ON,
     select: frozenset[str] | None = None,
     ignore_rules: frozenset[str] = frozenset(),
 ) -> AuditReport:
@@ -279,6 +290,9 @@ def run_audit(
     and not analysed (its pools pair with nothing). ``pair_by`` chooses which pools form
     one deployment (:mod:`kvalign.grouping`). ``platform`` (``--gpu`` /
     ``--attention-backend``) applies to pools that name no GPU / backend themselves.
+    ``fail_on`` (``--fail-on``) is kept for the exit code and the JUnit failure count.
+    Pairs of an attention-only or attention-free model are ``nothing-to-align``: a note,
+    no finding.
     ``select`` (``--select``: only these rule codes; ``None`` = every rule) and
     ``ignore_rules`` (``--ignore``) choose which rules run: findings of other rules are
     neither reported nor counted (unlike an ``ignore:`` with a reason, which lists them as
@@ -336,7 +350,17 @@ def run_audit(
             suppressed.append(Suppressed(finding, "baseline"))
         else:
             active.append(finding)
+    notes: list[str] = []
+    for group in groups:
+        for outcome in group.pairs:
+            if outcome.pair.verdict == "nothing-to-align":
+                notes.append(
+                    f"{' → '.join(pair_labels(outcome))} ({outcome.prefill.pool.model}): "
+                    f"nothing to align: {outcome.pair.reason}"
+                )
     return AuditReport(
+        notes=tuple(dict.fromkeys(notes)),
+        fail_on=fail_on,
         groups=tuple(groups),
         findings=tuple(active),
         suppressed=tuple(suppressed),

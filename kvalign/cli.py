@@ -1,7 +1,8 @@
 """The ``kvalign`` command line: parse options → Settings → analyse → render → exit code.
 
-No arithmetic here. Exit codes: 0 nothing flagged, 1 a pair flagged, 2 bad input or
-usage, 70 internal error (a bug: please report it).
+No arithmetic here. Exit codes: 0 the gate passes, 1 it fails (:mod:`kvalign.policy`,
+``--fail-on``), 2 bad input or usage, 3 (audit) a file could not be evaluated, 70
+internal error (a bug: please report it).
 """
 
 from __future__ import annotations
@@ -56,6 +57,23 @@ class AlignmentChoice(str, Enum):
 
     vllm = "vllm"
     tp_stable = "tp-stable"
+
+
+class FailOn(str, Enum):
+    """``--fail-on`` severities."""
+
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+FailOnOpt = Annotated[
+    FailOn,
+    typer.Option(
+        "--fail-on",
+        help="Exit 1 on findings at or above this severity (see docs/policy.md).",
+    ),
+]
 
 
 class GdnBackendChoice(str, Enum):
@@ -456,19 +474,22 @@ def sizing_options(*, alignment: bool = True, trust: bool = True) -> Callable[[F
 def _emit(
     report: Report,
     output_format: OutputFormat,
-    table: Callable[[Report], Any],
-    markdown: Callable[[Report], str],
+    table: Callable[[Report, int | None, str], Any],
+    markdown: Callable[[Report, str], str],
+    fail_on: FailOn,
 ) -> int:
-    """Print ``report`` in ``output_format``; the exit code says whether a pair is flagged."""
+    """Print ``report`` in ``output_format``; the exit code is the gate
+    (:func:`kvalign.policy.exit_code` at ``--fail-on``)."""
     from kvalign.report import to_json
 
     if output_format is OutputFormat.json:
-        typer.echo(to_json(report))
+        typer.echo(to_json(report, fail_on.value))
     elif output_format is OutputFormat.markdown:
-        typer.echo(markdown(report), nl=False)
+        typer.echo(markdown(report, fail_on.value), nl=False)
     else:
-        _stdout().print(table(report))
-    return EXIT_FLAGGED if report.flagged else EXIT_OK
+        console = _stdout()
+        console.print(table(report, console.width, fail_on.value))
+    return report.exit_code(fail_on.value)
 
 
 @app.command()
@@ -483,11 +504,14 @@ def check(
     decode_tp: Annotated[
         str, typer.Option("--decode-tp", help="Decode TP size(s), comma-separated.")
     ] = "1",
+    fail_on: FailOnOpt = FailOn.error,
     output_format: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Check every prefill × decode TP pair: block sizes, block_size_ratio, prefix drift.
+    """Check every prefill × decode TP pair: does it work, and the one change that fixes it.
 
-    Exit 0 when no pair is flagged, 1 when a pair is flagged, 2 on bad input.
+    Exit 0 when the gate passes, 1 when a pair fails it (default: ratio, split,
+    incompatible, invalid, and drift with prefix caching on; see docs/policy.md and
+    --fail-on), 2 on bad input.
     """
 
     from kvalign.pd import analyze
@@ -497,13 +521,7 @@ def check(
         prefill = parse_tp_list(prefill_tp, "--prefill-tp")
         decode = parse_tp_list(decode_tp, "--decode-tp")
         report = analyze(source.load(model), settings, prefill, decode)
-        invalid = report.invalid_tps
-        if invalid:
-            details = "; ".join(f"TP {r.tp}: {r.problem}" for r in invalid)
-            raise InvalidSettings(
-                f"{report.geometry.model_id}: invalid tensor parallel size ({details})"
-            )
-        return _emit(report, output_format, check_table, check_markdown)
+        return _emit(report, output_format, check_table, check_markdown, fail_on)
 
     raise typer.Exit(_guarded(run))
 
@@ -517,12 +535,14 @@ def matrix(
     tp: Annotated[
         str, typer.Option("--tp", help="TP sizes for both axes, comma-separated.")
     ] = "1,2,4,8",
+    fail_on: FailOnOpt = FailOn.error,
     output_format: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Full prefill × decode grid for a runbook. TP sizes the model rejects show as INVALID.
+    """Full prefill × decode grid for a runbook. TP sizes the model rejects show as invalid.
 
-    Exit 0 when no valid pair is flagged, 1 when one is, 2 on bad input (including when
-    no requested TP size is valid).
+    Exit 0 when the gate passes, 1 when a cell fails it (the same policy as check and
+    audit: docs/policy.md, --fail-on), 2 on bad input (including when no requested TP
+    size is valid).
     """
 
     from kvalign.pd import analyze
@@ -536,7 +556,7 @@ def matrix(
             raise InvalidSettings(
                 f"{report.geometry.model_id}: no valid tensor parallel size ({details})"
             )
-        return _emit(report, output_format, matrix_table, matrix_markdown)
+        return _emit(report, output_format, matrix_table, matrix_markdown, fail_on)
 
     raise typer.Exit(_guarded(run))
 
@@ -666,14 +686,6 @@ class AuditFormat(str, Enum):
     github = "github"
 
 
-class FailOn(str, Enum):
-    """``--fail-on`` severities."""
-
-    error = "error"
-    warning = "warning"
-    info = "info"
-
-
 class PairByChoice(str, Enum):
     """``kvalign audit --pair-by`` values (:mod:`kvalign.grouping`)."""
 
@@ -698,9 +710,7 @@ def audit(
     output: Annotated[
         str | None, typer.Option("--output", help="Write the report to FILE instead of stdout.")
     ] = None,
-    fail_on: Annotated[
-        FailOn, typer.Option("--fail-on", help="Exit 1 on findings at or above this severity.")
-    ] = FailOn.error,
+    fail_on: FailOnOpt = FailOn.error,
     select: Annotated[
         list[str] | None,
         typer.Option(
@@ -817,6 +827,7 @@ def audit(
             use_cache=not no_cache,
             pair_by=pair_by.value,
             platform=Platform(gpu, attention_backend),
+            fail_on=fail_on.value,
             select=selected,
             ignore_rules=ignored,
         )
@@ -873,7 +884,7 @@ def audit(
             sys.stderr.write(
                 f"kvalign: error: not evaluated: {problem.location}: {problem.message}\n"
             )
-        return report.exit_code(fail_on.value)
+        return report.exit_code()
 
     raise typer.Exit(_guarded(run))
 

@@ -16,6 +16,7 @@ from kvalign.dtypes import DTYPE_BYTES
 from kvalign.engine import EngineConfig, create_engine_config
 from kvalign.errors import InvalidSettings
 from kvalign.geometry import ModelGeometry
+from kvalign.pd import hit_floor_blocks
 from kvalign.settings import Settings
 
 
@@ -48,7 +49,9 @@ class Economics:
 
     Attributes:
         block_size: logical block (tokens) = prefix-cache hashing granularity.
-        smallest_cacheable_prefix: tokens; a prefix is cached only in whole blocks.
+        smallest_cacheable_prefix: tokens of the smallest prefix that gives a hit: one
+            block, two with speculative tokens (MTP/EAGLE drop the last matched block).
+        hit_floor_blocks: that floor in blocks (1 or 2).
         worst_case_recompute: tokens that may be recomputed per turn (up to two blocks:
             the uncached partial tail block plus the block the Mamba state resumes from).
         mamba_padding_bytes: bytes of padding per Mamba layer per block
@@ -59,20 +62,25 @@ class Economics:
     smallest_cacheable_prefix: int
     worst_case_recompute: int
     mamba_padding_bytes: int | None
+    hit_floor_blocks: int = 1
 
 
-def economics(rank: RankResult) -> Economics | None:
-    """Prefix-cache economics for a valid, non-attention-free rank, else ``None``."""
-    if not rank.usable or rank.block_size is None:
+def economics(rank: RankResult, engine: EngineConfig | None = None) -> Economics | None:
+    """Prefix-cache economics for a valid, non-attention-free rank with prefix caching
+    on, else ``None``; with speculative tokens in ``engine`` the smallest prefix that
+    gives a hit is two blocks (:func:`kvalign.pd.hit_floor_blocks`)."""
+    if not rank.usable or rank.block_size is None or not rank.prefix_caching:
         return None
+    floor = 1 if engine is None else hit_floor_blocks(engine)
     padding: int | None = None
     if rank.mamba_page_bytes is not None and rank.attn_page_bytes_per_token is not None:
         padding = rank.block_size * rank.attn_page_bytes_per_token - rank.mamba_page_bytes
     return Economics(
         block_size=rank.block_size,
-        smallest_cacheable_prefix=rank.block_size,
+        smallest_cacheable_prefix=floor * rank.block_size,
         worst_case_recompute=2 * rank.block_size,
         mamba_padding_bytes=padding,
+        hit_floor_blocks=floor,
     )
 
 
@@ -351,4 +359,4 @@ def explain(geometry: ModelGeometry, settings: Settings, tp: int) -> Explanation
                  f"{rank.block_size} (no Mamba state: no hybrid alignment)")
         )  # fmt: skip
         steps.append(_kernel_step(rank, engine.profile.kernel_block_split))
-    return Explanation(geometry, settings, tp, engine, rank, tuple(steps), economics(rank))
+    return Explanation(geometry, settings, tp, engine, rank, tuple(steps), economics(rank, engine))

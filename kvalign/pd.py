@@ -1,197 +1,82 @@
-"""Prefill/decode pair analysis: ``block_size_ratio``, divisibility, prefix-cache drift.
+"""Prefill/decode analysis for ``check``/``matrix``: every pair's verdict, the proven fix.
 
-Mirrors the NIXL connector of vLLM 0.33 (pull mode: decode reads from prefill):
-``vllm/distributed/kv_transfer/kv_connector/utils.py`` ``block_size_ratio`` (local =
-decode, remote = prefill: ``decode_block // prefill_block``, asserting divisibility) and
-``vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py``
-``_split_remote_blocks`` (non-multiples split into gcd-sized units, at most
-``_MAX_HYBRID_BLOCK_SPLIT`` units per block), as the release profile says
-(:mod:`kvalign.versions`). No I/O.
+The verdict of one pair and the gate are :mod:`kvalign.policy` (re-exported here); the
+fix is :mod:`kvalign.fixes` (re-run on every GPU class before it is printed). No I/O.
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Literal
 
-from kvalign.alignment import RankResult, analyze_rank, common_block_size
+from kvalign.alignment import RankResult, analyze_rank
 from kvalign.backends import platform_note
 from kvalign.engine import EngineConfig, create_engine_config
+from kvalign.fixes import Fix, FixPool, prove_fix, raised_block_sizes
 from kvalign.geometry import ModelGeometry
+from kvalign.policy import (
+    DEFAULT_FAIL_ON,
+    OVERRIDE_LEVEL,
+    Level,
+    PairResult,
+    Verdict,
+    analyze_pair,
+    exit_code,
+    release_limit,
+)
 from kvalign.settings import Settings
-from kvalign.versions import DEFAULT_PROFILE, Profile
 
-Verdict = Literal["ok", "drift", "ratio", "split", "incompatible", "invalid", "attention-free"]
-
-#: verdicts that make ``kvalign check`` exit 1.
-FLAGGED: frozenset[str] = frozenset({"drift", "ratio", "split", "incompatible"})
-
-
-@dataclass(frozen=True)
-class PairResult:
-    """One prefill TP × decode TP pair under the chosen alignment.
-
-    Attributes:
-        prefill_tp, decode_tp: tensor parallel sizes.
-        prefill_block_size, decode_block_size: logical block sizes (tokens).
-        prefill_kernel_block_size, decode_kernel_block_size: kernel (transfer) block sizes.
-        block_size_ratio: ``decode_kernel // prefill_kernel`` when divisible, else ``None``.
-        divisible: ``decode_kernel % prefill_kernel == 0``.
-        prefix_cache_drift: logical block sizes differ (prefixes hash on different grids).
-        split_unit: for non-divisible pairs, the gcd unit NIXL would transfer in (tokens).
-        verdict: ``ok``, ``drift``, ``ratio`` (heterogeneous blocks, divisible), ``split``
-            (non-divisible, gcd split path), ``incompatible`` (hard failure), ``invalid``
-            (a side's TP is invalid), ``attention-free``.
-        reason: one line explaining the verdict.
-    """
-
-    prefill_tp: int
-    decode_tp: int
-    prefill_block_size: int | None
-    decode_block_size: int | None
-    prefill_kernel_block_size: int | None
-    decode_kernel_block_size: int | None
-    block_size_ratio: int | None
-    divisible: bool | None
-    prefix_cache_drift: bool | None
-    split_unit: int | None
-    verdict: Verdict
-    reason: str
-
-    @property
-    def flagged(self) -> bool:
-        """Whether this pair makes ``check`` exit 1."""
-        return self.verdict in FLAGGED
-
-
-def release_limit(
-    profile: Profile, prefill: RankResult, decode: RankResult, p_kernel: int, d_kernel: int
-) -> str:
-    """Why the release's NIXL connector cannot pair these sides at all (``""`` if it can).
-
-    Older releases: no hybrid support in NIXL (< 0.19, the connector lacks ``SupportsHMA``),
-    equal TP required for Mamba hybrids (0.19: "Mamba does not support heterogeneous TP
-    yet"), equal block sizes required (0.10: for every model; < 0.27: for hybrids, under
-    the hybrid KV-cache manager).
-    """
-    hybrid = prefill.mamba_page_bytes is not None and not prefill.attention_free
-    name = profile.name
-    if hybrid and not profile.nixl_hybrid:
-        return f"vLLM {name}'s NIXL connector does not serve hybrid models (no SupportsHMA)"
-    if hybrid and not profile.nixl_hetero_tp_mamba and prefill.tp != decode.tp:
-        return f"vLLM {name}'s NIXL connector requires equal prefill/decode TP for Mamba hybrids"
-    if p_kernel != d_kernel and (
-        profile.nixl_equal_blocks_all or (hybrid and not profile.nixl_hetero_hybrid)
-    ):
-        what = "every model" if profile.nixl_equal_blocks_all else "hybrid models"
-        return (
-            f"block sizes differ ({p_kernel} vs {d_kernel}) and vLLM {name}'s NIXL connector "
-            f"requires equal block sizes for {what}"
-        )
-    return ""
-
-
-def analyze_pair(
-    prefill: RankResult,
-    decode: RankResult,
-    alignment: str,
-    profile: Profile = DEFAULT_PROFILE,
-) -> PairResult:
-    """Compare one prefill rank result with one decode rank result under ``profile``."""
-    if not prefill.usable or not decode.usable:
-        bad = prefill if not prefill.usable else decode
-        side = "prefill" if bad is prefill else "decode"
-        return PairResult(
-            prefill.tp, decode.tp, None, None, None, None, None, None, None, None,
-            "invalid", f"{side} TP {bad.tp} is invalid: {bad.problem}",
-        )  # fmt: skip
-    if prefill.attention_free:
-        return PairResult(
-            prefill.tp, decode.tp, None, None, None, None, None, None, None, None,
-            "attention-free", "attention-free model: no block alignment, no KV blocks to match",
-        )  # fmt: skip
-    p_block, d_block = prefill.logical(alignment), decode.logical(alignment)
-    p_kernel, d_kernel = prefill.kernel(alignment), decode.kernel(alignment)
-    assert p_block is not None and d_block is not None
-    drift = p_block != d_block
-    if p_kernel is None or d_kernel is None:
-        return PairResult(
-            prefill.tp, decode.tp, p_block, d_block, p_kernel, d_kernel, None, False, drift,
-            None, "incompatible",
-            "no kernel block size the backend supports divides the logical block size",
-        )  # fmt: skip
-    divisible = d_kernel % p_kernel == 0
-    ratio = d_kernel // p_kernel if divisible else None
-    limit = release_limit(profile, prefill, decode, p_kernel, d_kernel)
-    if limit:
-        return PairResult(
-            prefill.tp, decode.tp, p_block, d_block, p_kernel, d_kernel, ratio, divisible,
-            drift, None, "incompatible", limit,
-        )  # fmt: skip
-    unit: int | None = None
-    if divisible and ratio == 1:
-        if drift:
-            verdict: Verdict = "drift"
-            reason = (
-                f"kernel blocks match ({p_kernel}) but logical blocks differ "
-                f"({p_block} vs {d_block}): prefix-cache granularity drift"
-            )
-        else:
-            verdict, reason = "ok", f"same block size {p_block} on both sides"
-    elif divisible:
-        verdict = "ratio"
-        reason = (
-            f"block_size_ratio {ratio}: decode kernel block {d_kernel} = {ratio} x prefill "
-            f"{p_kernel}; heterogeneous-block handling on the decode path"
-        )
-    else:
-        unit = math.gcd(p_kernel, d_kernel)
-        splits = max(p_kernel // unit, d_kernel // unit)
-        if profile.nixl_gcd_split and splits <= profile.nixl_split_limit:
-            verdict = "split"
-            reason = (
-                f"decode kernel block {d_kernel} is not a multiple of prefill {p_kernel}: "
-                f"NIXL splits into {unit}-token units ({splits} per block); hard failure "
-                "on releases without the split path"
-            )
-        else:
-            verdict = "incompatible"
-            if profile.nixl_gcd_split:
-                why = f"a {unit}-token split needs {splits} > {profile.nixl_split_limit} units"
-            else:
-                why = f"vLLM {profile.name} has no gcd split path"
-            reason = (
-                f"decode kernel block {d_kernel} is not a multiple of prefill {p_kernel} and "
-                f"{why}: NIXL transfer fails"
-            )
-    return PairResult(
-        prefill.tp, decode.tp, p_block, d_block, p_kernel, d_kernel, ratio, divisible,
-        drift, unit, verdict, reason,
-    )  # fmt: skip
+__all__ = [
+    "PairResult",
+    "Recommendation",
+    "Report",
+    "Verdict",
+    "analyze",
+    "analyze_pair",
+    "economics_notes",
+    "release_limit",
+]
 
 
 @dataclass(frozen=True)
 class Recommendation:
-    """Smallest common ``--block-size`` that makes every pool agree (spec §7).
+    """The one command-line change that fixes the pairs, proven on every GPU class
+    (:func:`kvalign.fixes.prove_fix`).
 
     Attributes:
-        block_size: tokens, or ``None`` when nothing applies (attention-free, no valid TP).
+        block_size: the ``--block-size`` (tokens) to set on every pool, ``None`` when no
+            change is needed, nothing can be aligned, or no block size can fix the pairs.
         padding_pct: Mamba page padding % per TP at that block size.
-        needed: whether any pair is flagged (else the recommendation is optional).
+        needed: whether a pair (or a raised ``--block-size``) is at warning level or above.
         text: one line for humans.
+        proven_on: GPU classes the block size was re-checked on.
+        blockers: what would fix the pairs when no block size can.
+        raised: where vLLM raises the user's own ``--block-size`` (one line each).
     """
 
     block_size: int | None
     padding_pct: dict[int, float]
     needed: bool
     text: str
+    proven_on: tuple[str, ...] = ()
+    blockers: tuple[str, ...] = ()
+    raised: tuple[str, ...] = ()
+
+    @property
+    def change(self) -> str:
+        """The command-line change, e.g. ``--block-size 2112`` (``""`` when none)."""
+        return f"--block-size {self.block_size}" if self.block_size is not None else ""
 
 
 @dataclass(frozen=True)
 class Report:
     """The full result of ``check``/``matrix``: what every layer above reads (``engine``:
-    the settings resolved once for every TP)."""
+    the settings resolved once for every TP).
+
+    ``pairs`` always follow vLLM's rules (the gate); ``tp_stable_pairs`` is the what-if
+    under the vLLM PR 45575 proposal when ``--alignment tp-stable`` was asked for (never
+    gated), else ``None``.
+    """
 
     geometry: ModelGeometry
     settings: Settings
@@ -202,11 +87,28 @@ class Report:
     recommendation: Recommendation
     engine: EngineConfig
     notes: tuple[str, ...] = field(default=())
+    tp_stable_pairs: tuple[PairResult, ...] | None = None
+
+    def levels(self) -> list[Level | None]:
+        """Severity of every pair's verdict, plus :data:`~kvalign.policy.OVERRIDE_LEVEL`
+        for each requested TP whose ``--block-size`` hybrid alignment raises."""
+        levels: list[Level | None] = [pair.level for pair in self.pairs]
+        requested = set(self.prefill_tps) | set(self.decode_tps)
+        levels += [
+            OVERRIDE_LEVEL
+            for tp, rank in sorted(self.ranks.items())
+            if tp in requested and rank.usable and rank.block_size_overridden
+        ]
+        return levels
+
+    def exit_code(self, fail_on: str = DEFAULT_FAIL_ON) -> int:
+        """The gate (:func:`kvalign.policy.exit_code`): 1 when a level reaches ``fail_on``."""
+        return exit_code(self.levels(), fail_on)
 
     @property
     def flagged(self) -> bool:
-        """Whether any pair is flagged (``check`` exits 1)."""
-        return any(pair.flagged for pair in self.pairs)
+        """Whether the default gate (``--fail-on error``) fails."""
+        return self.exit_code() == 1
 
     @property
     def invalid_tps(self) -> list[RankResult]:
@@ -214,20 +116,38 @@ class Report:
         return [r for r in self.ranks.values() if not r.usable]
 
 
-def economics_notes(ranks: dict[int, RankResult]) -> list[str]:
-    """Prefix-cache economics per valid hybrid TP: smallest cacheable prefix (one logical
-    block), worst-case recompute per turn (up to two blocks) and Mamba padding bytes per
-    layer per block (``block * a - m``)."""
+def hit_floor_blocks(engine: EngineConfig) -> int:
+    """Blocks of the smallest prefix that gives a prefix-cache hit: 1, or 2 with
+    speculative tokens (MTP/EAGLE groups drop back the last matched block:
+    ``vllm/v1/core/kv_cache_coordinator.py`` ``replay_boundaries`` and the ``use_eagle``
+    path of ``vllm/v1/core/single_type_kv_cache_manager.py``)."""
+    return 2 if engine.num_speculative_tokens > 0 else 1
+
+
+def economics_notes(ranks: dict[int, RankResult], engine: EngineConfig | None = None) -> list[str]:
+    """Prefix-cache economics per valid hybrid TP with prefix caching on: smallest prefix
+    that gives a hit (one logical block; two with speculative tokens), worst-case
+    recompute per turn (up to two blocks) and Mamba padding bytes per layer per block
+    (``block * a - m``). Nothing when prefix caching is off."""
     notes = []
+    floor = 1 if engine is None else hit_floor_blocks(engine)
     for tp, rank in sorted(ranks.items()):
         if not rank.usable or rank.block_size is None or rank.mamba_page_bytes is None:
             continue
+        if not rank.prefix_caching:
+            continue
         assert rank.attn_page_bytes_per_token is not None
         pad = rank.block_size * rank.attn_page_bytes_per_token - rank.mamba_page_bytes
+        smallest = floor * rank.block_size
+        spec = (
+            f" ({floor} blocks: with speculative tokens vLLM drops the last matched block)"
+            if floor > 1
+            else ""
+        )
         notes.append(
-            f"prefix caching at TP {tp}: smallest cacheable prefix {rank.block_size:,} tokens, "
-            f"worst-case recompute per turn up to {2 * rank.block_size:,} tokens, Mamba "
-            f"padding {pad:,} bytes per layer per block"
+            f"prefix caching at TP {tp}: smallest prefix that gives a hit {smallest:,} "
+            f"tokens{spec}, worst-case recompute per turn up to {2 * rank.block_size:,} "
+            f"tokens, Mamba padding {pad:,} bytes per layer per block"
         )
     return notes
 
@@ -254,32 +174,55 @@ def max_model_len_notes(ranks: dict[int, RankResult], engine: EngineConfig) -> l
     ]
 
 
-def _recommend(
-    geometry: ModelGeometry, engine: EngineConfig, tps: list[int], flagged: bool
-) -> Recommendation:
-    found = common_block_size(geometry, engine, tps)
-    if found is None:
-        if geometry.attention_free:
-            why = "attention-free model: there is no KV block size to align"
-        elif not geometry.is_hybrid:
-            why = "pure attention model: the block size does not depend on TP"
-        else:
-            why = "no usable TP size among those asked for: nothing to recommend"
-        return Recommendation(None, {}, False, why)
-    block, padding = found
-    verb = "set" if flagged else "optional: set"
+def _padding_text(padding: dict[int, float]) -> str:
     cost = ", ".join(f"TP {tp} {pct:.2f}%" for tp, pct in sorted(padding.items()))
-    text = (
-        f"{verb} --block-size {block} on every prefill and decode pool: all sides then use "
-        f"{block}-token blocks (Mamba page padding: {cost})"
-    )
+    text = f"Mamba page padding: {cost}"
     costly = sorted(tp for tp, pct in padding.items() if pct > 100)
     if costly:
         text += (
             f"; at TP {', '.join(map(str, costly))} the padding exceeds the state itself: "
             "closer prefill/decode TP sizes cost less"
         )
-    return Recommendation(block, padding, flagged, text)
+    return text
+
+
+def _recommend(report_levels: list[Level | None], geometry: ModelGeometry, engine: EngineConfig,
+               prefill_tps: list[int], decode_tps: list[int]) -> Recommendation:  # fmt: skip
+    settings = engine.settings
+    pools = [FixPool(geometry, settings, tp, f"prefill TP {tp}") for tp in prefill_tps]
+    pools += [FixPool(geometry, settings, tp, f"decode TP {tp}") for tp in decode_tps]
+    pairs = [
+        (p, len(prefill_tps) + d) for p in range(len(prefill_tps)) for d in range(len(decode_tps))
+    ]
+    needed = any(level in ("warning", "error") for level in report_levels)
+    raised = tuple(dict.fromkeys(raised_block_sizes(pools)))
+    needed = needed or bool(raised)  # raised on some GPU class: say which --block-size holds
+    fix: Fix = prove_fix(pools, pairs, engine.profile)
+    if not fix.aligned:
+        kind = "attention-free" if geometry.attention_free else "attention-only"
+        return Recommendation(
+            None, {}, False,
+            f"nothing to align: {kind} model, vLLM does no hybrid block alignment",
+        )  # fmt: skip
+    if fix.blockers:
+        return Recommendation(
+            None, {}, needed, "no --block-size can fix this: " + "; ".join(fix.blockers),
+            blockers=fix.blockers, raised=raised,
+        )  # fmt: skip
+    if fix.block_size is None:
+        return Recommendation(
+            None, {}, needed, f"no --block-size fixes every pair: {fix.unproven}", raised=raised
+        )
+    if not needed:
+        return Recommendation(None, {}, False, "no change needed", raised=raised)
+    by_tp: dict[int, float] = {}
+    for label, pct in fix.padding_pct:
+        by_tp[int(label.rsplit(" ", 1)[1])] = pct
+    text = (
+        f"set --block-size {fix.block_size} on every prefill and decode pool ({fix.holds_on}; "
+        f"{_padding_text(by_tp)})"
+    )
+    return Recommendation(fix.block_size, by_tp, True, text, proven_on=fix.proven_on, raised=raised)
 
 
 def analyze(
@@ -290,6 +233,9 @@ def analyze(
 ) -> Report:
     """Analyse every prefill × decode TP pair for one model and settings.
 
+    Pairs follow vLLM's rules; with ``settings.alignment == "tp-stable"`` the same pairs
+    under the vLLM PR 45575 proposal are added as a what-if (``tp_stable_pairs``).
+
     Raises:
         InvalidSettings, NotModelled: see :func:`kvalign.alignment.analyze_rank`.
     """
@@ -298,11 +244,15 @@ def analyze(
     tps = sorted(set(prefill_tps) | set(decode_tps))
     ranks = {tp: analyze_rank(geometry, engine, tp) for tp in tps}
     pairs = tuple(
-        analyze_pair(ranks[p], ranks[d], settings.alignment, profile)
-        for p in prefill_tps
-        for d in decode_tps
+        analyze_pair(ranks[p], ranks[d], "vllm", profile) for p in prefill_tps for d in decode_tps
     )
-    flagged = any(pair.flagged for pair in pairs)
+    what_if: tuple[PairResult, ...] | None = None
+    if settings.alignment == "tp-stable":
+        what_if = tuple(
+            analyze_pair(ranks[p], ranks[d], "tp-stable", profile)
+            for p in prefill_tps
+            for d in decode_tps
+        )
     notes = [engine.profile_note, *geometry.notes, *engine.notes]
     if geometry.attention is not None:
         chosen = engine.backend.name if engine.backend is not None else None
@@ -311,8 +261,19 @@ def analyze(
         geometry.state is not None
         and geometry.state.family == "gdn"
         and profile.gdn_checkpoint_alignment
+        and engine.prefix_caching
     ):
         notes.append(engine.checkpoint_note)
+    if not engine.prefix_caching and geometry.is_hybrid:
+        source = (
+            "--no-enable-prefix-caching"
+            if settings.enable_prefix_caching is False
+            else f"vLLM {profile.name}'s default for hybrid models"
+        )
+        notes.append(
+            f"prefix caching is off ({source}): logical block sizes only matter for "
+            "prefix-cache hashing, so drift alone does not fail the gate"
+        )
     chunk = engine.chunk
     if chunk is not None:
         notes.append(
@@ -335,19 +296,29 @@ def analyze(
             )
     if geometry.attention_free:
         notes.append("attention-free model: vLLM does no block alignment")
+    elif not geometry.is_hybrid:
+        notes.append("attention-only model: vLLM does no hybrid block alignment")
     family = geometry.state.family if geometry.state is not None else None
     if settings.gdn_prefill_backend != "auto" and family != "gdn":
         notes.append("--gdn-prefill-backend has no effect: the model has no gated delta net layers")
-    notes += economics_notes(ranks)
+    if settings.alignment == "tp-stable":
+        notes.append(
+            "--alignment tp-stable: the vLLM PR 45575 proposal, in no vLLM release; shown as "
+            "a what-if next to vLLM's rules, which decide the verdict and the exit code"
+        )
+    notes += economics_notes(ranks, engine)
     notes += max_model_len_notes(ranks, engine)
-    return Report(
+    report = Report(
         geometry=geometry,
         settings=settings,
         prefill_tps=tuple(prefill_tps),
         decode_tps=tuple(decode_tps),
         ranks=ranks,
         pairs=pairs,
-        recommendation=_recommend(geometry, engine, tps, flagged),
+        recommendation=Recommendation(None, {}, False, ""),
         engine=engine,
         notes=tuple(notes),
+        tp_stable_pairs=what_if,
     )
+    rec = _recommend(report.levels(), geometry, engine, prefill_tps, decode_tps)
+    return dataclasses.replace(report, recommendation=rec)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from kvalign.errors import InvalidSettings, KvalignError, NotModelled, UnsupportedModel
+from kvalign.fixes import Fix, FixPool, prove_fix
 from kvalign.geometry import ModelGeometry
 from kvalign.pd import PairResult, Report, analyze
 from kvalign.settings import Settings
@@ -150,7 +151,9 @@ def _kind(geometry: ModelGeometry) -> ModelKind:
 
 def _stats(report: Report, valid: set[int]) -> AlignmentStats:
     alignment = report.settings.alignment
-    grid = tuple(p for p in report.pairs if p.prefill_tp in valid and p.decode_tp in valid)
+    pairs = report.tp_stable_pairs if alignment == "tp-stable" else report.pairs
+    assert pairs is not None  # analyze() adds the what-if pairs for tp-stable
+    grid = tuple(p for p in pairs if p.prefill_tp in valid and p.decode_tp in valid)
     differs = sum(1 for p in grid if p.prefix_cache_drift)
     ratio_not_one = sum(
         1 for p in grid if p.prefill_kernel_block_size != p.decode_kernel_block_size
@@ -197,7 +200,14 @@ def survey_model(geometry: ModelGeometry, settings: Settings, tps: Sequence[int]
             geometry.model_id, geometry.model_type, family, kind, valid_tps, invalid, (),
             None, (), "attention-free: vLLM does no block alignment, no pairs to count",
         )  # fmt: skip
-    rec = reports[0].recommendation
+    # the smallest common --block-size every valid TP keeps on every GPU class, needed or
+    # not (kvalign.fixes: the proof check's recommendation uses)
+    usable = sorted(valid)
+    fix_pools = [
+        FixPool(geometry, replace(settings, alignment="vllm"), tp, str(tp)) for tp in usable
+    ]
+    every_pair = [(i, j) for i in range(len(usable)) for j in range(len(usable))]
+    fix = prove_fix(fix_pools, every_pair, reports[0].engine.profile) if usable else Fix(None)
     note = "" if valid else "no valid TP size among those requested"
     return ModelSurvey(
         model_id=geometry.model_id,
@@ -207,8 +217,8 @@ def survey_model(geometry: ModelGeometry, settings: Settings, tps: Sequence[int]
         valid_tps=valid_tps,
         invalid_tps=invalid,
         stats=tuple(_stats(report, valid) for report in reports),
-        fix_block_size=rec.block_size,
-        fix_padding_pct=tuple(sorted(rec.padding_pct.items())),
+        fix_block_size=fix.block_size,
+        fix_padding_pct=tuple(sorted((int(tp), pct) for tp, pct in fix.padding_pct)),
         note=note,
     )
 

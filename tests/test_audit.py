@@ -26,33 +26,33 @@ runner = CliRunner()
 
 #: the golden answer for `kvalign audit configs/deployments/`: (file, rule, severity).
 EXPECTED = {
-    ("command-line/falcon-h1-bad.sh", "KVA001", "warning"),  # 400 (TP 4) vs 800 (TP 1)
-    ("command-line/falcon-h1-bad.sh", "KVA002", "warning"),  # 800 / 400 = ratio 2
+    ("command-line/falcon-h1-bad.sh", "KVA001", "error"),  # 400 (TP 4) vs 800 (TP 1)
+    ("command-line/falcon-h1-bad.sh", "KVA002", "error"),  # 800 / 400 = ratio 2
     ("command-line/falcon-h1-bad.sh", "KVA008", "error"),  # DS on decode only
     ("command-line/falcon-h1-bad.sh", "KVA009", "warning"),  # max-model-len 512 < 800
     ("dynamo/falcon-h1-graph-v1alpha1-bad.yaml", "KVA006", "error"),  # router 16 vs 800
-    ("dynamo/qwen35-graph-v1beta1-bad.yaml", "KVA001", "warning"),  # 528 vs 1056
-    ("dynamo/qwen35-graph-v1beta1-bad.yaml", "KVA002", "warning"),  # ratio 2
+    ("dynamo/qwen35-graph-v1beta1-bad.yaml", "KVA001", "error"),  # 528 vs 1056
+    ("dynamo/qwen35-graph-v1beta1-bad.yaml", "KVA002", "error"),  # ratio 2
     ("dynamo/qwen35-graph-v1beta1-bad.yaml", "KVA006", "error"),  # frontend 16
-    ("kserve/falcon-h1-llmisvc-bad.yaml", "KVA001", "warning"),  # fp8 decode: 1584 vs 800
-    ("kserve/falcon-h1-llmisvc-bad.yaml", "KVA003", "warning"),  # 1584 % 800 != 0, gcd 16
+    ("kserve/falcon-h1-llmisvc-bad.yaml", "KVA001", "error"),  # fp8 decode: 1584 vs 800
+    ("kserve/falcon-h1-llmisvc-bad.yaml", "KVA003", "error"),  # 1584 % 800 != 0, gcd 16
     ("kserve/falcon-h1-llmisvc-bad.yaml", "KVA005", "error"),  # bfloat16 vs fp8_e4m3
-    ("kubernetes/nemotron-deployments-bad.yaml", "KVA001", "warning"),  # 1088 vs 576
-    ("kubernetes/nemotron-deployments-bad.yaml", "KVA003", "warning"),  # gcd 64, 17 units
+    ("kubernetes/nemotron-deployments-bad.yaml", "KVA001", "error"),  # 1088 vs 576
+    ("kubernetes/nemotron-deployments-bad.yaml", "KVA003", "error"),  # gcd 64, 17 units
     ("kubernetes/nemotron-deployments-bad.yaml", "KVA004", "warning"),  # 64 -> 1088 / 576
     ("kubernetes/nemotron-deployments-bad.yaml", "KVA006", "error"),  # router 64
-    ("kvalign/nemotron-nano-bad.yaml", "KVA001", "warning"),  # 528 vs 2096
+    ("kvalign/nemotron-nano-bad.yaml", "KVA001", "error"),  # 528 vs 2096
     ("kvalign/nemotron-nano-bad.yaml", "KVA003", "error"),  # 2096/gcd 16 = 131 > 128 units
-    ("llm-d/falcon-h1-modelservice-bad.yaml", "KVA001", "warning"),  # 208 vs 800
-    ("llm-d/falcon-h1-modelservice-bad.yaml", "KVA003", "warning"),  # 800 % 208, 50 units
+    ("llm-d/falcon-h1-modelservice-bad.yaml", "KVA001", "error"),  # 208 vs 800
+    ("llm-d/falcon-h1-modelservice-bad.yaml", "KVA003", "error"),  # 800 % 208, 50 units
     ("llm-d/falcon-h1-modelservice-bad.yaml", "KVA007", "warning"),  # 256 % 800
-    ("llm-d/qwen35-disaggregatedset-bad.yaml", "KVA003", "warning"),  # 1056 % 544
+    ("llm-d/qwen35-disaggregatedset-bad.yaml", "KVA003", "error"),  # 1056 % 544
     ("llm-d/qwen35-disaggregatedset-bad.yaml", "KVA005", "error"),  # ssm bf16 vs fp32
     # added with --pair-by (the entries above are unchanged): prefill.yaml and decode.yaml
     # of split-bad/ pair through their shared llm-d.ai/model label. Qwen3.5-397B at TP 8
     # (prefill) = 528 vs TP 16 (decode LeaderWorkerSet) = 272; findings sit on the decode pool.
-    ("kubernetes/split-bad/decode.yaml", "KVA001", "warning"),  # 528 vs 272
-    ("kubernetes/split-bad/decode.yaml", "KVA003", "warning"),  # 528 % 272 != 0, gcd 16
+    ("kubernetes/split-bad/decode.yaml", "KVA001", "error"),  # 528 vs 272
+    ("kubernetes/split-bad/decode.yaml", "KVA003", "error"),  # 528 % 272 != 0, gcd 16
     ("kubernetes/split-bad/decode.yaml", "KVA008", "error"),  # DS on prefill only
 }
 
@@ -168,8 +168,9 @@ def test_stdin_and_role_from_kv_role() -> None:
         """
     )
     found, report = _audit("-", stdin=script)
-    # 208 (TP 8) vs 800 (TP 1): drift and a non-dividing pair on the gcd-16 split path
-    assert found == {("-", "KVA001", "warning"), ("-", "KVA003", "warning")}
+    # 208 (TP 8) vs 800 (TP 1): drift (prefix caching on both: error) and a non-dividing
+    # pair on the gcd-16 split path (split: error under the policy)
+    assert found == {("-", "KVA001", "error"), ("-", "KVA003", "error")}
     assert [p.pool.role_source for p in report.groups[0].pools] == ["args", "args"]  # type: ignore[attr-defined]
 
 
@@ -222,7 +223,7 @@ def test_rules_stay_quiet_on_matching_pools(prefill: str, decode: str, extra: st
     assert run_audit([deployment]).findings == ()
 
 
-def test_hetero_hybrid_profile_decides_kva002_severity() -> None:
+def test_kva002_is_an_error_on_every_release_and_names_the_old_rejection() -> None:
     import dataclasses
 
     from kvalign.rules import kva002
@@ -231,10 +232,13 @@ def test_hetero_hybrid_profile_decides_kva002_severity() -> None:
     deployment = read_text(_own("tp: 4", "tp: 1"), "x.yaml")
     assert deployment is not None
     group = run_audit([deployment]).groups[0]
-    assert [f.severity for f in kva002.find(group)] == ["warning"]  # 0.33: tolerated
+    # ratio fails the gate (docs/policy.md) whether or not NIXL tolerates it
+    (tolerated,) = kva002.find(group)
+    assert tolerated.severity == "error" and "heterogeneous-block path" in tolerated.message
     strict = dataclasses.replace(group.profile, nixl_hetero_hybrid=False)
     older: GroupResult = dataclasses.replace(group, profile=strict)
-    assert [f.severity for f in kva002.find(older)] == ["error"]
+    (rejected,) = kva002.find(older)
+    assert rejected.severity == "error" and "rejects heterogeneous blocks" in rejected.message
 
 
 # ---- CLI: formats, exit codes, ignores, baseline -------------------------------------------
@@ -242,15 +246,21 @@ BAD = str(EXAMPLES / "kvalign/nemotron-nano-bad.yaml")
 GOOD = str(EXAMPLES / "kvalign/nemotron-nano-good.yaml")
 
 
-def test_exit_codes() -> None:
+def test_exit_codes(tmp_path: Path) -> None:
     assert runner.invoke(app, ["audit", GOOD]).exit_code == 0
     assert runner.invoke(app, ["audit", BAD]).exit_code == 1  # KVA003 error
-    # only warnings: pass at the default --fail-on error, fail at warning
     warn = str(EXAMPLES / "dynamo/qwen35-graph-v1beta1-good.yaml")
     assert runner.invoke(app, ["audit", warn, "--fail-on", "warning"]).exit_code == 0
+    # drift + split (both errors under the policy) and KVA007 (a warning): fails by default
     bad_sh = str(EXAMPLES / "llm-d/falcon-h1-modelservice-bad.yaml")
-    assert runner.invoke(app, ["audit", bad_sh]).exit_code == 0
-    assert runner.invoke(app, ["audit", bad_sh, "--fail-on", "warning"]).exit_code == 1
+    assert runner.invoke(app, ["audit", bad_sh]).exit_code == 1
+    # only a warning (KVA007) left: passes at --fail-on error, fails at warning
+    only_warning = "ignore:\n- {rule: KVA001, reason: t}\n- {rule: KVA003, reason: t}\n"
+    config = tmp_path / "ignore-pair-rules.yaml"
+    config.write_text(only_warning)
+    args = ["audit", bad_sh, "--config", str(config)]
+    assert runner.invoke(app, args).exit_code == 0
+    assert runner.invoke(app, [*args, "--fail-on", "warning"]).exit_code == 1
     missing = runner.invoke(app, ["audit", "no/such/file.yaml"])
     assert missing.exit_code == 2 and "no such file" in missing.stderr
     syntax = runner.invoke(app, ["audit", str(DATA / "bad-syntax.yaml")])
@@ -264,7 +274,7 @@ def test_json_and_baseline(tmp_path: Path) -> None:
     result = runner.invoke(app, ["audit", BAD, "--format", "json"])
     data = json.loads(result.stdout)
     assert [(f["rule"], f["severity"]) for f in data["findings"]] == [
-        ("KVA001", "warning"), ("KVA003", "error"),
+        ("KVA001", "error"), ("KVA003", "error"),
     ]  # fmt: skip
     assert data["files"][0]["vllm_rules"] == "vLLM 0.33 rules (for --vllm-version 0.33.0)"
     baseline = tmp_path / "baseline.json"
@@ -279,9 +289,12 @@ def test_json_and_baseline(tmp_path: Path) -> None:
 
 def test_project_ignore_needs_a_reason(tmp_path: Path) -> None:
     config = tmp_path / "kvalign.yaml"
-    config.write_text("ignore:\n- {rule: KVA003, reason: tracked in OPS-12}\n")
+    config.write_text(
+        "ignore:\n- {rule: KVA003, reason: tracked in OPS-12}\n"
+        "- {rule: KVA001, reason: tracked in OPS-12}\n"
+    )
     ok = runner.invoke(app, ["audit", BAD, "--config", str(config)])
-    assert ok.exit_code == 0  # the only error is ignored; KVA001 is a warning
+    assert ok.exit_code == 0  # both errors are ignored
     # QA2 #15: as for an in-file comment, an entry without a reason is not honoured and
     # warned about (it used to exit 2 while the comment only warned): KVA003 counts again
     config.write_text("ignore:\n- {rule: KVA003}\n")
@@ -302,7 +315,7 @@ def test_sarif_shape() -> None:
         region = result["locations"][0]["physicalLocation"]["region"]
         assert region["startLine"] == 9  # the decode: block
         assert result["message"]["text"]
-    assert [r["level"] for r in run["results"]] == ["warning", "error"]
+    assert [r["level"] for r in run["results"]] == ["error", "error"]
 
 
 def test_junit_parses_as_xml() -> None:
@@ -310,12 +323,12 @@ def test_junit_parses_as_xml() -> None:
     suite = ET.fromstring(out).find("testsuite")
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "2", "0")
-    assert [f.get("type") for f in suite.iter("failure")] == ["KVA001:warning", "KVA003:error"]
+    assert [f.get("type") for f in suite.iter("failure")] == ["KVA001:error", "KVA003:error"]
 
 
 def test_github_annotations_and_markdown_and_output(tmp_path: Path) -> None:
     lines = runner.invoke(app, ["audit", BAD, "--format", "github"]).stdout.splitlines()
-    assert lines[0].startswith(f"::warning file={BAD},line=9,title=KVA001 ")
+    assert lines[0].startswith(f"::error file={BAD},line=9,title=KVA001 ")
     assert lines[1].startswith(f"::error file={BAD},line=9,title=KVA003 ")
     md = runner.invoke(app, ["audit", BAD, "--format", "markdown"]).stdout
     assert "| KVA003 | error |" in md

@@ -172,11 +172,11 @@ def test_node_selector_gpu_wins_over_the_default(tmp_path: Path) -> None:
     path = _write(tmp_path, "q.yaml", DSET.replace("NODESELECTOR", selector))
     result = runner.invoke(app, ["audit", str(path), "--format", "json"])
     # prefill scheduled on H100 (1088), decode on the default unspecified GPU (1056):
-    # 1088 % 1056 != 0 (gcd 32: the 0.33 split path, a warning) and the grids drift
+    # 1088 % 1056 != 0 (gcd 32: the 0.33 split path) and the grids drift: both errors
     assert _blocks(result.stdout) == [1088, 1056]
     rules = {(f["rule"], f["severity"]) for f in json.loads(result.stdout)["findings"]}
-    assert rules == {("KVA001", "warning"), ("KVA003", "warning")}
-    assert result.exit_code == 0
+    assert rules == {("KVA001", "error"), ("KVA003", "error")}
+    assert result.exit_code == 1
 
 
 def test_attention_backend_default_only_where_the_pool_sets_none(tmp_path: Path) -> None:
@@ -213,17 +213,29 @@ def test_recommendation_makes_every_pool_choose_it() -> None:
     deployments, _ = read_paths([str(EXAMPLES / "llm-d" / "qwen35-disaggregatedset-bad.yaml")])
     report = run_audit(deployments)
     group = report.groups[0]
-    # prefill bf16 SSM needs 544, decode fp32 SSM 1056; unit 16 → 1056 (was 544, which
-    # decode would have raised to 1088)
-    assert recommend(group).startswith("set --block-size 1056 on every prefill and decode pool")
+    # prefill bf16 SSM needs 544, decode fp32 SSM 1056; unit 16 → 1056 on A100, but on
+    # H100/H200/B200 the FlashInfer GDN prefill makes the unit lcm(16, 64) = 64, and vLLM
+    # aligns 1056 to lcm(1056, 64) = 2112 there: 1088 = 17 x 64 is the smallest that holds
+    assert recommend(group).startswith(
+        "set --block-size 1088 on every prefill and decode pool (holds on A100 (SM80), "
+        "H100/H200 (SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120))"
+    )
     assert "fix KVA005 first" in recommend(group)
-    for result in group.pools:
-        settings = dataclasses.replace(result.pool.settings, block_size=1056)
-        assert analyze_rank(result.geometry, settings, result.pool.tp).block_size == 1056
+    for gpu in ("A100", "H100", "B200", "B300", "RTX-PRO-6000"):
+        for result in group.pools:
+            settings = dataclasses.replace(result.pool.settings, block_size=1088, gpu=gpu)
+            assert analyze_rank(result.geometry, settings, result.pool.tp).block_size == 1088
+    on_h100 = dataclasses.replace(group.pools[1].pool.settings, block_size=1056, gpu="H100")
+    assert analyze_rank(group.pools[1].geometry, on_h100, group.pools[1].pool.tp).block_size == (
+        2112
+    )
     # same settings on both sides: the plain text, no KVA005 hint
     bad = EXAMPLES / "kvalign" / "nemotron-nano-bad.yaml"
     nano = run_audit(read_paths([str(bad)])[0]).groups[0]
-    assert recommend(nano) == "set --block-size 2096 on every prefill and decode pool"
+    assert recommend(nano) == (
+        "set --block-size 2096 on every prefill and decode pool (holds on A100 (SM80), "
+        "H100/H200 (SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120))"
+    )
 
 
 # ---- 6: tables never truncate locations or numbers ----------------------------------------

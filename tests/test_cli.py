@@ -41,7 +41,7 @@ def test_check_ok_pair_exits_zero() -> None:
     # LFM2: the short-conv state fits a 16-token block at every TP -> 16 everywhere
     code, out, _ = run("check", "LiquidAI/LFM2-2.6B", "--prefill-tp", "1,2", "--decode-tp", "4")
     assert code == 0
-    assert out.count("OK") == 2
+    assert out.count("works (ok)") == 2 and out.startswith("PASS (exit 0")
 
 
 def test_check_json_contract() -> None:
@@ -86,13 +86,25 @@ def test_check_markdown() -> None:
     assert "| prefill | 8 | 1 | 512 | 266,752 | 528 |" in out
 
 
-def test_tp_stable_alignment_clears_the_pair() -> None:
-    code, out, _ = run(
-        "check", NANO, "--prefill-tp", "8", "--decode-tp", "1", "--alignment", "tp-stable",
-        "--format", "json",
-    )  # fmt: skip
-    assert code == 0
-    assert json.loads(out)["pairs"][0]["verdict"] == "ok"
+def test_tp_stable_is_a_labelled_what_if_that_never_changes_the_gate() -> None:
+    # Nano 8 -> 1 (bf16 KV): vLLM's rule gives 528 -> 2096, a 16-token split of 131 > 128
+    # units (incompatible, exit 1); the PR 45575 proposal gives 2096 on both sides (ok)
+    # -- shown as a what-if, the exit stays vLLM's
+    args = ("check", NANO, "--prefill-tp", "8", "--decode-tp", "1", "--alignment", "tp-stable")
+    code, out, _ = run(*args, "--format", "json")
+    data = json.loads(out)
+    assert code == 1 and data["exit_code"] == 1
+    assert data["pairs"][0]["verdict"] == "incompatible"
+    assert data["tp_stable_pairs"][0]["verdict"] == "ok"
+    assert data["tp_stable"] == {"proposal": "vLLM PR 45575", "in_release": False, "gated": False}
+    code, out, _ = run(*args)
+    assert code == 1
+    assert "What-if TP-stable (vLLM PR 45575 proposal), in no vLLM release, not gated" in out
+    code, out, _ = run(*args, "--format", "markdown")
+    assert code == 1 and "What-if: TP-stable (vLLM PR 45575 proposal)" in out
+    # without --alignment tp-stable there is no what-if at all
+    code, out, _ = run("check", NANO, "--prefill-tp", "8", "--decode-tp", "1", "--format", "json")
+    assert json.loads(out)["tp_stable_pairs"] is None
 
 
 def test_matrix_table_and_json() -> None:
@@ -106,12 +118,14 @@ def test_matrix_table_and_json() -> None:
     assert code == 0
 
 
-def test_matrix_marks_invalid_tp_without_failing() -> None:
+def test_matrix_marks_invalid_tp_and_gates_on_it() -> None:
+    # Falcon-H1-0.5B has 8 attention heads: TP 16 is invalid, and invalid fails the gate
+    # (docs/policy.md) in matrix as in check and audit
     code, out, _ = run(
         "matrix", "tiiuae/Falcon-H1-0.5B-Base", "--tp", "1,16", "--format", "markdown"
     )
-    assert code == 0
-    assert "INVALID" in out
+    assert code == 1
+    assert "| TP 1 | 800→800 ok | invalid |" in out
 
 
 def test_models_lists_catalog() -> None:
@@ -142,10 +156,6 @@ def test_attention_free_model_exits_zero() -> None:
         (("check", NANO, "--kv-cache-dtype", "nvfp4"), "not modelled"),
         (("check", NANO, "--mamba-cache-dtype", "int3"), "--mamba-cache-dtype"),
         (("check", NANO, "--gpu", "Z80"), "unknown GPU"),
-        (
-            ("check", "tiiuae/Falcon-H1-0.5B-Base", "--decode-tp", "16"),
-            "TP 16: heads not divisible",
-        ),
         (("check", "some-org/unknown-model"), "not in the Hugging Face cache"),
         (("matrix", NANO, "--tp", "1,,2"), "--tp"),
     ],
@@ -173,8 +183,8 @@ def _write(tmp_path: Path, content: str | bytes) -> str:
     [
         ('{"model_type": "nemotron_h", ', "not valid JSON"),
         (
-            '{"model_type": "llama", "num_attention_heads": 32}',
-            "model_type 'llama' is not a hybrid",
+            '{"model_type": "bert", "num_attention_heads": 12}',
+            "model_type 'bert' is not a hybrid",
         ),
         ('{"model_type": "mystery_arch"}', "'mystery_arch' is not a hybrid"),
         (b"\x89PNG\r\n\x1a\n\x00\x00", "not UTF-8"),
@@ -222,10 +232,26 @@ def test_parse_tp_list() -> None:
         parse_tp_list("-1", "--tp")
 
 
-def test_tp_that_cannot_load_is_bad_input_for_check() -> None:
-    code, _, err = run("check", NANO, "--prefill-tp", "16")
-    assert code == 2
-    assert "TP 16: n_groups G = 8" in err and "MambaMixer2" in err
+def test_invalid_tp_is_a_failing_verdict_with_a_valid_tp_as_the_fix() -> None:
+    # Nano at TP 16 loads no MambaMixer2 (n_groups 8): verdict invalid, exit 1 (audit's
+    # KVA010 is an error too); no --block-size is offered, valid TPs are
+    code, out, err = run("check", NANO, "--prefill-tp", "16", "--format", "json")
+    data = json.loads(out)
+    assert code == 1 and err == ""
+    assert data["pairs"][0]["verdict"] == "invalid"
+    assert "n_groups G = 8" in data["pairs"][0]["reason"]
+    rec = data["recommendation"]
+    assert rec["block_size"] is None and rec["change"] is None
+    assert rec["blockers"] == [
+        "prefill TP 16: TP 16 is invalid for nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 "
+        f"({data['deployments'][0]['reason'] or data['deployments'][0]['load_error']}): "
+        "use a valid TP (1, 2, 4, 8)"
+    ]
+    code, out, _ = run("check", "tiiuae/Falcon-H1-0.5B-Base", "--decode-tp", "16")
+    answer = out.split("Model:")[0]
+    assert code == 1 and "heads not divisible" in answer
+    assert "Fix: no --block-size can fix this; decode TP 16: TP 16 is invalid" in answer
+    assert "use a valid TP (1, 2, 4, 8)" in answer
 
 
 def test_docs_json_example_has_exactly_the_real_keys() -> None:
@@ -265,7 +291,8 @@ def test_closed_stdout_exits_141_quietly() -> None:
 def test_model_line_says_bundled_for_a_catalog_config(command: str) -> None:
     args = {"check": ["--prefill-tp", "8"], "matrix": ["--tp", "1,8"], "explain": ["--tp", "8"]}
     _, out, _ = run(command, NANO, *args[command])
-    first = out.splitlines()[0]
+    # check and matrix print the answer first; the model line opens the detail
+    first = next(line for line in out.splitlines() if line.startswith("Model: "))
     assert first.startswith(f"Model: {NANO} (nemotron_h, ") and first.endswith("config bundled)")
     assert "config.json" not in first and "site-packages" not in first
 

@@ -103,6 +103,11 @@ def test_cli_bad_input_exits_2(args: list[str], message: str) -> None:
 def test_check_prints_profile_and_economics() -> None:
     result = runner.invoke(app, ["check", NANO_ID, "--vllm-version", "0.19.1"])
     assert "vLLM 0.18 rules (for --vllm-version 0.19.1)" in result.stdout
-    assert "smallest cacheable prefix" in result.stdout
+    # hybrid prefix caching is off by default on 0.11.1-0.27: no prefix-cache economics
+    assert "smallest prefix that gives a hit" not in result.stdout
     # 0.18-0.19's NIXL needs equal TP for Mamba hybrids; TP 1 → TP 1 is fine, drift-free
     assert result.exit_code == 0, result.stdout
+    on = runner.invoke(
+        app, ["check", NANO_ID, "--vllm-version", "0.19.1", "--enable-prefix-caching"]
+    )
+    assert "smallest prefix that gives a hit" in on.stdout

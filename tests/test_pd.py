@@ -14,6 +14,7 @@ def _rank(tp: int, block: int, kernel: int) -> RankResult:
     return RankResult(
         tp=tp, valid=True, block_size=block, kernel_block_size=kernel,
         tp_stable_block_size=block, tp_stable_kernel_block_size=kernel,
+        mamba_page_bytes=1, attn_page_bytes_per_token=1,  # a hybrid rank
     )  # fmt: skip
 
 
@@ -56,7 +57,7 @@ def test_invalid_side() -> None:
     pair = analyze_pair(bad, _rank(1, 800, 800), "vllm")
     assert pair.verdict == "invalid"
     assert "prefill TP 16" in pair.reason
-    assert not pair.flagged
+    assert pair.flagged and pair.level == "error"  # invalid fails the gate (KVA010)
 
 
 def test_reported_nemotron_pair_is_flagged_and_fixed_by_recommendation() -> None:
@@ -85,13 +86,16 @@ def test_tp_stable_alignment_agrees_across_tps() -> None:
     vllm = analyze(geo, Settings(), [8], [1])
     stable = analyze(geo, Settings(alignment="tp-stable"), [8], [1])
     assert vllm.pairs[0].verdict == "incompatible"  # 528 vs 2096
-    assert stable.pairs[0].verdict == "ok"  # 2096 on both sides
-    assert stable.pairs[0].prefill_block_size == 2096
+    # the PR 45575 proposal is a what-if next to vLLM's pairs, which still gate
+    assert stable.pairs[0].verdict == "incompatible" and stable.flagged
+    assert stable.tp_stable_pairs is not None and vllm.tp_stable_pairs is None
+    assert stable.tp_stable_pairs[0].verdict == "ok"  # 2096 on both sides
+    assert stable.tp_stable_pairs[0].prefill_block_size == 2096
 
 
 def test_attention_free_pairs() -> None:
     report = analyze(load_model("tiiuae/falcon-mamba-7b"), Settings(), [1, 2], [4])
-    assert {p.verdict for p in report.pairs} == {"attention-free"}
+    assert {p.verdict for p in report.pairs} == {"nothing-to-align"}
     assert not report.flagged
     assert report.recommendation.block_size is None
 
@@ -107,4 +111,5 @@ def test_recommendation_when_nothing_is_usable() -> None:
     geo = load_model("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
     report = analyze(geo, Settings(), [16], [16])
     assert report.recommendation.block_size is None
-    assert "no usable TP size" in report.recommendation.text
+    assert report.recommendation.text.startswith("no --block-size can fix this: ")
+    assert "use a valid TP (1, 2, 4, 8)" in report.recommendation.text

@@ -115,7 +115,7 @@ def test_rules_markdown_is_the_docs_page_body() -> None:
     assert out.startswith("| Code | Severity | Summary |\n|---|---|---|\n")
     # links point at GitHub's anchor of each rule's heading
     assert (
-        "| [KVA002](#kva002-kernel-block-sizes-differ-block_size_ratio--1) | warning | "
+        "| [KVA002](#kva002-kernel-block-sizes-differ-block_size_ratio--1) | error | "
         "kernel block sizes differ (block_size_ratio != 1) |"
     ) in out
     assert "(#kva011-leaderworkerset-size--gpus-per-pod-disagrees-with-tp--pp--dp)" in out

@@ -82,7 +82,7 @@ def test_all_attention_hybrid_is_pure_attention(tmp_path: Path) -> None:
         ("{not json", InvalidConfig, "not valid JSON"),
         ("[1, 2]", InvalidConfig, "expected a JSON object"),
         ('{"hidden_size": 8}', InvalidConfig, "model_type"),
-        ('{"model_type": "llama"}', UnsupportedModel, "'llama' is not a hybrid"),
+        ('{"model_type": "bert"}', UnsupportedModel, "'bert' is not a hybrid"),
         ('{"model_type": "kimi_linear"}', InvalidConfig, "num_heads"),
     ],
 )

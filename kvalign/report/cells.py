@@ -7,25 +7,29 @@ from kvalign.dtypes import resolve_model_dtype
 from kvalign.errors import KvalignError
 from kvalign.geometry import ModelGeometry
 from kvalign.pd import PairResult, Report
+from kvalign.policy import VERDICTS, fails
 from kvalign.settings import Settings
 
-_ALIGNMENT_LABEL = {"vllm": "vLLM", "tp-stable": "TP-stable"}
+#: how the TP-stable alignment is named wherever it appears.
+TP_STABLE_LABEL = "TP-stable (vLLM PR 45575 proposal)"
 
 
 def deployment_columns(alignment: str) -> tuple[str, ...]:
-    """Deployments-table headers; kernel block and padding follow ``alignment``."""
-    label = _ALIGNMENT_LABEL.get(alignment, alignment)
-    return (
+    """Deployments-table headers: vLLM's block, kernel block and padding; with
+    ``--alignment tp-stable`` also the proposal's block and padding."""
+    columns: tuple[str, ...] = (
         "Role",
         "TP",
         "KV heads/rank",
         "Attn B/token",
         "Mamba page B",
-        "Block (vLLM)",
-        "Block (TP-stable)",
-        f"Kernel block ({label})",
-        f"Mamba pad % ({label})",
+        "Block",
+        "Kernel block",
+        "Mamba pad %",
     )
+    if alignment == "tp-stable":
+        columns += ("Block (PR 45575)", "Mamba pad % (PR 45575)")
+    return columns
 
 
 def per_tp_columns(alignment: str) -> tuple[str, ...]:
@@ -39,7 +43,8 @@ def per_tp_rows(report: Report) -> list[list[str]]:
     rows = []
     for tp, rank in sorted(report.ranks.items()):
         if not rank.usable:
-            rows.append([str(tp), "invalid: " + rank.problem, "", "", ""])
+            width = len(per_tp_columns(align)) - 2
+            rows.append([str(tp), "invalid: " + rank.problem, *([""] * width)])
             continue
         cells = deployment_cells("", rank, align)
         rows.append([cells[1], *cells[5:]])
@@ -58,15 +63,8 @@ PAIR_COLUMNS = (
     "Why",
 )
 
-VERDICT_LABELS = {
-    "ok": "OK",
-    "drift": "DRIFT",
-    "ratio": "RATIO",
-    "split": "SPLIT",
-    "incompatible": "FAIL",
-    "invalid": "INVALID",
-    "attention-free": "N/A",
-}
+#: the verdict words of :mod:`kvalign.policy`, the same in every output format.
+VERDICT_LABELS = {verdict: verdict for verdict in VERDICTS}
 
 
 def num(value: int | None) -> str:
@@ -82,26 +80,27 @@ def pct(value: float | None) -> str:
 def deployment_cells(role: str, rank: RankResult, alignment: str) -> list[str]:
     """One deployments-table row."""
     if not rank.usable:
-        return [role, str(rank.tp), "invalid: " + rank.problem, "", "", "", "", "", ""]
-    chosen = rank.kernel(alignment)
-    stable = num(rank.tp_stable_block_size)
-    if rank.tp_stable_grown:
-        stable += " (grown)"
+        blank = [""] * (len(deployment_columns(alignment)) - 3)
+        return [role, str(rank.tp), "invalid: " + rank.problem, *blank]
     block = num(rank.block_size)
     if rank.block_size_overridden:
-        block += " (overrides --block-size)"
-    padding = rank.tp_stable_padding_pct if alignment == "tp-stable" else rank.mamba_padding_pct
-    return [
+        block += " (raises --block-size)"
+    cells = [
         role,
         str(rank.tp),
         num(rank.kv_heads_per_rank),
         num(rank.attn_page_bytes_per_token),
         num(rank.mamba_page_bytes),
         block,
-        stable,
-        num(chosen),
-        pct(padding),
+        num(rank.kernel_block_size),
+        pct(rank.mamba_padding_pct),
     ]
+    if alignment == "tp-stable":
+        stable = num(rank.tp_stable_block_size)
+        if rank.tp_stable_grown:
+            stable += " (grown)"
+        cells += [stable, pct(rank.tp_stable_padding_pct)]
+    return cells
 
 
 def deployment_rows(report: Report) -> list[list[str]]:
@@ -132,15 +131,16 @@ def pair_cells(pair: PairResult) -> list[str]:
 
 
 MATRIX_LEGEND = (
-    "Cells: logical blocks P→D and verdict (OK; DRIFT = prefix-cache drift; RATIO = "
-    "block_size_ratio != 1; SPLIT = non-divisible, gcd split; FAIL = NIXL cannot pair; "
-    "INVALID = TP the model rejects). Verdicts compare kernel blocks."
+    "Cells: logical blocks P→D and verdict (ok; drift = prefix-cache drift; ratio = "
+    "block_size_ratio != 1; split = non-divisible, gcd split; incompatible = NIXL cannot "
+    "pair; invalid = TP the model rejects; nothing-to-align = no hybrid alignment). "
+    "Verdicts compare kernel blocks; see docs/policy.md for which fail the gate."
 )
 
 
 def matrix_cell(pair: PairResult) -> str:
-    """Compact grid cell: ``P→D kernel blocks`` and the verdict label."""
-    if pair.verdict in ("invalid", "attention-free"):
+    """Compact grid cell: ``P→D logical blocks`` and the verdict."""
+    if pair.verdict in ("invalid", "nothing-to-align") and pair.prefill_block_size is None:
         return VERDICT_LABELS[pair.verdict]
     blocks = f"{num(pair.prefill_block_size)}→{num(pair.decode_block_size)}"
     return f"{blocks} {VERDICT_LABELS[pair.verdict]}"
@@ -191,3 +191,74 @@ def header_lines(report: Report) -> list[str]:
         f"gpu={s.gpu or 'unspecified CUDA'} alignment={s.alignment} "
         f"vllm-version={s.vllm_version or 'newest profile'}",
     ]
+
+
+def _pair_name(pair: PairResult) -> str:
+    return f"prefill TP {pair.prefill_tp} → decode TP {pair.decode_tp}"
+
+
+def _in_words(pair: PairResult, fail_on: str) -> str:
+    if pair.level is None:
+        return "works"
+    if fails(pair.level, fail_on):
+        return "fails"
+    return "passes with a warning" if pair.level == "warning" else "passes (info only)"
+
+
+#: most pairs the answer names one by one (``matrix`` grids summarise the rest).
+ANSWER_PAIRS = 6
+
+
+def answer_lines(report: Report, fail_on: str = "error") -> list[str]:
+    """The first lines of ``check``: whether each pair works, in words, and the one
+    command-line change that fixes it (proven on every GPU class), before any detail."""
+    code = report.exit_code(fail_on)
+    failing = [p for p in report.pairs if fails(p.level, fail_on)]
+    total = len(report.pairs)
+    if code:
+        head = f"FAIL (exit 1, --fail-on {fail_on}): "
+        head += (
+            f"{len(failing)} of {total} pair(s) fail"
+            if failing
+            else "a --block-size is raised by vLLM"
+        )
+    else:
+        head = f"PASS (exit 0, --fail-on {fail_on}): every pair works"
+    lines = [head]
+    shown = sorted(report.pairs, key=lambda p: p not in failing)[:ANSWER_PAIRS]
+    for pair in shown:
+        lines.append(f"  {_pair_name(pair)}: {_in_words(pair, fail_on)} ({pair.verdict}): "
+                     f"{pair.reason}")  # fmt: skip
+    if total > len(shown):
+        lines.append(f"  … and {total - len(shown)} more pair(s) below")
+    rec = report.recommendation
+    for line in rec.raised:
+        lines.append(f"Your --block-size: {line}")
+    if rec.block_size is not None:
+        lines.append(
+            f"Fix: {rec.change} on every prefill and decode pool (holds on "
+            f"{', '.join(rec.proven_on)})"
+        )
+    elif rec.blockers:
+        lines.append("Fix: no --block-size can fix this; " + "; ".join(rec.blockers))
+    elif code or rec.needed:
+        lines.append(f"Fix: {rec.text}")
+    else:
+        lines.append(
+            f"Fix: none needed ({rec.text})"
+            if rec.text != "no change needed"
+            else "Fix: none needed"
+        )
+    if report.tp_stable_pairs is not None:
+        stable = report.tp_stable_pairs
+        if len(stable) <= ANSWER_PAIRS:
+            verdicts = ", ".join(
+                f"TP {p.prefill_tp} → TP {p.decode_tp} {p.verdict}" for p in stable
+            )
+        else:
+            counts: dict[str, int] = {}
+            for pair in stable:
+                counts[pair.verdict] = counts.get(pair.verdict, 0) + 1
+            verdicts = ", ".join(f"{n} {v}" for v, n in counts.items()) + f" of {len(stable)}"
+        lines.append(f"What-if {TP_STABLE_LABEL}, in no vLLM release, not gated: {verdicts}")
+    return lines

@@ -48,11 +48,19 @@ def explain_text(ex: Explanation) -> str:
         + " tokens"
     )
     eco = ex.economics
+    if eco is None and not ex.engine.prefix_caching:
+        lines.append("Prefix caching: off (no prefix-cache economics)")
     if eco is not None:
+        blocks = (
+            "one block"
+            if eco.hit_floor_blocks == 1
+            else f"{eco.hit_floor_blocks} blocks: with speculative tokens vLLM drops the "
+            "last matched block of a hit"
+        )
         lines.append(
-            f"Prefix caching: smallest cacheable prefix {eco.smallest_cacheable_prefix:,} tokens "
-            f"(one block); worst-case recompute per turn up to {eco.worst_case_recompute:,} "
-            "tokens (two blocks)"
+            f"Prefix caching: smallest prefix that gives a hit {eco.smallest_cacheable_prefix:,} "
+            f"tokens ({blocks}); worst-case recompute per turn up to "
+            f"{eco.worst_case_recompute:,} tokens (two blocks)"
             + (
                 f"; Mamba padding {eco.mamba_padding_bytes:,} bytes per layer per block"
                 if eco.mamba_padding_bytes is not None

@@ -1,7 +1,8 @@
 """The stable JSON contract of ``--format json`` (documented in docs/json.md).
 
 Top-level keys: ``schema_version``, ``kvalign_version``, ``model``, ``settings``,
-``deployments``, ``pairs``, ``recommendation``, ``notes``, ``flagged``.
+``deployments``, ``pairs``, ``recommendation``, ``tp_stable_pairs``, ``tp_stable``,
+``answer``, ``notes``, ``fail_on``, ``exit_code``, ``flagged``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 
 from kvalign import __version__
 from kvalign.alignment import RankResult
-from kvalign.pd import Report
+from kvalign.pd import PairResult, Report
+from kvalign.policy import fails
+from kvalign.report.cells import answer_lines
 from kvalign.settings import Settings
 
 SCHEMA_VERSION = 1
@@ -42,6 +45,7 @@ def _deployment(role: str, rank: RankResult) -> dict[str, Any]:
         "kernel_block_size": rank.kernel_block_size,
         "mamba_page_size_padded": rank.mamba_page_size_padded,
         "mamba_padding_pct": _pct(rank.mamba_padding_pct),
+        "prefix_caching": rank.prefix_caching,
         "tp_stable_block_size": rank.tp_stable_block_size,
         "tp_stable_kernel_block_size": rank.tp_stable_kernel_block_size,
         "tp_stable_padding_pct": _pct(rank.tp_stable_padding_pct),
@@ -49,8 +53,16 @@ def _deployment(role: str, rank: RankResult) -> dict[str, Any]:
     }
 
 
-def report_to_dict(report: Report) -> dict[str, Any]:
-    """The JSON-ready dict for one report (keys in docs/json.md)."""
+def _pair(pair: PairResult, fail_on: str) -> dict[str, Any]:
+    return {**asdict(pair), "level": pair.level, "flagged": fails(pair.level, fail_on)}
+
+
+def report_to_dict(report: Report, fail_on: str = "error") -> dict[str, Any]:
+    """The JSON-ready dict for one report (keys in docs/json.md).
+
+    ``pairs`` follow vLLM's rules and decide ``exit_code`` (:mod:`kvalign.policy` at
+    ``fail_on``); ``tp_stable_pairs`` is the vLLM PR 45575 what-if (``null`` unless
+    ``--alignment tp-stable``), never gated."""
     geo = report.geometry
     model = {
         "id": geo.model_id,
@@ -67,8 +79,10 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     }
     deployments = [_deployment("prefill", report.ranks[tp]) for tp in report.prefill_tps]
     deployments += [_deployment("decode", report.ranks[tp]) for tp in report.decode_tps]
-    pairs = [{**asdict(pair), "flagged": pair.flagged} for pair in report.pairs]
+    pairs = [_pair(pair, fail_on) for pair in report.pairs]
+    what_if = report.tp_stable_pairs
     rec = report.recommendation
+    code = report.exit_code(fail_on)
     return {
         "schema_version": SCHEMA_VERSION,
         "kvalign_version": __version__,
@@ -81,9 +95,20 @@ def report_to_dict(report: Report) -> dict[str, Any]:
             "needed": rec.needed,
             "padding_pct": {str(tp): _pct(v) for tp, v in sorted(rec.padding_pct.items())},
             "text": rec.text,
+            "change": rec.change or None,
+            "proven_on": list(rec.proven_on),
+            "blockers": list(rec.blockers),
+            "raised": list(rec.raised),
         },
+        "tp_stable_pairs": (
+            None if what_if is None else [_pair(pair, fail_on) for pair in what_if]
+        ),
+        "tp_stable": {"proposal": "vLLM PR 45575", "in_release": False, "gated": False},
+        "answer": answer_lines(report, fail_on),
         "notes": list(report.notes),
-        "flagged": report.flagged,
+        "fail_on": fail_on,
+        "exit_code": code,
+        "flagged": code == 1,
     }
 
 
@@ -108,6 +133,6 @@ def _settings_json(settings: Settings) -> dict[str, object]:
     return data
 
 
-def to_json(report: Report) -> str:
+def to_json(report: Report, fail_on: str = "error") -> str:
     """``report`` as indented JSON text."""
-    return json.dumps(report_to_dict(report), indent=2)
+    return json.dumps(report_to_dict(report, fail_on), indent=2)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from kvalign.pd import Report
+from kvalign.pd import PairResult, Report
 from kvalign.report.cells import (
     MATRIX_LEGEND,
     PAIR_COLUMNS,
+    TP_STABLE_LABEL,
+    answer_lines,
     deployment_columns,
     deployment_rows,
     header_lines,
@@ -32,27 +34,45 @@ def _footer(report: Report) -> list[str]:
     return lines
 
 
-def check_markdown(report: Report) -> str:
-    """Deployments and pairs tables in Markdown."""
-    lines = [f"{line}  " for line in header_lines(report)]
+def _answer(report: Report, fail_on: str) -> list[str]:
+    first, *rest = answer_lines(report, fail_on)
+    return [f"**{first}**  ", *(f"{line}  " for line in rest), ""]
+
+
+def check_markdown(report: Report, fail_on: str = "error") -> str:
+    """The answer first, then the deployments and pairs tables in Markdown."""
+    lines = _answer(report, fail_on)
+    lines += [f"{line}  " for line in header_lines(report)]
     lines += ["", "### Deployments (per rank)", ""]
     lines += _table(deployment_columns(report.settings.alignment), deployment_rows(report))
-    lines += ["", f"### Prefill → decode pairs ({report.settings.alignment} alignment)", ""]
+    rules = f"vLLM {report.engine.profile.name} rules: the verdict"
+    lines += ["", f"### Prefill → decode pairs ({rules})", ""]
     lines += _table(PAIR_COLUMNS, [pair_cells(pair) for pair in report.pairs])
+    if report.tp_stable_pairs is not None:
+        lines += ["", f"### What-if: {TP_STABLE_LABEL}, in no vLLM release (not gated)", ""]
+        lines += _table(PAIR_COLUMNS, [pair_cells(pair) for pair in report.tp_stable_pairs])
     return "\n".join(lines + _footer(report)) + "\n"
 
 
-def matrix_markdown(report: Report) -> str:
-    """Prefill × decode grid in Markdown."""
-    by_key = {(p.prefill_tp, p.decode_tp): p for p in report.pairs}
-    columns = ["P \\ D"] + [f"TP {tp}" for tp in report.decode_tps]
-    rows = [
+def _grid_rows(report: Report, pairs: tuple[PairResult, ...]) -> list[list[str]]:
+    by_key = {(p.prefill_tp, p.decode_tp): p for p in pairs}
+    return [
         [f"TP {ptp}"] + [matrix_cell(by_key[(ptp, dtp)]) for dtp in report.decode_tps]
         for ptp in report.prefill_tps
     ]
-    lines = [f"{line}  " for line in header_lines(report)]
-    lines += ["", f"### Prefill TP × decode TP ({report.settings.alignment} alignment)", ""]
-    lines += _table(columns, rows)
+
+
+def matrix_markdown(report: Report, fail_on: str = "error") -> str:
+    """The answer, then the prefill × decode grid (and the TP-stable what-if) in Markdown."""
+    columns = ["P \\ D"] + [f"TP {tp}" for tp in report.decode_tps]
+    lines = _answer(report, fail_on)
+    lines += [f"{line}  " for line in header_lines(report)]
+    lines += ["", f"### Prefill TP × decode TP (vLLM {report.engine.profile.name} rules)", ""]
+    lines += _table(columns, _grid_rows(report, report.pairs))
+    if report.tp_stable_pairs is not None:
+        title = f"What-if: {TP_STABLE_LABEL}, in no vLLM release (not gated)"
+        lines += ["", f"### {title}", ""]
+        lines += _table(columns, _grid_rows(report, report.tp_stable_pairs))
     lines += ["", "### Per TP", ""]
     lines += _table(per_tp_columns(report.settings.alignment), per_tp_rows(report))
     lines += ["", MATRIX_LEGEND]

@@ -24,7 +24,7 @@ VERDICT_COLOURS: dict[str, tuple[str, bool]] = {
     "split": ("#e57373", False),
     "incompatible": ("#b71c1c", True),
     "invalid": ("#bdbdbd", False),
-    "attention-free": ("#eeeeee", False),
+    "nothing-to-align": ("#eeeeee", False),
 }
 
 LEGEND = (

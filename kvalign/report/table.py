@@ -10,6 +10,8 @@ from kvalign.pd import PairResult, Report
 from kvalign.report.cells import (
     MATRIX_LEGEND,
     PAIR_COLUMNS,
+    TP_STABLE_LABEL,
+    answer_lines,
     deployment_columns,
     deployment_rows,
     header_lines,
@@ -18,6 +20,7 @@ from kvalign.report.cells import (
     per_tp_columns,
     per_tp_rows,
 )
+from kvalign.report.layout import Column, needed_width, section
 from kvalign.sources.catalog import CatalogEntry
 
 VERDICT_STYLES = {
@@ -27,7 +30,7 @@ VERDICT_STYLES = {
     "split": "red",
     "incompatible": "bold red",
     "invalid": "magenta",
-    "attention-free": "dim",
+    "nothing-to-align": "dim",
 }
 
 
@@ -39,44 +42,62 @@ def _footer(report: Report) -> list[RenderableType]:
     return parts
 
 
-def check_table(report: Report) -> RenderableType:
-    """Deployments table, pairs table, recommendation and notes."""
-    deployments = Table(title="Deployments (per rank)", title_justify="left")
-    for i, column in enumerate(deployment_columns(report.settings.alignment)):
-        deployments.add_column(column, justify="left" if i == 0 else "right")
-    for row in deployment_rows(report):
-        deployments.add_row(*row)
+def _answer(report: Report, fail_on: str) -> list[RenderableType]:
+    lines = answer_lines(report, fail_on)
+    style = "bold red" if report.exit_code(fail_on) else "bold green"
+    return [Text(lines[0], style=style), *(Text(line) for line in lines[1:]), Text("")]
 
-    pairs = Table(
-        title=f"Prefill → decode pairs ({report.settings.alignment} alignment)",
-        title_justify="left",
-    )
-    for column in PAIR_COLUMNS:
-        pairs.add_column(column, overflow="fold")
-    for pair in report.pairs:
+
+def _pair_rows(pairs: tuple[PairResult, ...]) -> list[list[str | Text]]:
+    rows: list[list[str | Text]] = []
+    for pair in pairs:
         cells = pair_cells(pair)
-        pairs.add_row(*cells[:-2], Text(cells[-2], style=VERDICT_STYLES[pair.verdict]), cells[-1])
+        verdict = Text(cells[-2], style=VERDICT_STYLES[pair.verdict])
+        rows.append([*cells[:-2], verdict, cells[-1]])
+    return rows
 
-    header = [Text(line) for line in header_lines(report)]
-    return Group(*header, deployments, pairs, *_footer(report))
+
+def check_table(report: Report, width: int | None = None, fail_on: str = "error") -> RenderableType:
+    """The answer first (does each pair work, the one change that fixes it), then the
+    deployments and pairs (stacked when they do not fit ``width``), recommendation, notes."""
+    align = report.settings.alignment
+    columns = [
+        Column(c, justify="left" if i == 0 else "right")
+        for i, c in enumerate(deployment_columns(align))
+    ]
+    rows = deployment_rows(report)
+    if width is not None and needed_width(columns, rows) > width:
+        # one column per pool, one row per quantity: fits 80 columns for a pair
+        heads = [Column("")] + [Column(f"{r[0]} TP {r[1]}", justify="right") for r in rows]
+        flipped = [[c.header, *(r[i] for r in rows)] for i, c in enumerate(columns) if i > 1]
+        deployments = section("Deployments (per rank)", heads, flipped, width)
+    else:
+        deployments = section("Deployments (per rank)", columns, rows, width)
+    pair_columns = [Column(c, fixed=c != "Why") for c in PAIR_COLUMNS]
+    title = f"Prefill → decode pairs (vLLM {report.engine.profile.name} rules: the verdict)"
+    parts: list[RenderableType] = [*_answer(report, fail_on)]
+    parts += [Text(line) for line in header_lines(report)]
+    parts += [deployments, section(title, pair_columns, _pair_rows(report.pairs), width)]
+    if report.tp_stable_pairs is not None:
+        what_if = f"What-if: {TP_STABLE_LABEL}, in no vLLM release (not gated)"
+        parts.append(section(what_if, pair_columns, _pair_rows(report.tp_stable_pairs), width))
+    return Group(*parts, *_footer(report))
 
 
 def _styled(pair: PairResult) -> Text:
     return Text(matrix_cell(pair), style=VERDICT_STYLES[pair.verdict])
 
 
-def matrix_table(report: Report) -> RenderableType:
-    """Prefill (rows) × decode (columns) grid, coloured by verdict, plus per-TP blocks."""
-    grid = Table(
-        title=f"Prefill TP ↓ × decode TP → ({report.settings.alignment} alignment)",
-        title_justify="left",
-    )
-    grid.add_column("P \\ D", justify="right")
-    for tp in report.decode_tps:
-        grid.add_column(f"TP {tp}", justify="center")
-    by_key = {(p.prefill_tp, p.decode_tp): p for p in report.pairs}
-    for ptp in report.prefill_tps:
-        grid.add_row(f"TP {ptp}", *(_styled(by_key[(ptp, dtp)]) for dtp in report.decode_tps))
+def matrix_table(
+    report: Report, width: int | None = None, fail_on: str = "error"
+) -> RenderableType:
+    """The answer, then the prefill (rows) × decode (columns) grid under vLLM's rules,
+    coloured by verdict, plus per-TP blocks. ``width`` is accepted for symmetry with
+    :func:`check_table` (the grid's cells are short)."""
+    grids = [_grid(report, report.pairs, f"vLLM {report.engine.profile.name} rules")]
+    if report.tp_stable_pairs is not None:
+        what_if = f"what-if: {TP_STABLE_LABEL}, in no vLLM release, not gated"
+        grids.append(_grid(report, report.tp_stable_pairs, what_if))
 
     blocks = Table(title="Per TP", title_justify="left")
     for column in per_tp_columns(report.settings.alignment):
@@ -85,7 +106,18 @@ def matrix_table(report: Report) -> RenderableType:
         blocks.add_row(*row)
     legend = Text(MATRIX_LEGEND, style="dim")
     header = [Text(line) for line in header_lines(report)]
-    return Group(*header, grid, blocks, legend, *_footer(report))
+    return Group(*_answer(report, fail_on), *header, *grids, blocks, legend, *_footer(report))
+
+
+def _grid(report: Report, pairs: tuple[PairResult, ...], rules: str) -> Table:
+    grid = Table(title=f"Prefill TP ↓ × decode TP → ({rules})", title_justify="left")
+    grid.add_column("P \\ D", justify="right")
+    for tp in report.decode_tps:
+        grid.add_column(f"TP {tp}", justify="center")
+    by_key = {(p.prefill_tp, p.decode_tp): p for p in pairs}
+    for ptp in report.prefill_tps:
+        grid.add_row(f"TP {ptp}", *(_styled(by_key[(ptp, dtp)]) for dtp in report.decode_tps))
+    return grid
 
 
 def models_table(entries: list[CatalogEntry], kinds: dict[str, str]) -> RenderableType:

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kvalign import __version__
+from kvalign.report.cells import config_origin
 from kvalign.verify import FieldCheck, Verification
 
 VERIFY_SCHEMA_VERSION = 1
@@ -32,7 +33,7 @@ def _show(value: object) -> str:
 def _header(result: Verification) -> list[str]:
     geo = result.geometry
     return [
-        f"Model: {geo.model_id} ({geo.model_type}, config from {geo.source}: {geo.config_path})",
+        f"Model: {geo.model_id} ({geo.model_type}, {config_origin(geo)})",
         f"kvalign: {result.profile_note}; vLLM {result.vllm_version} on "
         f"{result.platform or 'this machine'}",
         f"Attention backend {result.settings.attention_backend}",

@@ -12,10 +12,12 @@ from kvalign.engine import EngineConfig
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import Grouping
 from kvalign.pd import PairResult
+from kvalign.policy import LEVEL_RANK
 from kvalign.versions import Profile
 
 Severity = Literal["error", "warning", "info"]
-SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
+#: the ``--fail-on`` order of :mod:`kvalign.policy`.
+SEVERITY_RANK: dict[str, int] = LEVEL_RANK
 
 
 @dataclass(frozen=True)

@@ -3,17 +3,20 @@
 NIXL computes ``block_size_ratio = decode kernel block // prefill kernel block``
 (``vllm/distributed/kv_transfer/kv_connector/utils.py``) and takes the heterogeneous-block
 path. Hybrid models are accepted there only from vLLM 0.27, the release that merged vLLM PR
-49612 (``Profile.nixl_hetero_hybrid``): on earlier releases the handshake fails and the
-finding is an error, from 0.27 on it is a warning.
+49612 (``Profile.nixl_hetero_hybrid``): on earlier releases the handshake fails, from 0.27
+on every transfer takes the heterogeneous-block path. Either way the verdict is ``ratio``,
+an error under the policy (``docs/policy.md``), as in ``check``.
 """
 
 from __future__ import annotations
 
+from kvalign.policy import verdict_level
 from kvalign.rules.base import Finding, GroupResult, Severity, pair_labels
 from kvalign.rules.kva001 import recommend
 
 CODE = "KVA002"
-SEVERITY: Severity = "warning"
+#: the policy's severity of verdict ``ratio`` (:mod:`kvalign.policy`).
+SEVERITY: Severity = verdict_level("ratio", True, True) or "error"
 TITLE = "kernel block sizes differ (block_size_ratio != 1)"
 #: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
 SOURCE = (
@@ -28,20 +31,19 @@ FIX = (
 
 
 def find(group: GroupResult) -> list[Finding]:
-    """One finding per pair with verdict ``ratio``; error for hybrids on releases without
-    heterogeneous-block support for hybrid models."""
+    """One finding per pair with verdict ``ratio`` (an error under the policy; on releases
+    without heterogeneous-block support for hybrid models the message says NIXL rejects
+    it)."""
     out: list[Finding] = []
     for outcome in group.pairs:
         pair = outcome.pair
         if pair.verdict != "ratio":
             continue
         hybrid = outcome.prefill.geometry.is_hybrid
-        severity: Severity = (
-            "error" if hybrid and not group.profile.nixl_hetero_hybrid else SEVERITY
-        )
+        severity: Severity = SEVERITY
         why = (
             f"vLLM {group.profile.name} NIXL rejects heterogeneous blocks for hybrid models"
-            if severity == "error"
+            if hybrid and not group.profile.nixl_hetero_hybrid
             else "heterogeneous-block path on every transfer"
         )
         out.append(

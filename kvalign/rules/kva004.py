@@ -6,11 +6,12 @@ vLLM raises the block size until one attention page covers the Mamba state page
 
 from __future__ import annotations
 
+from kvalign.policy import OVERRIDE_LEVEL
 from kvalign.rules.base import Finding, GroupResult, Severity
 from kvalign.rules.kva001 import recommend
 
 CODE = "KVA004"
-SEVERITY: Severity = "warning"
+SEVERITY: Severity = OVERRIDE_LEVEL
 TITLE = "--block-size silently overridden by hybrid alignment"
 #: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
 SOURCE = "vllm/platforms/interface.py Platform._align_hybrid_block_size"

@@ -6,10 +6,12 @@ and state dimensions that shard evenly; the pool would not start.
 
 from __future__ import annotations
 
+from kvalign.fixes import valid_tps
+from kvalign.policy import verdict_level
 from kvalign.rules.base import Finding, GroupResult, Severity
 
 CODE = "KVA010"
-SEVERITY: Severity = "error"
+SEVERITY: Severity = verdict_level("invalid", True, True) or "error"
 TITLE = "tensor parallel size invalid for the model"
 #: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
 SOURCE = (
@@ -24,16 +26,18 @@ FIX = (
 
 
 def find(group: GroupResult) -> list[Finding]:
-    """One finding per pool whose rank result is not valid."""
-    return [
-        Finding(
-            CODE,
-            SEVERITY,
-            (r.pool.label,),
-            r.pool.location,
-            f"TP {r.pool.tp} is invalid for {r.pool.model}: {r.rank.problem}",
-            "choose a tensor parallel size that divides the model's heads",
-        )
-        for r in group.pools
-        if not r.rank.usable
-    ]
+    """One finding per pool whose rank result is not valid; the fix names valid TPs
+    (:func:`kvalign.fixes.valid_tps`): no ``--block-size`` can help."""
+    out: list[Finding] = []
+    for r in group.pools:
+        if r.rank.usable:
+            continue
+        choices = ", ".join(map(str, valid_tps(r.geometry, r.pool.settings))) or "none"
+        out.append(
+            Finding(
+                CODE, SEVERITY, (r.pool.label,), r.pool.location,
+                f"TP {r.pool.tp} is invalid for {r.pool.model}: {r.rank.problem}",
+                f"use a valid tensor parallel size ({choices}); no --block-size can fix this",
+            )
+        )  # fmt: skip
+    return out

@@ -23,6 +23,20 @@ from kvalign.sources.fields import ConfigFields
 #: (``vllm/transformers_utils/config.py`` ``_CONFIG_REGISTRY``): read as raw JSON.
 VLLM_OWN_CONFIG_TYPES = frozenset({"kimi_linear", "kimi_k3", "bailing_moe_v3_vl"})
 
+#: standard attention-only model types (transformers ships their config classes): no
+#: recurrent state, so vLLM does no hybrid block alignment and there is nothing to align.
+#: Read through the transformers class like any other type; any state field refuses.
+ATTENTION_ONLY_TYPES = frozenset(
+    {
+        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
+        "gemma2", "gemma3_text", "phi3", "olmo2", "granite", "granitemoe", "cohere",
+        "starcoder2", "deepseek_v3", "gpt_oss", "glm4", "ernie4_5", "exaone",
+    }
+)  # fmt: skip
+#: config keys that would mean recurrent state (never present in the types above).
+_STATE_KEYS = ("ssm_state_size", "mamba_d_state", "linear_num_value_heads", "conv_kernel",
+               "layers_block_type", "mamba_num_heads", "linear_attn_config")  # fmt: skip
+
 #: layer-type names (``layer_types`` / ``layers_block_type``) that hold softmax attention.
 _ATTENTION_KINDS = frozenset(
     {"attention", "full_attention", "sliding_attention", "hybrid", "*", "global", "local"}
@@ -111,7 +125,54 @@ def _layer_kinds(text: ConfigFields) -> tuple[bool, bool] | None:
     return None
 
 
-def _attention(text: ConfigFields, spec: ModelSpec) -> AttentionGeometry:
+def _attention_only(
+    raw: dict[str, Any], model_type: str, *, model_id: str, config_path: str, source: str
+) -> ModelGeometry:
+    """Geometry of a standard attention-only model (:data:`ATTENTION_ONLY_TYPES`): the
+    attention fields only, through the transformers config class.
+
+    Raises:
+        InvalidConfig: a malformed field, or a state field in an attention-only type.
+        UnsupportedModel: transformers does not ship the type's config class.
+    """
+    cls = transformers_config_class(model_type)
+    if cls is None:  # pragma: no cover - every listed type ships with transformers
+        raise UnsupportedModel(f"{config_path}: model_type '{model_type}' is unknown here")
+    present = [key for key in _STATE_KEYS if key in raw]
+    if present:
+        raise InvalidConfig(
+            f"{config_path}: model_type '{model_type}' is attention-only but the config has "
+            f"state field(s) {', '.join(present)}"
+        )
+    try:
+        model_dtype = _model_dtype(
+            ConfigFields({}, path=config_path), ConfigFields(raw, path=config_path)
+        )
+    except KvalignError as exc:
+        raise InvalidConfig(f"{config_path}: {exc}") from None
+    text = ConfigFields(_parse_with_transformers(cls, raw, config_path), path=config_path)
+    attention = _attention(text, None)
+    archs = raw.get("architectures")
+    architecture = (
+        archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
+    )
+    return ModelGeometry(
+        model_id=model_id,
+        model_type=model_type,
+        architecture=architecture,
+        config_path=config_path,
+        source=source,
+        loader="transformers",
+        model_dtype=model_dtype,
+        attention=attention,
+        state=None,
+        provenance=dict(text.provenance),
+        notes=(f"model_type '{model_type}' is attention-only: nothing to align",),
+        checkpoint_kv_cache_dtype=checkpoint_kv_cache_dtype(raw.get("quantization_config")),
+    )
+
+
+def _attention(text: ConfigFields, spec: ModelSpec | None) -> AttentionGeometry:
     heads = text.int("num_attention_heads", "num_attention_heads", "n_head", "n_heads")
     if text.has("kv_lora_rank"):
         head_size = text.int("kv_lora_rank", "kv_lora_rank") + text.int(
@@ -127,7 +188,8 @@ def _attention(text: ConfigFields, spec: ModelSpec) -> AttentionGeometry:
         "multi_query_group_num",
         default=heads,
     )
-    head_keys = tuple(k for k in (spec.head_size_key, "head_dim") if k)
+    own_key = spec.head_size_key if spec is not None else None
+    head_keys = tuple(k for k in (own_key, "head_dim") if k)
     head_size = 0
     for key in head_keys:
         value = text.raw(key)
@@ -181,10 +243,14 @@ def geometry_from_dict(
     top_type = raw.get("model_type")
     if not isinstance(top_type, str) or not top_type:
         raise InvalidConfig(f"{config_path}: field 'model_type' is missing or not a string")
+    if top_type in ATTENTION_ONLY_TYPES and top_type not in MODEL_TYPES:
+        return _attention_only(raw, top_type, model_id=model_id, config_path=config_path,
+                               source=source)  # fmt: skip
     if top_type not in MODEL_TYPES and top_type not in WRAPPER_TYPES and "text_config" not in raw:
         raise UnsupportedModel(
             f"{config_path}: model_type '{top_type}' is not a hybrid attention/state-space "
-            f"model kvalign knows (known: {', '.join(sorted(MODEL_TYPES))})"
+            f"model kvalign knows (known: {', '.join(sorted(MODEL_TYPES))}; attention-only: "
+            f"{', '.join(sorted(ATTENTION_ONLY_TYPES))})"
         )
     if top_type in WRAPPER_TYPES:
         nested = raw.get("text_config")

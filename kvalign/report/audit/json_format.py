@@ -113,7 +113,9 @@ def audit_to_dict(report: AuditReport) -> dict[str, Any]:
         "unevaluated": [_problem(p) for p in report.unevaluated],
         "problems": [_problem(p) for p in report.problems],
         "skipped": list(report.skipped),
-        "summary": counts,
+        "notes": list(report.notes),
+        "fail_on": report.fail_on,
+        "summary": {**counts, "failing": len(report.failing())},
     }
 
 

@@ -8,10 +8,13 @@ from kvalign.audit import AuditReport
 
 
 def to_junit(report: AuditReport) -> str:
-    """A ``<testsuites>`` document: findings are ``<failure>`` (type = rule id), files that
-    could not be evaluated are ``<error>``, files without findings pass."""
+    """A ``<testsuites>`` document: findings that fail the gate (``--fail-on``,
+    :mod:`kvalign.policy`) are ``<failure>`` (type = rule id), findings below it pass with
+    their text in ``<system-out>``, files that could not be evaluated are ``<error>``,
+    files without findings pass. So ``failures`` is non-zero exactly when audit exits 1."""
     suite = ET.Element("testsuite", name="kvalign audit")
     failed_files = set()
+    failing = {id(f) for f in report.failing()}
     for finding in report.findings:
         failed_files.add(finding.location.file)
         case = ET.SubElement(
@@ -20,10 +23,15 @@ def to_junit(report: AuditReport) -> str:
             classname=finding.location.file,
             name=f"{finding.rule} {' '.join(finding.pools)}",
         )
+        text = f"{finding.location}: {finding.message}\nFix: {finding.remediation}"
+        if id(finding) not in failing:
+            out = ET.SubElement(case, "system-out")
+            out.text = f"{finding.severity} (below --fail-on {report.fail_on}): {text}"
+            continue
         failure = ET.SubElement(
             case, "failure", message=finding.message, type=f"{finding.rule}:{finding.severity}"
         )
-        failure.text = f"{finding.location}: {finding.message}\nFix: {finding.remediation}"
+        failure.text = text
     for file in report.files:
         if file.deployment.source not in failed_files:
             ET.SubElement(suite, "testcase", classname=file.deployment.source, name="audit")
@@ -33,7 +41,7 @@ def to_junit(report: AuditReport) -> str:
         error.text = f"{problem.location}: {problem.message}"
     cases = suite.findall("testcase")
     suite.set("tests", str(len(cases)))
-    suite.set("failures", str(len(report.findings)))
+    suite.set("failures", str(len(failing)))
     suite.set("errors", str(len(report.unevaluated)))
     root = ET.Element("testsuites")
     root.append(suite)

@@ -61,6 +61,8 @@ def to_markdown(report: AuditReport) -> str:
             )
     else:
         lines.append("No findings.")
+    for note in report.notes:
+        lines.append(f"\n_Note:_ {_cell(note)}")
     for p in report.unevaluated:
         lines.append(f"\n**Not evaluated** `{p.location}`: {_cell(p.message)}")
     return "\n".join(lines) + "\n"

@@ -158,13 +158,15 @@ def to_table(report: AuditReport, width: int | None = None) -> RenderableType:
             _Column("Fix", False),
         ]
         parts.append(_section("Findings", finding_columns, finding_rows, width))
+    parts += [Text(f"note: {note}", style="dim") for note in report.notes]
     for p in report.unevaluated:
         parts.append(Text(f"not evaluated: {p.location}: {p.message}", style="bold red"))
     counts = {s: sum(1 for f in report.findings if f.severity == s) for s in STYLE}
     summary = (
         f"{len(report.files)} file(s) evaluated, {len(report.unevaluated)} not evaluated; "
         f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info; "
-        f"{len(report.suppressed)} suppressed"
+        f"{len(report.suppressed)} suppressed; {len(report.failing())} fail --fail-on "
+        f"{report.fail_on}"
     )
     parts.append(Text(summary))
     return Group(*parts)

@@ -1,0 +1,81 @@
+"""Tables that fit the terminal: never truncate a number, never fold a cell into a tower.
+
+A section is a rich table when its fixed columns (numbers, labels, verdicts) fit whole
+in the console width and every free-text column still gets :data:`MIN_TEXT_WIDTH`
+characters; otherwise it is printed stacked, one block per row (``key: value`` lines that
+wrap at the console width), as ``kvalign audit``'s table does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+#: narrowest a free-text column may become before the stacked layout is used.
+MIN_TEXT_WIDTH = 40
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: ``fixed`` cells are never wrapped or truncated; others fold."""
+
+    header: str
+    fixed: bool = True
+    justify: str = "left"
+
+
+def _plain(cell: str | Text) -> str:
+    return cell.plain if isinstance(cell, Text) else cell
+
+
+def needed_width(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]]) -> int:
+    """Narrowest table width (characters) that shows every fixed column whole and gives
+    each free-text column :data:`MIN_TEXT_WIDTH` (rich's box: one border per column plus
+    one, one space of padding each side)."""
+    total = 1
+    for index, column in enumerate(columns):
+        if column.fixed:
+            longest = max([len(column.header)] + [len(_plain(row[index])) for row in rows])
+        else:
+            longest = min(
+                MIN_TEXT_WIDTH,
+                max([len(column.header)] + [len(_plain(row[index])) for row in rows]),
+            )
+        total += longest + 3
+    return total
+
+
+def section(
+    title: str,
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str | Text]],
+    width: int | None,
+) -> RenderableType:
+    """A table when it fits in ``width`` (``None``: unlimited), else one block per row."""
+    if width is None or needed_width(columns, rows) <= width:
+        table = Table(title=title, title_justify="left")
+        for column in columns:
+            if column.fixed:
+                table.add_column(
+                    column.header,
+                    no_wrap=True,
+                    overflow="fold",  # never reached: the width was checked above
+                    justify=column.justify,  # type: ignore[arg-type]
+                )
+            else:
+                table.add_column(column.header, overflow="fold", min_width=MIN_TEXT_WIDTH)
+        for row in rows:
+            table.add_row(*row)
+        return table
+    blocks: list[RenderableType] = [Text(title, style="italic")]
+    for row in rows:
+        lines = Text()
+        for index, (column, cell) in enumerate(zip(columns, row, strict=True)):
+            lines.append(("" if index == 0 else "\n  ") + f"{column.header}: ")
+            lines.append(cell if isinstance(cell, Text) else Text(cell))
+        blocks.append(lines)
+    return Group(*blocks)
