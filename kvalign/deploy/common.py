@@ -155,13 +155,27 @@ def build_pool(
         role, source = role_from_text(found.name_hint or found.name), "name"
     if role is None:
         return None, [
-            Problem(found.location, f"{found.name}: not a prefill or decode pool", blocking=False)
+            Problem(
+                found.location,
+                f"{found.name}: role unknown (no kv_role kv_producer/kv_consumer, "
+                "--disaggregation-mode or prefill/decode in the names, comments or "
+                "conditions next to it): not a prefill or decode pool",
+                blocking=False,
+            )
         ]
     if args.unresolved:
         refs = ", ".join(args.unresolved)
         return None, [
             Problem(found.location, f"{role}/{found.name}: unresolved variable(s) {refs}")
         ]
+    notes = [
+        Problem(
+            found.location,
+            f"{role}/{found.name}: unresolved {ref} cannot change sizing or role: evaluated",
+            blocking=False,
+        )
+        for ref in args.unresolved_noted
+    ]
     model = found.model or args.model
     if not model:
         return None, [Problem(found.location, f"{role}/{found.name}: no model given")]
@@ -220,4 +234,27 @@ def build_pool(
         nodes=found.nodes,
         gpus_per_node=found.gpus_per_node,
     )
-    return pool, []
+    return pool, notes
+
+
+_IMAGE_VERSION = re.compile(r":v?(\d+\.\d+\.\d+)(?:[-+.][A-Za-z0-9.\-+]*)?$")
+
+
+def is_vllm_image(image: str) -> bool:
+    """Whether a container image is vLLM's own (``vllm/vllm-openai``, ``…/vllm:tag``)."""
+    name = image.strip().split("@", 1)[0]
+    path = name.rsplit(":", 1)[0] if ":" in name.rsplit("/", 1)[-1] else name
+    last = path.rsplit("/", 1)[-1].lower()
+    return last in ("vllm-openai", "vllm", "vllm-tpu", "vllm-cpu", "vllm-rocm") or (
+        "vllm/vllm" in path.lower()
+    )
+
+
+def version_from_image(image: str) -> str | None:
+    """The vLLM release in a vLLM image tag (``vllm/vllm-openai:v0.14.0`` → ``0.14.0``);
+    ``None`` for other images (an llm-d or Dynamo image's tag is not vLLM's version),
+    ``latest``, ``nightly`` or a digest."""
+    if not is_vllm_image(image):
+        return None
+    match = _IMAGE_VERSION.search(image.strip())
+    return match.group(1) if match else None
