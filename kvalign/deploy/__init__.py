@@ -20,7 +20,7 @@ from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
 from kvalign.safeio import YamlRefused, load_yaml, load_yaml_documents, read_stream
 from kvalign.safeio import read_text as read_file_text
 
-__all__ = ["read_paths", "read_text", "refuse_output_over_input"]
+__all__ = ["INPUT_KINDS", "read_paths", "read_text", "refuse_output_over_input"]
 
 #: file suffixes read when scanning a directory.
 SUFFIXES = frozenset({".yaml", ".yml", ".sh", ".bash", ".txt", ".cmd"})

@@ -787,6 +787,8 @@ class _Evaluator:
                         branch = path.copy()
                         branch.branch = (*branch.branch, header)
                         taken.append(branch)
+                        if cond is not None:
+                            path.branch = (*path.branch, f"not {header}")
                         rest.append(path)
                     elif decided:
                         taken.append(path)
