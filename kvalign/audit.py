@@ -16,7 +16,7 @@ from fnmatch import fnmatch
 from kvalign.alignment import analyze_rank, checkpoint_alignment
 from kvalign.backends import get_gpu, platform_note
 from kvalign.deploy.model import Deployment, Ignore, Location, Pool, Problem
-from kvalign.errors import KvalignError
+from kvalign.errors import InvalidSettings, KvalignError
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import PairBy, group_pools
 from kvalign.pd import analyze_pair
@@ -119,6 +119,10 @@ def _evaluate(
     try:
         resolved = resolve(chosen)
     except KvalignError as exc:
+        if version is None and deployment.version_source is not None:
+            why = str(exc).removeprefix("--vllm-version ")
+            message = f"release profile from the {deployment.version_source}: {why}"
+            return None, [Problem(Location(deployment.source), message)]
         return None, [Problem(Location(deployment.source), f"vllm_version: {exc}")]
     results: list[PoolResult] = []
     errors: list[Problem] = []
@@ -134,7 +138,11 @@ def _evaluate(
                 )
             own = version or pool.settings.vllm_version or chosen
             if own != chosen:
-                resolve(own)
+                try:
+                    resolve(own)
+                except KvalignError as exc:
+                    why = str(exc).removeprefix("--vllm-version ")
+                    raise InvalidSettings(f"release profile of its vLLM image: {why}") from None
             settings = _pool_settings(pool, own, platform)
             pool = dataclasses.replace(pool, settings=settings)
             results.append(

@@ -163,6 +163,16 @@ def read(
             if signature not in seen:
                 seen.add(signature)
                 built.append((command, pool))
+        if built and len(alternatives) > 1:
+            # another alternative of this command was evaluated: one that cannot be (an
+            # unresolved $2 on the path where the script's default is not taken) is noted
+            site_problems = [
+                dataclasses.replace(
+                    p, message=f"{p.message} (on another if/case path; not evaluated)",
+                    blocking=False,
+                ) if p.blocking else p
+                for p in site_problems
+            ]  # fmt: skip
         problems += site_problems
         if len(built) > 1:
             letters = "abcdefghijklmnopqrstuvwxyz"

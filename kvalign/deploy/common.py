@@ -14,7 +14,9 @@ from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP, Settings
 
 _K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 _IGNORE = re.compile(r"#\s*kvalign:\s*ignore=([A-Z0-9, ]+?)(?:\s+reason=(.*))?$")
-_ROLE_WORDS: tuple[tuple[str, Role], ...] = (("prefill", "prefill"), ("decode", "decode"))
+#: word stems that name a role: ``prefill`` / ``prefiller`` / ``prefilling``, ``decode`` /
+#: ``decoder`` / ``decoding`` (LMCache and vLLM examples use all of them).
+_ROLE_WORDS: tuple[tuple[str, Role], ...] = (("prefill", "prefill"), ("decod", "decode"))
 #: role-carrying labels, checked in this order.
 ROLE_LABELS: tuple[str, ...] = (
     "llm-d.ai/role",
@@ -53,7 +55,8 @@ def substitute_k8s(text: str, env: Mapping[str, str]) -> str:
 
 
 def role_from_text(text: str) -> Role | None:
-    """``prefill`` / ``decode`` when exactly one of the words occurs in ``text``."""
+    """``prefill`` / ``decode`` when exactly one of the two (or ``prefiller``,
+    ``decoding``, …) occurs in ``text``."""
     lowered = text.lower()
     found = [role for word, role in _ROLE_WORDS if word in lowered]
     return found[0] if len(found) == 1 else None
@@ -157,6 +160,9 @@ def build_pool(
         role, source = role_from_args(args), "args"
     if role is None:
         role, source = role_from_text(found.name_hint or found.name), "name"
+    if role is None and args.unresolved:  # e.g. "kv_role":"$(KV_ROLE)": it may name the role
+        refs = ", ".join(args.unresolved)
+        return None, [Problem(found.location, f"{found.name}: unresolved variable(s) {refs}")]
     if role is None:
         return None, [
             Problem(
