@@ -60,6 +60,9 @@ UNRESOLVED = re.compile(f"{OPEN}([^{OPEN}{CLOSE}]*){CLOSE}")
 #: evaluation paths kept before differing variables are merged into unresolved ones.
 MAX_ALTERNATIVES = 16
 _MAX_DEPTH = 8  # eval / bash -c / function nesting
+#: syntax nesting (lists, subshells, substitutions) evaluated before kvalign gives up on a
+#: part of the script (noted): far beyond real scripts, well within Python's stack.
+MAX_NESTING = 100
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)\Z", re.DOTALL)
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash"})
@@ -79,6 +82,17 @@ def unresolved(text: str) -> str:
 @lru_cache(maxsize=1)
 def _parser() -> Parser:
     return Parser(Language(tree_sitter_bash.language()))
+
+
+#: code points tree-sitter-bash 0.25's scanner can crash on (planes 14-16: tags,
+#: supplementary private use); never meaningful in a deployment script.
+_UNSAFE = re.compile("[\U000e0000-\U0010ffff]")
+
+
+def _parse(text: str) -> Any:
+    """Parse ``text`` (unsafe code points replaced by U+FFFD first, see :data:`_UNSAFE`)."""
+    safe = _UNSAFE.sub("\ufffd", text)
+    return _parser().parse(safe.encode("utf-8", "surrogatepass"))
 
 
 Value = str | tuple[str, ...]
@@ -328,6 +342,15 @@ class _Evaluator:
         self.functions: dict[str, Node] = {}
         self.called: set[str] = set()
         self.seen: set[tuple[tuple[int, int], tuple[str, ...], tuple[tuple[str, str], ...]]] = set()
+        self.level = 0  # current syntax nesting (run / expand)
+
+    def _too_deep(self, node: Node) -> bool:
+        if self.level < MAX_NESTING:
+            return False
+        note = (node.start_point[0] + 1, f"nested deeper than {MAX_NESTING} levels: not read")
+        if note not in self.script.notes:
+            self.script.notes.append(note)
+        return True
 
     # ---- expansion ----------------------------------------------------------------------
     def words(self, nodes: list[Node], env: _Env) -> list[str]:
@@ -346,6 +369,18 @@ class _Evaluator:
 
     def expand(
         self, node: Node, env: _Env, out: _Builder, *, quoted: bool, assignment: bool = False
+    ) -> None:
+        if self._too_deep(node):
+            out.add(unresolved(_text(node)))
+            return
+        self.level += 1
+        try:
+            self._expand(node, env, out, quoted=quoted, assignment=assignment)
+        finally:
+            self.level -= 1
+
+    def _expand(
+        self, node: Node, env: _Env, out: _Builder, *, quoted: bool, assignment: bool
     ) -> None:
         kind = node.type
         if kind in ("word", "number", "extglob_pattern", "regex", "special_variable_name"):
@@ -518,9 +553,16 @@ class _Evaluator:
 
     # ---- statements ---------------------------------------------------------------------
     def run(self, node: Node, envs: list[_Env], ctx: _Ctx) -> list[_Env]:
-        kind = node.type
-        if not envs:
+        if not envs or self._too_deep(node):
             return envs
+        self.level += 1
+        try:
+            return self._run(node, envs, ctx)
+        finally:
+            self.level -= 1
+
+    def _run(self, node: Node, envs: list[_Env], ctx: _Ctx) -> list[_Env]:
+        kind = node.type
         if kind in ("program", "compound_statement", "do_group"):
             for child in node.named_children:
                 envs = self.run(child, envs, ctx)
@@ -1042,7 +1084,7 @@ class _Evaluator:
         )
 
     def source(self, text: str, envs: list[_Env], ctx: _Ctx) -> list[_Env]:
-        tree = _parser().parse(text.encode("utf-8", "surrogatepass"))
+        tree = _parse(text)
         saved = self.lines
         if ctx.line is not None:
             self.lines = text.splitlines()
@@ -1163,7 +1205,7 @@ def evaluate(
     start = _Env(
         dict(env or {}), set(env or {}), tuple(positional) if positional is not None else None
     )
-    tree = _parser().parse(text.encode("utf-8", "surrogatepass"))
+    tree = _parse(text)
     envs = evaluator.run(tree.root_node, [start], _Ctx())
     final = envs or [start]
     for name, body in list(evaluator.functions.items()):
@@ -1182,13 +1224,12 @@ def evaluate(
 
 
 def _first_error(node: Node) -> int | None:
-    if node.type == "ERROR" or node.is_missing:
-        return node.start_point[0] + 1
-    for child in node.children:
-        if child.has_error:
-            found = _first_error(child)
-            if found is not None:
-                return found
+    """Line of the first syntax error under ``node`` (iterative: any nesting depth)."""
+    current: Node | None = node
+    while current is not None:
+        if current.type == "ERROR" or current.is_missing:
+            return current.start_point[0] + 1
+        current = next((c for c in current.children if c.has_error), None)
     return None
 
 
