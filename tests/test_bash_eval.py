@@ -192,3 +192,55 @@ def test_code_points_that_crash_the_grammar_are_replaced() -> None:
     for _ in range(3):
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=False)
         assert done.returncode == 0, done.stderr[-500:]
+
+
+@pytest.mark.parametrize(
+    ("condition", "taken"),
+    [
+        ('[ "$X" = 5 ]', ["t"]),
+        ("[ $X != 5 ]", ["f"]),
+        ("[ $X -gt 3 ]", ["t"]),
+        ("[ $X -le 3 ]", ["f"]),
+        ("[ $X -eq abc ]", ["t", "f"]),  # not integers: undecided
+        ('[[ "$N" == org/* ]]', ["t"]),  # [[ == ]] matches a pattern
+        ('[ -n "$Y" ]', ["f"]),
+        ('[ -z "$Y" ]', ["t"]),
+        ('[ -z "$NEVER_SET" ]', ["t"]),  # unset counts as empty for -z / -n
+        ('[ "$NEVER_SET" = x ]', ["t", "f"]),  # but an = test on it is undecided
+        ("[ -f /etc/x ]", ["t", "f"]),
+        ('! [ "$X" = 5 ]', ["f"]),
+        ('[ "$X" = 5 ] && [ -n "$Y" ]', ["f"]),
+        ('[[ -n "$X" || -n "$Y" ]]', ["t"]),
+        ('[ -n "$Y" ] || [ "$X" = 5 ]', ["t"]),
+        ('[[ ( "$X" = 5 ) ]]', ["t"]),
+        ('[[ "$X" ]]', ["t"]),
+        ('test -n "$X"', ["t"]),
+        ("test $X = 6", ["f"]),
+        ("true", ["t"]),
+        ("false", ["f"]),
+        ("grep -q x /etc/hosts", ["t", "f"]),
+    ],
+)
+def test_conditions_are_decided_when_their_values_are_known(
+    condition: str, taken: list[str]
+) -> None:
+    script = f'X=5\nY=""\nN=org/m\nif {condition}; then R=t; else R=f; fi\nrun $R\n'
+    assert [c.words[-1] for c in _commands(script) if c.words[0] == "run"] == taken
+
+
+def test_elif_and_case_without_default() -> None:
+    script = (
+        'if [ "$1" = a ]; then R=1; elif [ "$1" = b ]; then R=2; fi\n'
+        'case "$2" in p*) S=p ;; d*) S=d ;; esac\n'
+        "run ${R:-0} ${S:-none}\n"
+    )
+    words = sorted(" ".join(c.words[1:]) for c in _commands(script))
+    # 3 paths for R (1, 2, neither) x 3 for S (p, d, no match)
+    assert words == sorted(f"{r} {s}" for r in "120" for s in ("p", "d", "none"))
+
+
+def test_loops_run_per_literal_item() -> None:
+    script = "for i in 0 1; do CUDA_VISIBLE_DEVICES=$i vllm serve m --port 810$i; done\n"
+    assert [c.words[-1] for c in _commands(script)] == ["8100", "8101"]
+    unknown = _commands("for f in $(ls); do run $f; done\nwhile true; do run w; done\n")
+    assert [[shown(w) for w in c.words] for c in unknown] == [["run", "$f"], ["run", "w"]]

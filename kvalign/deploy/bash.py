@@ -698,6 +698,14 @@ class _Evaluator:
         if node.type == "negated_command" and node.named_children:
             inner = self._condition(node.named_children[0], env)
             return None if inner is None else not inner
+        if node.type == "list" and len(node.named_children) == 2:  # [ a ] && [ b ]
+            operator = next((_text(c) for c in node.children if not c.is_named), "")
+            p, q = (self._condition(c, env) for c in node.named_children)
+            if operator == "&&":
+                return False if False in (p, q) else (None if None in (p, q) else True)
+            if operator == "||":
+                return True if True in (p, q) else (None if None in (p, q) else False)
+            return None
         if node.type == "command":
             name = node.child_by_field_name("name")
             if name is not None and _text(name) == "test":
