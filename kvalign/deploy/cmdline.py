@@ -82,12 +82,14 @@ def _hint(command: Command, single: bool, file: str) -> str:
     return ""
 
 
-def _signature(pool: Pool) -> tuple[Any, ...]:
+def signature(pool: Pool) -> tuple[Any, ...]:
+    """What makes two pools read from alternatives of one command different: role, model,
+    sizes, settings and parsed arguments (not flags kvalign ignores)."""
     args = dataclasses.replace(pool.args, unknown=(), unresolved=(), unresolved_noted=())
     return (pool.role, pool.model, pool.tp, pool.dp, pool.settings, args)
 
 
-def _differences(commands: list[Command]) -> list[str]:
+def differences(commands: list[Command]) -> list[str]:
     """For each alternative: the variables (used by the command) that differ, else its
     branch conditions."""
     used = set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", " ".join(c.written for c in commands)))
@@ -159,9 +161,9 @@ def read(
                     site_problems.append(problem)
             if pool is None:
                 continue
-            signature = _signature(pool)
-            if signature not in seen:
-                seen.add(signature)
+            key = signature(pool)
+            if key not in seen:
+                seen.add(key)
                 built.append((command, pool))
         if built and len(alternatives) > 1:
             # another alternative of this command was evaluated: one that cannot be (an
@@ -176,7 +178,7 @@ def read(
         problems += site_problems
         if len(built) > 1:
             letters = "abcdefghijklmnopqrstuvwxyz"
-            described = _differences([c for c, _ in built])
+            described = differences([c for c, _ in built])
             named = [
                 dataclasses.replace(pool, name=f"command-{count}.{letters[i % 26]}")
                 for i, (_, pool) in enumerate(built)

@@ -14,12 +14,13 @@ ModelService values (``modelArtifacts`` + ``prefill``/``decode`` blocks).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kvalign.backends import gpu_from_product
-from kvalign.deploy.bash import evaluate, shell_script
-from kvalign.deploy.cmdline import launch_arguments
+from kvalign.deploy.bash import Command, evaluate, shell_script
+from kvalign.deploy.cmdline import differences, launch_arguments, signature
 from kvalign.deploy.common import (
     PoolInput,
     build_pool,
@@ -120,33 +121,39 @@ def _env(container: Mapping[str, Any], ctx: _Context) -> dict[str, str]:
 
 def _launch(
     container: Mapping[str, Any], env: Mapping[str, str], *, implied: bool = False
-) -> list[str] | str | None:
-    """The ``vllm serve`` arguments of a container (``None`` when it does not run vLLM).
+) -> list[tuple[list[str], Command | None]]:
+    """The ``vllm serve`` arguments of a container (``[]`` when it does not run vLLM), one
+    entry per ``if``/``case`` alternative of its launch.
 
     ``command``/``args`` that run a shell (``/bin/bash -exc SCRIPT``, ``sh -c``; options
     may be combined) are evaluated as a script (:mod:`kvalign.deploy.bash`) with the
-    container's ``env``; the first vLLM launch in it counts. A container without
-    ``command`` runs its image's entrypoint: ``vllm serve`` for a vLLM image, or when
-    ``implied`` (the reader knows the controller launches vLLM, e.g. KServe's ``main``).
+    container's ``env``; the first vLLM launch in it counts, with each of its
+    alternatives. A container without ``command`` runs its image's entrypoint: ``vllm
+    serve`` for a vLLM image, or when ``implied`` (the reader knows the controller launches
+    vLLM, e.g. KServe's ``main``).
     """
     words = [substitute_k8s(str(w), env) for w in _list(container.get("command"))]
     words += [substitute_k8s(str(w), env) for w in _list(container.get("args"))]
-    extra = env.get("VLLM_ADDITIONAL_ARGS", "")
+    extra = split_command(env.get("VLLM_ADDITIONAL_ARGS", ""))
     script = shell_script(words)
     if script is not None:
         text, positional = script
+        found: list[tuple[list[str], Command | None]] = []
+        site: tuple[int, int] | None = None
         for command in evaluate(text, env, positional).commands:
             launched = launch_arguments(command)
-            if launched is not None:
-                return launched + split_command(extra)
-        return None
+            if launched is None or (site is not None and command.site != site):
+                continue
+            site = command.site
+            found.append((launched + extra, command))
+        return found
     launched = serve_arguments(words)
     if launched is not None:
-        return launched + split_command(extra)
+        return [(launched + extra, None)]
     image = str(container.get("image", ""))
     if not container.get("command") and (is_vllm_image(image) or extra or implied):
-        return words + split_command(extra)
-    return None
+        return [(words + extra, None)]
+    return []
 
 
 def _containers(node: Any) -> Iterator[Mapping[str, Any]]:
@@ -316,9 +323,9 @@ def _add_pool(
     not_read: list[Problem] = []  # noted (--verbose) only when no container runs vLLM
     for index, container in enumerate(_containers(node)):
         env = _env(container, ctx)
-        launched = _launch(container, env, implied=implied and index == 0)
+        alternatives = _launch(container, env, implied=implied and index == 0)
         image = str(container.get("image", ""))
-        if launched is None:
+        if not alternatives:
             if not container.get("command") and container.get("args"):
                 not_read.append(
                     Problem(
@@ -336,26 +343,62 @@ def _add_pool(
         if version is not None:
             ctx.versions.setdefault(version, image)
         where = ctx.where(needle or f"name: {name}", start)
-        found = PoolInput(
-            role=role,
-            role_source=role_source,
-            name=name,
-            args=launched,
-            location=where,
-            env=env,
-            model=model,
-            tp=tp,
-            dp=dp,
-            deployment_key=key,
-            nodes=nodes,
-            gpus_per_node=_gpus(container),
-            gpu=gpu_of(ctx.problems, gpu_node if gpu_node is not None else node, name, where),
-            vllm_version=version,
-        )
-        pool, problems = build_pool(found)
-        ctx.problems.extend(problems)
-        if pool is not None:
-            ctx.pools.append(pool)
+        gpu = gpu_of(ctx.problems, gpu_node if gpu_node is not None else node, name, where)
+        built: list[tuple[Command | None, Pool]] = []
+        seen: set[tuple[Any, ...]] = set()
+        found_problems: list[Problem] = []
+        for launched, command in alternatives:
+            found = PoolInput(
+                role=role,
+                role_source=role_source,
+                name=name,
+                args=launched,
+                location=where,
+                env={**env, **(command.env if command is not None else {})},
+                model=model,
+                tp=tp,
+                dp=dp,
+                deployment_key=key,
+                nodes=nodes,
+                gpus_per_node=_gpus(container),
+                gpu=gpu,
+                vllm_version=version,
+            )
+            pool, problems = build_pool(found)
+            found_problems += [p for p in problems if p not in found_problems]
+            if pool is not None and signature(pool) not in seen:
+                seen.add(signature(pool))
+                built.append((command, pool))
+        if built and len(alternatives) > 1:  # as for scripts (kvalign.deploy.cmdline)
+            found_problems = [
+                dataclasses.replace(
+                    p, message=f"{p.message} (on another if/case path; not evaluated)",
+                    blocking=False,
+                ) if p.blocking else p
+                for p in found_problems
+            ]  # fmt: skip
+        if len(built) > 1:
+            commands = [c for c, _ in built if c is not None]
+            letters = "abcdefghijklmnopqrstuvwxyz"
+            named = [
+                dataclasses.replace(p, name=f"{name}.{letters[i % 26]}")
+                for i, (_, p) in enumerate(built)
+            ]
+            listing = "; ".join(
+                f"{p.name}: {d}" for p, d in zip(named, differences(commands), strict=True)
+            )
+            found_problems.append(
+                Problem(
+                    where,
+                    f"{name}: if/case alternatives in its script give {len(named)} different "
+                    f"pools, each evaluated: {listing}",
+                    blocking=False,
+                )
+            )
+            ctx.pools += named
+        else:
+            ctx.pools += [p for _, p in built]
+        ctx.problems.extend(found_problems)
         return
     ctx.problems.extend(not_read)
 
