@@ -631,8 +631,10 @@ def audit(
         bool,
         typer.Option(
             "--skip-unrelated",
-            help="A named file with no vLLM pool is skipped with a note instead of exit 2 "
-            "(the pre-commit hook passes every changed YAML).",
+            help="A named file with no vLLM pool is skipped with a note instead of exit 2, "
+            "and a vLLM launch with no prefill/decode role (an aggregated server) is "
+            "skipped with a warning instead of exit 3 (the pre-commit hook passes every "
+            "changed YAML).",
         ),
     ] = False,
 ) -> None:
