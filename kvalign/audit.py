@@ -248,7 +248,8 @@ def _groups(
             other = "decode" if result.pool.role == "prefill" else "prefill"
             hidden = sorted(partial & {d.source for d in deployments})
             why = (
-                f"not paired: a pool of {', '.join(hidden)} could not be evaluated (listed as not evaluated)"
+                f"not paired: a pool of {', '.join(hidden)} could not be evaluated "
+                "(listed as not evaluated)"
                 if hidden
                 else "not paired (see --pair-by)"
             )
