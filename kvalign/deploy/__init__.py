@@ -1,7 +1,10 @@
 """Deployment readers: files → :class:`~kvalign.deploy.model.Deployment` objects.
 
-One module per input kind (:mod:`.own`, :mod:`.cmdline`, :mod:`.k8s`); :func:`read_paths`
-picks the reader by content. The only audit layer that reads user files.
+One module per input kind (:mod:`.own` kvalign YAML, :mod:`.stack` production-stack values,
+:mod:`.k8s` Kubernetes manifests and llm-d / KServe / Dynamo resources, :mod:`.cmdline`
+shell scripts and command lines, evaluated by :mod:`.bash`); :func:`read_paths` picks the
+reader by content (docs/inputs.md lists what each reads). The only audit layer that reads
+user files.
 """
 
 from __future__ import annotations
