@@ -57,6 +57,7 @@ __all__ = [
 OPEN, CLOSE = "\ue000", "\ue001"
 #: one unresolved piece; group 1 is the text as written.
 UNRESOLVED = re.compile(f"{OPEN}([^{OPEN}{CLOSE}]*){CLOSE}")
+_ENCODED = re.compile(f"{OPEN}(\\d+){CLOSE}")
 #: evaluation paths kept before differing variables are merged into unresolved ones.
 MAX_ALTERNATIVES = 16
 _MAX_DEPTH = 8  # eval / bash -c / function nesting
@@ -343,6 +344,26 @@ class _Evaluator:
         self.called: set[str] = set()
         self.seen: set[tuple[tuple[int, int], tuple[str, ...], tuple[tuple[str, str], ...]]] = set()
         self.level = 0  # current syntax nesting (run / expand)
+        # unresolved pieces are kept as OPEN index CLOSE while evaluating, so that text
+        # re-parsed by eval / sh -c never splits them; decoded when a command is recorded
+        self.holes: dict[str, int] = {}
+        self.texts: list[str] = []
+
+    def hole(self, text: str) -> str:
+        """``text`` (as written) marked unresolved, in its internal encoded form."""
+        text = self.plain(text)
+        if text not in self.holes:
+            self.holes[text] = len(self.texts)
+            self.texts.append(text)
+        return f"{OPEN}{self.holes[text]}{CLOSE}"
+
+    def plain(self, text: str) -> str:
+        """Encoded pieces back to their written text (no brackets)."""
+        return _ENCODED.sub(lambda m: self.texts[int(m.group(1))], text)
+
+    def decode(self, text: str) -> str:
+        """Encoded pieces back to :func:`unresolved` form."""
+        return _ENCODED.sub(lambda m: unresolved(self.texts[int(m.group(1))]), text)
 
     def _too_deep(self, node: Node) -> bool:
         if self.level < MAX_NESTING:
@@ -371,7 +392,7 @@ class _Evaluator:
         self, node: Node, env: _Env, out: _Builder, *, quoted: bool, assignment: bool = False
     ) -> None:
         if self._too_deep(node):
-            out.add(unresolved(_text(node)))
+            out.add(self.hole(_text(node)))
             return
         self.level += 1
         try:
@@ -403,13 +424,13 @@ class _Evaluator:
             self._braced(node, env, out, quoted=quoted or assignment)
         elif kind == "command_substitution":
             inner = _text(node)
-            value = "." if _SELF_DIR.search(inner) else unresolved(inner)
+            value = "." if _SELF_DIR.search(inner) else self.hole(inner)
             out.add(value)
         elif kind == "arithmetic_expansion":
             inner = _text(node)
             body = inner[3:-2] if inner.startswith("$((") else inner[2:-1]
             computed = _arith(body, env)
-            out.add(computed if computed is not None else unresolved(inner))
+            out.add(computed if computed is not None else self.hole(inner))
         elif kind == "array":
             for child in node.named_children:
                 self.expand(child, env, out, quoted=False)
@@ -417,7 +438,7 @@ class _Evaluator:
         elif not node.is_named:
             out.add(_text(node))
         else:  # process substitution, brace expansion, …: as written, unresolved
-            out.add(unresolved(_text(node)))
+            out.add(self.hole(_text(node)))
 
     def _string(self, node: Node, env: _Env, out: _Builder) -> None:
         out.add("")
@@ -476,7 +497,7 @@ class _Evaluator:
         written = _text(node)
         value = self._param(written[1:], env)
         if value is None:
-            out.add(unresolved(written))
+            out.add(self.hole(written))
         else:
             self._emit(value, out, quoted, written)
 
@@ -485,7 +506,7 @@ class _Evaluator:
         body = written[2:-1]
         match = re.match(r"([A-Za-z_][A-Za-z0-9_]*|\d+|[@*#?$!-])(\[([^\]]*)\])?", body)
         if match is None or (body.startswith("#") and len(body) > 1 and body != "#"):
-            out.add(unresolved(written))
+            out.add(self.hole(written))
             return
         name, index = match.group(1), match.group(3)
         rest = body[match.end() :]
@@ -503,11 +524,11 @@ class _Evaluator:
             None,
         )
         if rest and operator is None:
-            out.add(unresolved(written))  # ${V%/*}, ${V/a/b}, ${V:0:3} …
+            out.add(self.hole(written))  # ${V%/*}, ${V/a/b}, ${V:0:3} …
             return
         if operator is None:
             if value is None:
-                out.add(unresolved(written))
+                out.add(self.hole(written))
             else:
                 self._emit(value, out, quoted, written)
             return
@@ -516,10 +537,10 @@ class _Evaluator:
         )
         unknown = value is None and (name.isdigit() or name in "@*#?$!-") and len(name) == 1
         if unknown and not name.isdigit():
-            out.add(unresolved(written))
+            out.add(self.hole(written))
             return
         if unknown and env.positional is None:
-            out.add(unresolved(written))
+            out.add(self.hole(written))
             return
         if operator.lstrip(":") in ("-", "="):
             if is_set and value is not None:
@@ -536,7 +557,7 @@ class _Evaluator:
             if is_set and value is not None:
                 self._emit(value, out, quoted, written)
             else:
-                out.add(unresolved(written))
+                out.add(self.hole(written))
 
     def _default(self, node: Node, env: _Env, quoted: bool) -> str:
         """The word after the operator of ``${V:-word}``, expanded (quotes removed)."""
@@ -629,7 +650,7 @@ class _Evaluator:
         if name_node.type == "subscript":
             inner = name_node.child_by_field_name("name")
             name = _text(inner) if inner is not None else name
-            env.vars[name] = unresolved("${" + _text(name_node) + "}")
+            env.vars[name] = self.hole("${" + _text(name_node) + "}")
             return
         append = any(not c.is_named and _text(c) == "+=" for c in node.children)
         value: Value
@@ -916,7 +937,7 @@ class _Evaluator:
                     continue
                 name = _text(variable)
                 if items is None or any(OPEN in i for i in items) or len(items) > 8 or not items:
-                    env.vars[name] = unresolved(f"${name}")
+                    env.vars[name] = self.hole(f"${name}")
                     out += self.run(body, [env], inner)
                     continue
                 paths = [env]
@@ -1015,7 +1036,7 @@ class _Evaluator:
         if name == "read":
             for word in words[1:]:
                 if _NAME.match(word):
-                    env.vars[word] = unresolved(f"${word}")
+                    env.vars[word] = self.hole(f"${word}")
             return [env]
         if name == "eval" and ctx.depth < _MAX_DEPTH:
             text = " ".join(words[1:])
@@ -1054,8 +1075,9 @@ class _Evaluator:
     def _record(
         self, node: Node, words: list[str], env: _Env, extra: dict[str, str], line: int, ctx: _Ctx
     ) -> None:
-        environment = env.environment()
-        environment.update(extra)
+        environment = {k: self.decode(v) for k, v in env.environment().items()}
+        environment.update({k: self.decode(v) for k, v in extra.items()})
+        words = [self.decode(w) for w in words]
         image: str | None = None
         rest = words
         container = _container_image(words)
@@ -1071,12 +1093,17 @@ class _Evaluator:
         self.seen.add(key)
         own_line = node.start_point[0] + 1
         hints = (*self._comments_above(own_line), *ctx.hints) if ctx.line is None else ctx.hints
-        written = _text(
-            node.parent
-            if node.parent is not None and node.parent.type == "redirected_statement"
-            else node
+        written = self.plain(
+            _text(
+                node.parent
+                if node.parent is not None and node.parent.type == "redirected_statement"
+                else node
+            )
         )
-        variables = {k: (v if isinstance(v, str) else " ".join(v)) for k, v in env.vars.items()}
+        hints = tuple(self.plain(h) for h in hints)
+        variables = {
+            k: self.decode(v if isinstance(v, str) else " ".join(v)) for k, v in env.vars.items()
+        }
         self.script.commands.append(
             Command(
                 words=tuple(rest),
@@ -1109,7 +1136,7 @@ class _Evaluator:
         for name in names:
             values = {repr(e.vars.get(name)) for e in envs}
             if len(values) > 1:
-                merged.vars[name] = unresolved(f"${name}")
+                merged.vars[name] = self.hole(f"${name}")
         merged.branch = ()
         self.script.notes.append(
             (
