@@ -244,3 +244,10 @@ def test_loops_run_per_literal_item() -> None:
     assert [c.words[-1] for c in _commands(script)] == ["8100", "8101"]
     unknown = _commands("for f in $(ls); do run $f; done\nwhile true; do run w; done\n")
     assert [[shown(w) for w in c.words] for c in unknown] == [["run", "$f"], ["run", "w"]]
+
+
+def test_expansions_after_a_blank_inside_a_string() -> None:
+    # tree-sitter-bash puts the blank before the second expansion into its node
+    # ("$A $B"): the blank stays text and $B is still expanded
+    script = 'A=1\nB=2\nX="$A $B"\nrun "$X" "${A} ${B}" "$A  $U"\n'
+    assert _words(script) == [["run", "1 2", "1 2", "1  $U"]]

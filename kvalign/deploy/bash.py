@@ -493,8 +493,18 @@ class _Evaluator:
         else:
             out.add_split(value)
 
+    @staticmethod
+    def _lead(node: Node, out: _Builder) -> str:
+        """The node's text without the blanks tree-sitter-bash sometimes puts at the start
+        of an expansion inside a string (``"$A $B"``); the blanks are kept as text."""
+        raw = _text(node)
+        written = raw.lstrip(_BLANKS)
+        if len(written) < len(raw):
+            out.add(raw[: len(raw) - len(written)])
+        return written
+
     def _simple(self, node: Node, env: _Env, out: _Builder, quoted: bool) -> None:
-        written = _text(node)
+        written = self._lead(node, out)
         value = self._param(written[1:], env)
         if value is None:
             out.add(self.hole(written))
@@ -502,7 +512,7 @@ class _Evaluator:
             self._emit(value, out, quoted, written)
 
     def _braced(self, node: Node, env: _Env, out: _Builder, quoted: bool) -> None:
-        written = _text(node)
+        written = self._lead(node, out)
         body = written[2:-1]
         match = re.match(r"([A-Za-z_][A-Za-z0-9_]*|\d+|[@*#?$!-])(\[([^\]]*)\])?", body)
         if match is None or (body.startswith("#") and len(body) > 1 and body != "#"):
