@@ -214,9 +214,3 @@ def read(
         version_source=f"image {versions[version]}" if version is not None else None,
         launches=len(sites),
     )
-
-
-def launches(text: str) -> int:
-    """How many commands in ``text`` launch vLLM once evaluated (for a file that yields
-    no pool: was it a vLLM launch at all?)."""
-    return sum(1 for c in evaluate(text).commands if launch_arguments(c) is not None)
