@@ -11,6 +11,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kvalign.deploy.bash import MAX_ALTERNATIVES, Command, evaluate, shell_script, shown
 from kvalign.deploy.cmdline import launch_arguments
@@ -251,3 +253,15 @@ def test_expansions_after_a_blank_inside_a_string() -> None:
     # ("$A $B"): the blank stays text and $B is still expanded
     script = 'A=1\nB=2\nX="$A $B"\nrun "$X" "${A} ${B}" "$A  $U"\n'
     assert _words(script) == [["run", "1 2", "1 2", "1  $U"]]
+
+
+SHELL_ALPHABET = st.one_of(st.sampled_from(list("{}()$\"'`;&|<>\\ \n#=[]-!*?~:")), st.characters())
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text(alphabet=SHELL_ALPHABET, max_size=200))
+def test_any_text_evaluates_without_an_exception(text: str) -> None:
+    script = evaluate(text)
+    for command in script.commands:
+        assert all(isinstance(w, str) for w in command.words)
+        assert command.line >= 1
