@@ -83,3 +83,12 @@ def test_a_roleless_launch_is_not_evaluated_unless_skip_unrelated(tmp_path: Path
     assert "command-1: role unknown" in relaxed.stderr and "skipped (--skip-unrelated)" in (
         relaxed.stderr
     )
+
+
+def test_stdin_without_a_deployment_lists_every_input_kind() -> None:
+    result = runner.invoke(app, ["audit", "-", "--format", "json"], input=NOT_VLLM)
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert error["message"].startswith("-: stdin holds no deployment kvalign can read (prefill:")
+    assert "KServe LLMInferenceService" in error["message"]
+    assert [r["line"] for r in error["reasons"]] == [3]

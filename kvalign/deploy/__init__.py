@@ -247,7 +247,12 @@ def read_paths(
             text = stdin_text if stdin_text is not None else read_stream(sys.stdin)
             found = _read(text, "-", None, sink)
             if found is None:
-                raise InvalidConfig("-: stdin holds no deployment kvalign can read")
+                reasons = [n.message for n in sink if n.location.file == "-"]
+                why = f" ({'; '.join(reasons)})" if reasons else ""
+                raise InvalidConfig(
+                    f"-: stdin holds no deployment kvalign can read{why}; kvalign reads: "
+                    f"{INPUT_KINDS}"
+                )
             deployments.append(found)
             continue
         path = Path(raw)
