@@ -266,3 +266,16 @@ def test_any_text_evaluates_without_an_exception(text: str) -> None:
     for command in script.commands:
         assert all(isinstance(w, str) for w in command.words)
         assert command.line >= 1
+
+
+def test_each_call_of_a_function_is_a_command_of_its_own() -> None:
+    # R1: the role of a command inside a helper comes from the call (`launch prefill 8100`)
+    script = (
+        "launch() {\n  vllm serve m --port $2 > $1.log 2>&1 &\n}\n"
+        "launch prefill 8100\nlaunch decode 8200\n"
+    )
+    first, second = _commands(script)
+    assert first.site != second.site
+    assert (first.words[-1], second.words[-1]) == ("8100", "8200")
+    assert (first.hints[0], second.hints[0]) == ("launch prefill 8100", "launch decode 8200")
+    assert first.line == second.line == 2

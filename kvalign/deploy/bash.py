@@ -31,6 +31,7 @@ Redirections (``> log 2>&1``) are not arguments; ``&``, ``;``, pipelines end com
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -142,7 +143,9 @@ class Command:
         hints: role context, innermost first: comments just above the command, then the
             enclosing function names, ``case`` patterns, ``if`` conditions and the
             comments above those.
-        site: identifies the command in the source (alternatives share it).
+        site: identifies the command in the source and the function call / ``eval`` it runs
+            in (``if``/``case`` alternatives and loop items share it; two calls of one
+            function do not).
         alternative: the undecided ``if``/``case`` conditions on this path (``()`` when
             none).
         variables: every scalar variable on this path (to describe alternatives).
@@ -155,7 +158,7 @@ class Command:
     env: Mapping[str, str]
     written: str
     hints: tuple[str, ...]
-    site: tuple[int, int]
+    site: tuple[int, ...]
     alternative: tuple[str, ...] = ()
     variables: Mapping[str, str] = field(default_factory=dict)
     image: str | None = None
@@ -335,6 +338,7 @@ class _Ctx:
     line: int | None = None  # fixed line (eval / bash -c text)
     depth: int = 0
     in_function: bool = False
+    site: tuple[int, ...] = ()  # the calls / evals this code runs in (function calls differ)
 
 
 class _Evaluator:
@@ -343,7 +347,7 @@ class _Evaluator:
         self.script = Script()
         self.functions: dict[str, Node] = {}
         self.called: set[str] = set()
-        self.seen: set[tuple[tuple[int, int], tuple[str, ...], tuple[tuple[str, str], ...]]] = set()
+        self.seen: set[tuple[tuple[int, ...], tuple[str, ...], tuple[tuple[str, str], ...]]] = set()
         self.level = 0  # current syntax nesting (run / expand)
         # unresolved pieces are kept as OPEN index CLOSE while evaluating, so that text
         # re-parsed by eval / sh -c never splits them; decoded when a command is recorded
@@ -876,9 +880,7 @@ class _Evaluator:
                         taken.append(path)
                     else:
                         rest.append(path)
-                inner = _Ctx(
-                    (header, *hint_above, *ctx.hints), ctx.line, ctx.depth, ctx.in_function
-                )
+                inner = dataclasses.replace(ctx, hints=(header, *hint_above, *ctx.hints))
                 for statement in statements:
                     taken = self.run(statement, taken, inner)
                 out += taken
@@ -933,10 +935,9 @@ class _Evaluator:
         if body is None:
             return envs
         header = _text(node).split("\n", 1)[0][:120]
-        inner = _Ctx(
-            (header, *self._comments_above(node.start_point[0] + 1), *ctx.hints),
-            ctx.line, ctx.depth, ctx.in_function,
-        )  # fmt: skip
+        inner = dataclasses.replace(
+            ctx, hints=(header, *self._comments_above(node.start_point[0] + 1), *ctx.hints)
+        )
         if node.type == "for_statement":
             variable = node.child_by_field_name("variable")
             values = node.children_by_field_name("value")
@@ -1056,7 +1057,10 @@ class _Evaluator:
             self.called.add(name)
             saved = env.positional
             env.positional = tuple(words[1:])
-            inner = _Ctx((f"function {name}", *ctx.hints), ctx.line, ctx.depth + 1, True)
+            inner = _Ctx(
+                (self.plain(_text(node)), f"function {name}", *ctx.hints),
+                ctx.line, ctx.depth + 1, True, (*ctx.site, node.start_byte),
+            )  # fmt: skip
             result = self.run(self.functions[name], [env], inner)
             for path in result:
                 path.positional = saved
@@ -1079,8 +1083,8 @@ class _Evaluator:
 
     def _nested(self, node: Node, line: int, ctx: _Ctx, what: str) -> _Ctx:
         return _Ctx(
-            (_text(node), *self._comments_above(node.start_point[0] + 1), *ctx.hints),
-            line, ctx.depth + 1, ctx.in_function,
+            (self.plain(_text(node)), *self._comments_above(node.start_point[0] + 1), *ctx.hints),
+            line, ctx.depth + 1, ctx.in_function, (*ctx.site, node.start_byte),
         )  # fmt: skip
 
     def _record(
@@ -1095,7 +1099,9 @@ class _Evaluator:
         if container is not None:
             image, rest = container
         key = (
-            (node.start_byte, node.end_byte) if ctx.line is None else (line, node.start_byte),
+            (*ctx.site, node.start_byte, node.end_byte)
+            if ctx.line is None
+            else (*ctx.site, line, node.start_byte),
             tuple(rest),
             tuple(sorted(environment.items())),
         )

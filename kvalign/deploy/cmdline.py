@@ -122,7 +122,7 @@ def read(
     script = evaluate(text)
     problems = [Problem(Location(file, line), f"shell: {note}", blocking=False)
                 for line, note in script.notes]  # fmt: skip
-    sites: dict[tuple[int, int], list[tuple[Command, list[str]]]] = {}
+    sites: dict[tuple[int, ...], list[tuple[Command, list[str]]]] = {}
     for command in script.commands:
         launched = launch_arguments(command)
         if launched is not None:
@@ -187,8 +187,8 @@ def read(
             problems.append(
                 Problem(
                     built[0][1].location,
-                    f"command-{count}: if/case alternatives give {len(named)} different "
-                    f"pools, each evaluated: {listing}",
+                    f"command-{count}: its if/case/loop alternatives give {len(named)} "
+                    f"different pools, each evaluated: {listing}",
                     blocking=False,
                 )
             )

@@ -139,7 +139,7 @@ def _launch(
     if script is not None:
         text, positional = script
         found: list[tuple[list[str], Command | None]] = []
-        site: tuple[int, int] | None = None
+        site: tuple[int, ...] | None = None
         for command in evaluate(text, env, positional).commands:
             launched = launch_arguments(command)
             if launched is None or (site is not None and command.site != site):
@@ -390,8 +390,8 @@ def _add_pool(
             found_problems.append(
                 Problem(
                     where,
-                    f"{name}: if/case alternatives in its script give {len(named)} different "
-                    f"pools, each evaluated: {listing}",
+                    f"{name}: the if/case/loop alternatives in its script give {len(named)} "
+                    f"different pools, each evaluated: {listing}",
                     blocking=False,
                 )
             )
