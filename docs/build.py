@@ -12,17 +12,23 @@ the command, shown as a console line, followed by its Markdown output. Exit code
 (flagged pairs) are accepted; anything else stops the build. Absolute paths of the bundled
 catalog are printed relative to the repository, so the page is the same on every machine.
 
+A block opened with ``<!-- kvalign-json: ARGS -->`` instead shows the JSON ``ARGS``
+prints, shortened for reading (:func:`shorten`): every key, lists cut to their first item,
+long strings cut with ``…``.
+
 Usage: ``python docs/build.py [--root DIR]`` (default: this repository).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -30,8 +36,42 @@ from kvalign.cli import app
 from kvalign.sources.catalog import catalog_root
 
 REPO = Path(__file__).resolve().parent.parent
-PAGES = ("docs/why.md",)
+PAGES = ("docs/why.md", "docs/rules.md", "docs/json.md")
 BLOCK = re.compile(r"<!-- kvalign: (?P<args>.+?) -->\n.*?<!-- /kvalign -->", re.DOTALL)
+JSON_BLOCK = re.compile(r"<!-- kvalign-json: (?P<args>.+?) -->\n.*?<!-- /kvalign -->", re.DOTALL)
+#: strings longer than this are cut in JSON examples.
+LONGEST = 60
+
+
+def _flat(value: Any) -> bool:
+    """A scalar, or a list of flat values (printed on one line)."""
+    if isinstance(value, list):
+        return all(_flat(item) for item in value)
+    return not isinstance(value, dict)
+
+
+def shorten(value: Any) -> Any:
+    """``value`` (decoded JSON) with lists of objects cut to their first item and long
+    strings cut; lists of plain values are kept whole."""
+    if isinstance(value, dict):
+        return {key: shorten(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [shorten(item) for item in (value if _flat(value) else value[:1])]
+    if isinstance(value, str) and len(value) > LONGEST:
+        return value[: LONGEST - 1] + "…"
+    return value
+
+
+def dumps(value: Any, indent: str = "") -> str:
+    """Indented JSON with lists of plain values on one line."""
+    inner = indent + "  "
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{json.dumps(k)}: {dumps(v, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if isinstance(value, list) and value and not _flat(value):
+        items = [f"{inner}{dumps(v, inner)}" for v in value]
+        return "[\n" + ",\n".join(items) + f"\n{indent}]"
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
 def run_kvalign(args: str, root: Path) -> str:
@@ -61,7 +101,16 @@ def render(page: str, root: Path) -> str:
             "<!-- /kvalign -->"
         )
 
-    return BLOCK.sub(refresh, page)
+    def refresh_json(match: re.Match[str]) -> str:
+        args = match.group("args").strip()
+        data = shorten(json.loads(run_kvalign(args, REPO)))  # reads the repo's examples
+        text = dumps(data)
+        return (
+            f"<!-- kvalign-json: {args} -->\n```console\n$ kvalign {args}\n```\n\n"
+            f"```json\n{text}\n```\n<!-- /kvalign -->"
+        )
+
+    return JSON_BLOCK.sub(refresh_json, BLOCK.sub(refresh, page))
 
 
 def build(root: Path) -> list[Path]:

@@ -1,6 +1,8 @@
 """Pure vLLM arithmetic: page sizes, the aligned (logical) block size and the kernel block.
 
-No I/O. Functions of (:class:`ModelGeometry`, :class:`Settings`, TP) → numbers. Mirrors
+No I/O. Functions of (:class:`ModelGeometry`, :class:`~kvalign.engine.EngineConfig`, TP) →
+numbers: every flag, release rule and GPU fact arrives already resolved in the
+``EngineConfig`` (:func:`kvalign.engine.create_engine_config`, resolved once). Mirrors
 vLLM 0.33:
 
 * ``vllm/platforms/interface.py`` ``Platform.update_block_size_for_backend`` and
@@ -15,26 +17,20 @@ vLLM 0.33:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
-from kvalign.backends import Backend, get_gpu, resolve_backend
-from kvalign.dtypes import DTYPE_BYTES, kv_cache_dtype_bytes, mamba_dtype, resolve_model_dtype
+from kvalign.backends import Backend
+from kvalign.dtypes import DTYPE_BYTES
+from kvalign.engine import EngineConfig, create_engine_config
 from kvalign.errors import InvalidSettings, UnsupportedModel
-from kvalign.families import IndivisibleTP, Shape, family_module, kda
+from kvalign.families import IndivisibleTP, Shape, family_module, mamba2
 from kvalign.geometry import AttentionGeometry, ModelGeometry
 from kvalign.settings import Settings
-from kvalign.versions import DEFAULT_PROFILE, Profile, resolve
+from kvalign.versions import DEFAULT_PROFILE, Profile
 
 #: vLLM 0.33 floor on the alignment unit for MLA hybrids (TRT-LLM/FlashInfer MLA decode).
 MLA_ALIGNMENT_FLOOR = 128
-#: prefill checkpoint spacing of the FlashInfer GDN prefill kernel (tokens).
-FLASHINFER_GDN_CHECKPOINT = 64
-#: ``--block-size`` when none is given (vLLM ``CacheConfig.DEFAULT_BLOCK_SIZE``).
-DEFAULT_BLOCK_SIZE = 16
-#: Mamba chunk size when the config names none (``ModelConfig.get_mamba_chunk_size``).
-DEFAULT_MAMBA_CHUNK_SIZE = 2048
 
 
 def cdiv(a: int, b: int) -> int:
@@ -75,91 +71,27 @@ class MambaPage:
     page_bytes: int
 
 
-def state_dtypes(
-    geometry: ModelGeometry,
-    settings: Settings,
-    model_dtype: str,
-    profile: Profile = DEFAULT_PROFILE,
-) -> tuple[str, str]:
-    """(conv-state dtype, ssm/recurrent-state dtype) after vLLM's model-specific defaults.
-
-    ``mamba_ssm_cache_dtype=auto`` first becomes the model's own default (Nemotron-H:
-    config value or float32; Qwen3.5: ``mamba_ssm_dtype``), then KDA's float32, then the
-    conv dtype (``MambaStateDtypeCalculator``). The Nemotron-H fallback depends on the
-    release (``profile.nemotron_ssm_fallback``).
-
-    Raises:
-        InvalidSettings: an unknown dtype, or a KDA recurrent dtype vLLM rejects.
-    """
-    conv = mamba_dtype(settings.mamba_cache_dtype, model_dtype, field="--mamba-cache-dtype")
-    flag = settings.mamba_ssm_cache_dtype
-    if flag not in ("auto", "float32", "float16", "bfloat16"):
-        raise InvalidSettings(
-            f"--mamba-ssm-cache-dtype: unknown value {flag!r} "
-            "(expected one of auto, float32, float16, bfloat16)"
-        )
-    default = geometry.ssm_dtype_default
-    if geometry.model_type == "nemotron_h" and default is not None:
-        if profile.nemotron_ssm_fallback is None:
-            default = None
-        elif geometry.ssm_dtype_fallback:
-            default = profile.nemotron_ssm_fallback
-    if flag == "auto" and default is not None:
-        flag = default
-    assert geometry.state is not None
-    if geometry.state.family == "kda":
-        return conv, kda.ssm_dtype(flag)
-    return conv, (conv if flag == "auto" else flag)
-
-
-def mamba_page(
-    geometry: ModelGeometry, settings: Settings, tp: int, profile: Profile = DEFAULT_PROFILE
-) -> MambaPage:
-    """Per-rank state page of one mamba-like layer at tensor parallel size ``tp``.
+def mamba_page(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> MambaPage:
+    """Per-rank state page of one mamba-like layer at tensor parallel size ``tp``, with the
+    state dtypes and speculative tokens ``engine`` resolved.
 
     Raises:
         IndivisibleTP: a state dimension does not divide by ``tp``.
-        InvalidSettings: bad dtype flags.
     """
     assert geometry.state is not None
+    assert engine.conv_dtype is not None and engine.ssm_dtype is not None
     module = family_module(geometry.state.family)
-    model_dtype = resolve_model_dtype(settings.dtype, geometry.model_dtype)
-    conv, ssm = state_dtypes(geometry, settings, model_dtype, profile)
-    shapes: tuple[Shape, ...] = module.shapes(
-        geometry.state.params, tp, settings.num_speculative_tokens
-    )
-    dtypes: tuple[str, ...] = module.dtypes(conv, ssm)
+    shapes: tuple[Shape, ...] = module.shapes(geometry.state.params, tp, engine.state_spec_tokens)
+    dtypes: tuple[str, ...] = module.dtypes(engine.conv_dtype, engine.ssm_dtype)
+    if engine.replay_ring and geometry.state.family == "mamba2":
+        # ReplaySSM ring buffers: x / dt / B in (activation, float32, activation)
+        ring = mamba2.replay_ring_shapes(
+            geometry.state.params, tp, engine.replay_ring, padded=engine.replay_padded
+        )
+        shapes = (*shapes, *ring)
+        dtypes = (*dtypes, engine.model_dtype, "float32", engine.model_dtype)
     page = sum(math.prod(shape) * DTYPE_BYTES[dt] for shape, dt in zip(shapes, dtypes, strict=True))
     return MambaPage(shapes, dtypes, page)
-
-
-def checkpoint_alignment(geometry: ModelGeometry, settings: Settings) -> tuple[int, str]:
-    """Prefill-checkpoint alignment (tokens) used with prefix caching, and why.
-
-    Gated-delta-net models whose prefill runs on the FlashInfer GDN kernel export
-    checkpoints every 64 tokens: chosen on SM90, and on SM100/SM120 when
-    ``linear_key_head_dim == 128`` (CUDA ≥ 13 assumed). Elsewhere 1.
-    (``vllm/model_executor/layers/mamba/abstract.py`` ``get_mamba_prefill_checkpoint_alignment``.)
-    """
-    state = geometry.state
-    if state is None or state.family != "gdn" or not settings.enable_prefix_caching:
-        return 1, "no prefill checkpoint alignment"
-    if settings.gdn_prefill_backend == "triton":
-        return 1, "GDN prefill on Triton: checkpoint alignment 1"
-    if settings.gdn_prefill_backend == "flashinfer":
-        return FLASHINFER_GDN_CHECKPOINT, "GDN prefill on FlashInfer: checkpoints every 64 tokens"
-    gpu = get_gpu(settings.gpu)
-    if gpu is None:
-        return 1, (
-            "GPU unspecified: assumed the GDN prefill is not on FlashInfer (checkpoint "
-            "alignment 1); on H100/H200/B200 pass --gpu for the 64-token alignment"
-        )
-    cap = gpu.capability
-    if cap is not None and (cap[0] == 9 or (cap[0] in (10, 12) and state.params["Dk"] == 128)):
-        return FLASHINFER_GDN_CHECKPOINT, (
-            f"{gpu.name}: GDN prefill on FlashInfer, checkpoints every 64 tokens"
-        )
-    return 1, f"{gpu.name}: GDN prefill on Triton, checkpoint alignment 1"
 
 
 def aligned_block_size(
@@ -372,7 +304,8 @@ class RankResult:
     divide by TP: what ``VllmConfig`` checks, and what the golden vectors record).
     ``load_error`` is set when the configuration passes but a layer would refuse to load
     at that TP (e.g. Mamba2 with ``n_groups`` neither 1 nor divisible by TP); the sizes
-    are still computed. :attr:`usable` combines both.
+    are still computed. :attr:`usable` combines both. ``prefix_caching`` is whether prefix
+    caching is on for the pool (the flag, else the release default).
     """
 
     tp: int
@@ -399,6 +332,7 @@ class RankResult:
     tp_stable_grown: bool = False
     derivation: BlockDerivation | None = None
     profile: str = ""
+    prefix_caching: bool = True
 
     @property
     def usable(self) -> bool:
@@ -421,69 +355,13 @@ class RankResult:
         return self.kernel_block_size
 
 
-@dataclass(frozen=True)
-class _Inputs:
-    backend: Backend
-    base_block: int
-    checkpoint: int
-    profile: Profile = DEFAULT_PROFILE
-    chunk: int | None = None
-    head_size: int = 0
-    blackwell: bool = False
-
-
-def chunk_alignment(geometry: ModelGeometry, settings: Settings, profile: Profile) -> int | None:
-    """Mamba chunk size the block is aligned to, or ``None``.
-
-    Releases before 0.32 with prefix caching on put models that support Mamba prefix
-    caching in cache mode "all", aligning the block to ``lcm(chunk size, unit)``
-    (``mamba_chunk_size`` / ``chunk_size``, default 2048: ``get_mamba_chunk_size``).
-    """
-    if not settings.enable_prefix_caching or geometry.model_type not in profile.chunk_aligned_types:
-        return None
-    return geometry.mamba_chunk_size or DEFAULT_MAMBA_CHUNK_SIZE
-
-
-def _inputs(geometry: ModelGeometry, settings: Settings) -> _Inputs:
-    attention = geometry.attention
-    assert attention is not None
-    profile = resolve(settings.vllm_version).profile
-    gqa = attention.num_attention_heads > attention.total_kv_heads
-    gpu = get_gpu(settings.gpu)
-    backend = resolve_backend(
-        settings.attention_backend,
-        use_mla=attention.use_mla,
-        gqa=gqa,
-        gpu=gpu,
-    )
-    if settings.block_size is not None:
-        if settings.block_size <= 0:
-            raise InvalidSettings(f"--block-size must be positive, got {settings.block_size}")
-        base = settings.block_size
-    elif profile.backend_preferred_block:
-        base = backend.preferred_block_size()  # the platform's default (16; CPU 128)
-    else:
-        base = DEFAULT_BLOCK_SIZE
-    checkpoint = 1
-    if profile.gdn_checkpoint_alignment:
-        checkpoint, _ = checkpoint_alignment(geometry, settings)
-    return _Inputs(
-        backend,
-        base,
-        checkpoint,
-        profile=profile,
-        chunk=chunk_alignment(geometry, settings, profile),
-        head_size=attention.head_size,
-        blackwell=gpu is not None and gpu.blackwell,
-    )
-
-
-def kernel_for(logical: int, inputs: _Inputs) -> int | None:
-    """Kernel block for ``logical`` under the inputs' profile (kernel = logical before
+def kernel_for(logical: int, engine: EngineConfig) -> int | None:
+    """Kernel block for ``logical`` under ``engine`` (kernel = logical on releases before
     vLLM split logical blocks into kernel blocks)."""
-    if not inputs.profile.kernel_block_split:
+    assert engine.backend is not None
+    if not engine.profile.kernel_block_split:
         return logical
-    return kernel_block_size(logical, inputs.backend)
+    return kernel_block_size(logical, engine.backend)
 
 
 def load_problem(geometry: ModelGeometry, tp: int) -> str:
@@ -521,51 +399,64 @@ def validate_tp(geometry: ModelGeometry, tp: int) -> str:
     return ""
 
 
-def _derive(a: int, m: int, inputs: _Inputs, settings: Settings, use_mla: bool) -> BlockDerivation:
+def _derive(
+    a: int,
+    m: int,
+    engine: EngineConfig,
+    attention: AttentionGeometry,
+    base_block: int | None = None,
+) -> BlockDerivation:
+    assert engine.backend is not None
     return derive_block(
         a,
         m,
-        base_block=inputs.base_block,
-        backend=inputs.backend,
-        use_mla=use_mla,
-        profile=inputs.profile,
-        checkpoint=inputs.checkpoint,
-        prefix_caching=settings.enable_prefix_caching,
-        chunk=inputs.chunk,
-        head_size=inputs.head_size,
-        blackwell=inputs.blackwell,
+        base_block=engine.base_block if base_block is None else base_block,
+        backend=engine.backend,
+        use_mla=attention.use_mla,
+        profile=engine.profile,
+        checkpoint=engine.checkpoint,
+        prefix_caching=engine.prefix_caching,
+        chunk=engine.chunk,
+        head_size=attention.head_size,
+        blackwell=engine.blackwell,
     )
 
 
-def _block(a: int, m: int, inputs: _Inputs, settings: Settings, use_mla: bool) -> int:
-    return _derive(a, m, inputs, settings, use_mla).block
-
-
-def tp_stable_block_size(geometry: ModelGeometry, settings: Settings, tp: int) -> tuple[int, bool]:
-    """TP-stable aligned block (spec §6): derived from the unsharded (TP 1) pages, then
-    grown to the per-rank block when the local attention page would not cover the local
-    Mamba page. Returns ``(block tokens, grown?)``.
+def tp_stable_block_size(
+    geometry: ModelGeometry, engine: EngineConfig, tp: int
+) -> tuple[int, bool]:
+    """TP-stable aligned block (spec §6, the vLLM PR 45575 proposal): derived from the
+    unsharded (TP 1) pages, then grown to the per-rank block when the local attention page
+    would not cover the local Mamba page. Returns ``(block tokens, grown?)``.
 
     Raises:
-        IndivisibleTP, InvalidSettings, NotModelled: as :func:`analyze_rank`.
+        IndivisibleTP: a state dimension does not divide by ``tp``.
     """
     attention = geometry.attention
-    assert attention is not None and geometry.state is not None
-    inputs = _inputs(geometry, settings)
-    model_dtype = resolve_model_dtype(settings.dtype, geometry.model_dtype)
-    kv_bytes = kv_cache_dtype_bytes(settings.kv_cache_dtype, model_dtype)
-    a1 = attention_page_bytes_per_token(attention, 1, kv_bytes)
-    m1 = mamba_page(geometry, settings, 1, inputs.profile).page_bytes
-    stable = _block(a1, m1, inputs, settings, attention.use_mla)
-    a_local = attention_page_bytes_per_token(attention, tp, kv_bytes)
-    m_local = mamba_page(geometry, settings, tp, inputs.profile).page_bytes
+    assert attention is not None and geometry.state is not None and engine.kv_bytes is not None
+    a1 = attention_page_bytes_per_token(attention, 1, engine.kv_bytes)
+    m1 = mamba_page(geometry, engine, 1).page_bytes
+    stable = _derive(a1, m1, engine, attention).block
+    a_local = attention_page_bytes_per_token(attention, tp, engine.kv_bytes)
+    m_local = mamba_page(geometry, engine, tp).page_bytes
     if stable * a_local >= m_local:
         return stable, False
-    return _block(a_local, m_local, inputs, settings, attention.use_mla), True
+    return _derive(a_local, m_local, engine, attention).block, True
 
 
-def analyze_rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankResult:
+def engine_for(geometry: ModelGeometry, config: EngineConfig | Settings) -> EngineConfig:
+    """``config`` itself, or the :class:`EngineConfig` resolved from ``Settings`` once
+    (:func:`kvalign.engine.create_engine_config`)."""
+    if isinstance(config, EngineConfig):
+        return config
+    return create_engine_config(geometry, config)
+
+
+def analyze_rank(geometry: ModelGeometry, config: EngineConfig | Settings, tp: int) -> RankResult:
     """Predict vLLM's page sizes and block sizes for ``geometry`` at tensor parallel ``tp``.
+
+    ``config`` is the resolved :class:`EngineConfig` (resolve once and pass it for many
+    TPs); ``Settings`` are resolved here for a one-off call.
 
     Returns:
         A :class:`RankResult`; ``valid=False`` with a reason when vLLM would reject the TP.
@@ -574,21 +465,18 @@ def analyze_rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankRe
         InvalidSettings: a flag value vLLM would not accept.
         NotModelled: a packed KV-cache dtype.
     """
-    reason = validate_tp(geometry, tp)
+    engine = engine_for(geometry, config)
+    reason = engine.config_error or validate_tp(geometry, tp)
     if reason:
-        return RankResult(tp=tp, valid=False, reason=reason)
+        return RankResult(tp=tp, valid=False, reason=reason, profile=engine.profile.name)
     attention = geometry.attention
-    model_dtype = resolve_model_dtype(settings.dtype, geometry.model_dtype)
-    if settings.num_speculative_tokens < 0:
-        raise InvalidSettings("--num-speculative-tokens must be >= 0")
-    profile = resolve(settings.vllm_version).profile
 
     state_page: MambaPage | None = None
     if geometry.state is not None:
         try:
-            state_page = mamba_page(geometry, settings, tp, profile)
+            state_page = mamba_page(geometry, engine, tp)
         except IndivisibleTP as exc:
-            return RankResult(tp=tp, valid=False, reason=str(exc))
+            return RankResult(tp=tp, valid=False, reason=str(exc), profile=engine.profile.name)
     load_error = load_problem(geometry, tp)
 
     if attention is None:
@@ -601,27 +489,38 @@ def analyze_rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankRe
             mamba_page_bytes=state_page.page_bytes,
             mamba_state_shapes=state_page.shapes,
             mamba_state_dtypes=state_page.dtypes,
+            profile=engine.profile.name,
+            prefix_caching=engine.prefix_caching,
         )
 
-    inputs = _inputs(geometry, settings)
-    kv_bytes = kv_cache_dtype_bytes(settings.kv_cache_dtype, model_dtype)
-    a = attention_page_bytes_per_token(attention, tp, kv_bytes)
+    assert engine.backend is not None and engine.kv_bytes is not None
+    a = attention_page_bytes_per_token(attention, tp, engine.kv_bytes)
     common = {
         "tp": tp,
         "valid": True,
         "load_error": load_error,
         "use_mla": attention.use_mla,
-        "backend": inputs.backend.name,
+        "backend": engine.backend.name,
         "kv_heads_per_rank": kv_heads_per_rank(attention, tp),
         "attn_page_bytes_per_token": a,
-        "base_block_size": inputs.base_block,
-        "profile": profile.name,
+        "base_block_size": engine.base_block,
+        "profile": engine.profile.name,
+        "prefix_caching": engine.prefix_caching,
     }
-    if state_page is None or state_page.page_bytes == 0:
-        block = inputs.base_block
-        kernel = kernel_for(block, inputs)
+    if state_page is None or state_page.page_bytes == 0 or not engine.hybrid_alignment:
+        # no state, or a platform that does no hybrid alignment (vLLM 0.20.0 on CPU)
+        block = engine.base_block
+        kernel = kernel_for(block, engine)
+        state: dict[str, object] = {}
+        if state_page is not None and state_page.page_bytes:
+            state = {
+                "mamba_page_bytes": state_page.page_bytes,
+                "mamba_state_shapes": state_page.shapes,
+                "mamba_state_dtypes": state_page.dtypes,
+            }
         return RankResult(
             **common,  # type: ignore[arg-type]
+            **state,  # type: ignore[arg-type]
             block_size=block,
             kernel_block_size=kernel,
             tp_stable_block_size=block,
@@ -629,28 +528,29 @@ def analyze_rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankRe
         )
 
     m = state_page.page_bytes
-    derivation = _derive(a, m, inputs, settings, attention.use_mla)
+    derivation = _derive(a, m, engine, attention)
     block = derivation.block
-    if inputs.backend.exact_only and not inputs.backend.supports_block_size(block):
+    if engine.backend.exact_only and not engine.backend.supports_block_size(block):
         # Platform._check_aligned_block_size: the backend accepts only its listed sizes
         raise InvalidSettings(
             f"vLLM rejects this configuration: aligned KV cache block size {block} is not "
-            f"supported by attention backend {inputs.backend.name} (only "
-            f"{', '.join(map(str, inputs.backend.sizes))} tokens)"
+            f"supported by attention backend {engine.backend.name} (only "
+            f"{', '.join(map(str, engine.backend.sizes))} tokens)"
         )
-    stable, grown = tp_stable_block_size(geometry, settings, tp)
+    stable, grown = tp_stable_block_size(geometry, engine, tp)
+    user_block = engine.settings.block_size
     return RankResult(
         **common,  # type: ignore[arg-type]
         mamba_page_bytes=m,
         mamba_state_shapes=state_page.shapes,
         mamba_state_dtypes=state_page.dtypes,
         block_size=block,
-        kernel_block_size=kernel_for(block, inputs),
+        kernel_block_size=kernel_for(block, engine),
         mamba_page_size_padded=block * a if block * a != m else None,
         mamba_padding_pct=padding_pct(block, a, m),
-        block_size_overridden=settings.block_size is not None and block > settings.block_size,
+        block_size_overridden=user_block is not None and block > user_block,
         tp_stable_block_size=stable,
-        tp_stable_kernel_block_size=kernel_for(stable, inputs),
+        tp_stable_kernel_block_size=kernel_for(stable, engine),
         tp_stable_padding_pct=padding_pct(stable, a, m),
         tp_stable_grown=grown,
         derivation=derivation,
@@ -658,48 +558,44 @@ def analyze_rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankRe
 
 
 def _block_requirement(
-    geometry: ModelGeometry, settings: Settings, tps: list[int]
+    geometry: ModelGeometry, engine: EngineConfig, tps: list[int]
 ) -> tuple[int, int, dict[int, tuple[int, int]]] | None:
-    """``(unit, need, pages)`` for one model and settings over ``tps``: the alignment unit
-    a common ``--block-size`` must be a multiple of, the smallest multiple of it covering
-    every valid TP's aligned block, and ``{tp: (a, m)}`` (bytes). ``None`` as
+    """``(unit, need, pages)`` for one model under ``engine`` over ``tps``: the alignment
+    unit a common ``--block-size`` must be a multiple of, the smallest multiple of it
+    covering every usable TP's aligned block, and ``{tp: (a, m)}`` (bytes). ``None`` as
     :func:`common_block_size`."""
     if not geometry.is_hybrid:
         return None
     attention = geometry.attention
-    assert attention is not None
-    inputs = _inputs(geometry, settings)
-    profile = inputs.profile
+    assert attention is not None and engine.backend is not None and engine.kv_bytes is not None
+    profile = engine.profile
     if profile.alignment_site == "platform":
-        unit = inputs.backend.min_block
+        unit = engine.backend.min_block
         if attention.use_mla and profile.mla_floor:
             unit = math.lcm(unit, profile.mla_floor)
-        if settings.enable_prefix_caching and profile.gdn_checkpoint_alignment:
-            unit = math.lcm(unit, inputs.checkpoint)
-        if inputs.chunk is not None:
-            unit = math.lcm(unit, inputs.chunk)
+        if engine.prefix_caching and profile.gdn_checkpoint_alignment:
+            unit = math.lcm(unit, engine.checkpoint)
+        if engine.chunk is not None:
+            unit = math.lcm(unit, engine.chunk)
     else:  # model-config era: the user's block is kept whenever it covers the aligned block
-        unit = _derive(1, 1, inputs, settings, attention.use_mla).unit_start
-    model_dtype = resolve_model_dtype(settings.dtype, geometry.model_dtype)
-    kv_bytes = kv_cache_dtype_bytes(settings.kv_cache_dtype, model_dtype)
+        unit = _derive(1, 1, engine, attention).unit_start
     pages: dict[int, tuple[int, int]] = {}
     for tp in sorted(set(tps)):
         if validate_tp(geometry, tp) or load_problem(geometry, tp):
             continue
         try:
-            m = mamba_page(geometry, settings, tp, profile).page_bytes
+            m = mamba_page(geometry, engine, tp).page_bytes
         except IndivisibleTP:
             continue
-        pages[tp] = (attention_page_bytes_per_token(attention, tp, kv_bytes), m)
+        pages[tp] = (attention_page_bytes_per_token(attention, tp, engine.kv_bytes), m)
     if not pages:
         return None
-    at_unit = dataclasses.replace(inputs, base_block=unit)
-    need = max(_derive(a, m, at_unit, settings, attention.use_mla).block for a, m in pages.values())
+    need = max(_derive(a, m, engine, attention, base_block=unit).block for a, m in pages.values())
     return unit, need, pages
 
 
 def common_block_size(
-    geometry: ModelGeometry, settings: Settings, tps: list[int]
+    geometry: ModelGeometry, config: EngineConfig | Settings, tps: list[int]
 ) -> tuple[int, dict[int, float]] | None:
     """Smallest ``--block-size B`` that, set on every pool, makes each TP in ``tps`` choose
     exactly ``B`` (spec §7), with the Mamba padding % it costs per TP.
@@ -710,7 +606,7 @@ def common_block_size(
     (model-config era: the fixed unit). ``None`` for models without both
     attention and state layers, or when no TP in ``tps`` is valid.
     """
-    found = _block_requirement(geometry, settings, tps)
+    found = _block_requirement(geometry, engine_for(geometry, config), tps)
     if found is None:
         return None
     unit, need, pages = found
@@ -718,23 +614,26 @@ def common_block_size(
     return block, {tp: padding_pct(block, a, m) for tp, (a, m) in pages.items()}
 
 
-def common_block_size_for(pools: list[tuple[ModelGeometry, Settings, int]]) -> int | None:
+def common_block_size_for(
+    pools: list[tuple[ModelGeometry, EngineConfig | Settings, int]],
+) -> int | None:
     """Smallest ``--block-size B`` that, set on every pool of a deployment whose pools
     differ in settings (KV-cache dtype, state dtypes, speculative tokens, backend, GPU) or
     model, makes each pool choose exactly ``B`` with its own settings.
 
-    Each pool is a ``(geometry, settings, tp)``; ``B`` is a multiple of the ``lcm`` of the
-    pools' alignment units and covers the largest block any pool needs (tokens). Pools
-    whose model is not hybrid or whose TP is invalid do not constrain ``B``. ``None`` when
-    no pool constrains it. Mirrors ``Platform._align_hybrid_block_size``
-    (``vllm/platforms/interface.py``) applied to each pool.
+    Each pool is a ``(geometry, engine config or settings, tp)``; ``B`` is a multiple of the
+    ``lcm`` of the pools' alignment units and covers the largest block any pool needs
+    (tokens). Pools whose model is not hybrid or whose TP is invalid do not constrain
+    ``B``. ``None`` when no pool constrains it. Mirrors
+    ``Platform._align_hybrid_block_size`` (``vllm/platforms/interface.py``) applied to each
+    pool.
 
     Raises:
         InvalidSettings, NotModelled: a pool's settings are rejected (as :func:`analyze_rank`).
     """
     unit, need = 1, 0
-    for geometry, settings, tp in pools:
-        found = _block_requirement(geometry, settings, [tp])
+    for geometry, config, tp in pools:
+        found = _block_requirement(geometry, engine_for(geometry, config), [tp])
         if found is None:
             continue
         unit = math.lcm(unit, found[0])

@@ -13,9 +13,10 @@ import dataclasses
 from dataclasses import dataclass
 from fnmatch import fnmatch
 
-from kvalign.alignment import analyze_rank, checkpoint_alignment
-from kvalign.backends import get_gpu, platform_note
+from kvalign.alignment import analyze_rank
+from kvalign.backends import AUTO_BACKEND, get_gpu, platform_note
 from kvalign.deploy.model import Deployment, Ignore, Location, Pool, Problem
+from kvalign.engine import create_engine_config
 from kvalign.errors import InvalidSettings, KvalignError
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import PairBy, group_pools
@@ -86,10 +87,22 @@ class AuditReport:
 def _pool_settings(pool: Pool, version: str | None, platform: Platform) -> Settings:
     """The pool's settings with the run's assumptions filled in: the version, and the
     ``--gpu`` / ``--attention-backend`` defaults where the pool names none."""
-    settings = dataclasses.replace(pool.settings, vllm_version=version)
-    if pool.args.attention_backend is None and platform.attention_backend is not None:
+    settings = dataclasses.replace(
+        pool.settings,
+        vllm_version=version,
+        mamba_cache_mode=pool.args.mamba_cache_mode,
+        mamba_block_size=pool.args.mamba_block_size,
+        max_model_len=pool.args.max_model_len,
+        use_replayssm=bool(pool.args.use_replayssm),
+        replayssm_buffer_len=pool.args.replayssm_buffer_len or 16,
+        mamba_backend=pool.args.mamba_backend,
+    )
+    if pool.args.attention_backend is None:
+        # neither the pool nor --attention-backend names one: the backend vLLM picks for
+        # the pool's GPU and release (kvalign.backends.default_backend_name)
+        chosen = platform.attention_backend
         settings = dataclasses.replace(
-            settings, attention_backend=platform.attention_backend.strip().upper()
+            settings, attention_backend=chosen.strip().upper() if chosen else AUTO_BACKEND
         )
     if settings.gpu is None and platform.gpu is not None:
         settings = dataclasses.replace(settings, gpu=platform.gpu)
@@ -145,8 +158,9 @@ def _evaluate(
                     raise InvalidSettings(f"release profile of its vLLM image: {why}") from None
             settings = _pool_settings(pool, own, platform)
             pool = dataclasses.replace(pool, settings=settings)
+            engine = create_engine_config(cache[key], settings)
             results.append(
-                PoolResult(pool, cache[key], analyze_rank(cache[key], settings, pool.tp))
+                PoolResult(pool, cache[key], analyze_rank(cache[key], engine, pool.tp), engine)
             )
         except KvalignError as exc:
             errors.append(Problem(pool.location, f"{pool.label}: {exc}"))
@@ -157,7 +171,8 @@ def _evaluate(
 class Platform:
     """``audit --gpu`` / ``--attention-backend``: used for pools that name neither
     (``--attention-backend`` / ``VLLM_ATTENTION_BACKEND``, ``nvidia.com/gpu.product``).
-    ``None`` = vLLM's default backend (FLASH_ATTN) on an unspecified CUDA GPU."""
+    ``None`` = the backend vLLM picks for the pool's GPU and release (FLASH_ATTN on an
+    unspecified CUDA GPU)."""
 
     gpu: str | None = None
     attention_backend: str | None = None
@@ -171,11 +186,13 @@ def assumptions(files: tuple[FileResult, ...] | list[FileResult]) -> tuple[str, 
     for file in files:
         for result in file.pools:
             settings = result.pool.settings
-            lines = [platform_note(settings.attention_backend, settings.gpu)]
+            chosen = result.engine.backend.name if result.engine.backend else None
+            lines = [platform_note(settings.attention_backend, settings.gpu, chosen)]
             state = result.geometry.state
-            profile = resolve(settings.vllm_version).profile
-            if state is not None and state.family == "gdn" and profile.gdn_checkpoint_alignment:
-                lines.append(checkpoint_alignment(result.geometry, settings)[1])
+            engine = result.engine
+            gdn = state is not None and state.family == "gdn"
+            if gdn and engine.profile.gdn_checkpoint_alignment:
+                lines.append(engine.checkpoint_note)
             for line in lines:
                 counts[line] = counts.get(line, 0) + 1
     return tuple(f"{line} [{n} pool(s)]" for line, n in counts.items())
@@ -286,6 +303,8 @@ def run_audit(
     use_cache: bool = False,
     pair_by: PairBy = "label",
     platform: Platform | None = None,
+    select: frozenset[str] | None = None,
+    ignore_rules: frozenset[str] = frozenset(),
 ) -> AuditReport:
     """Evaluate deployments, group and pair their pools, apply ignores / baseline.
 
@@ -296,6 +315,10 @@ def run_audit(
     and not analysed (its pools pair with nothing). ``pair_by`` chooses which pools form
     one deployment (:mod:`kvalign.grouping`). ``platform`` (``--gpu`` /
     ``--attention-backend``) applies to pools that name no GPU / backend themselves.
+    ``select`` (``--select``: only these rule codes; ``None`` = every rule) and
+    ``ignore_rules`` (``--ignore``) choose which rules run: findings of other rules are
+    neither reported nor counted (unlike an ``ignore:`` with a reason, which lists them as
+    suppressed).
 
     Raises:
         InvalidSettings: ``vllm_version`` is not a version kvalign can resolve, or
@@ -331,6 +354,9 @@ def run_audit(
     problems += grouping_problems
     for group in groups:
         findings += run_rules(group)
+    findings = [
+        f for f in findings if (select is None or f.rule in select) and f.rule not in ignore_rules
+    ]
     known_rules = {rule.CODE for rule in RULES}
     for ignore in [i for d in deployments for i in d.ignores] + list(ignores):
         if ignore.rule not in known_rules:

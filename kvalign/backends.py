@@ -163,6 +163,40 @@ MLA_COUNTERPART: dict[tuple[Platform, str], str] = {
 
 DEFAULT_BACKEND = "FLASH_ATTN"
 
+#: ``--attention-backend`` value meaning "not given: what vLLM chooses for the platform".
+AUTO_BACKEND = "auto"
+
+
+def default_backend_name(gpu: Gpu | None, *, use_mla: bool, mla_blackwell: str) -> str:
+    """The attention backend vLLM selects when ``--attention-backend`` is not given.
+
+    The first entry of the platform's priority list that runs on the device
+    (``vllm/platforms/cuda.py`` ``_get_backend_priorities``; ``rocm.py``, ``cpu.py``,
+    ``xpu.py``): CUDA SM100 (10.x) → ``FLASHINFER`` (MLA: ``mla_blackwell``, the
+    release's first SM100 MLA backend); SM90 → ``FLASH_ATTN`` / ``FLASH_ATTN_MLA``; other
+    CUDA GPUs → ``FLASH_ATTN`` / ``TRITON_MLA`` (FlashAttention-MLA and FlashMLA need SM90
+    or SM100); an unspecified CUDA GPU → ``FLASH_ATTN`` (``FLASH_ATTN_MLA`` for MLA); ROCm
+    with a KV connector and no AITER → ``TRITON_ATTN`` / ``TRITON_MLA``; CPU →
+    ``CPU_ATTN`` / ``CPU_MLA``; XPU → ``FLASH_ATTN`` / ``FLASH_ATTN_MLA``. Validation
+    failures deeper in the list (head sizes, dtypes) are not modelled.
+    """
+    if gpu is None:
+        return "FLASH_ATTN_MLA" if use_mla else "FLASH_ATTN"
+    platform = gpu.platform
+    if platform == "cpu":
+        return "CPU_MLA" if use_mla else "CPU_ATTN"
+    if platform == "rocm":
+        return "TRITON_MLA" if use_mla else "TRITON_ATTN"
+    if platform == "xpu":
+        return "FLASH_ATTN_MLA" if use_mla else "FLASH_ATTN"
+    major = gpu.capability[0] if gpu.capability is not None else 9
+    if major == 10:
+        return mla_blackwell if use_mla else "FLASHINFER"
+    if use_mla:
+        return "FLASH_ATTN_MLA" if major == 9 else "TRITON_MLA"
+    return "FLASH_ATTN"
+
+
 GPUS: dict[str, Gpu] = {
     g.name: g
     for g in (
@@ -247,6 +281,8 @@ def check_backend_choice(name: str, gpu: Gpu | None) -> tuple[str, str]:
         InvalidSettings: unknown backend, or one the GPU's platform does not run.
     """
     key = name.strip().upper()
+    if key == AUTO_BACKEND.upper():
+        return key, gpu.platform if gpu is not None else "cuda"
     if key not in BACKENDS:
         raise InvalidSettings(
             f"--attention-backend: unknown backend {name!r} (known: {', '.join(BACKENDS)})"
@@ -258,16 +294,23 @@ def check_backend_choice(name: str, gpu: Gpu | None) -> tuple[str, str]:
         runs_on = "/".join(PLATFORM_NAMES[p] for p in BACKENDS[key].platforms)
         kind = PLATFORM_NAMES[platform] + (" device" if platform == "cpu" else " GPU")
         article = "an" if platform == "xpu" else "a"
-        default = f" ({DEFAULT_BACKEND} is the default)" if key == DEFAULT_BACKEND else ""
         raise InvalidSettings(
-            f"--attention-backend {key}{default} is a {runs_on} backend but --gpu {gpu.name} "
+            f"--attention-backend {key} is a {runs_on} backend but --gpu {gpu.name} "
             f"is {article} {kind}: pass --attention-backend with one of "
             f"{_names_on(platform)}"
         )
     return key, platform
 
 
-def resolve_backend(name: str, *, use_mla: bool, gqa: bool, gpu: Gpu | None) -> Backend:
+def resolve_backend(
+    name: str,
+    *,
+    use_mla: bool,
+    gqa: bool,
+    gpu: Gpu | None,
+    large_pages: bool = True,
+    mla_blackwell: str = "FLASHINFER_MLA",
+) -> Backend:
     """The backend that serves the model's attention layers for ``--attention-backend name``.
 
     The platform is the GPU's (``--gpu``), else the backend's only platform, else CUDA.
@@ -275,12 +318,17 @@ def resolve_backend(name: str, *, use_mla: bool, gqa: bool, gpu: Gpu | None) -> 
     (``FLASHINFER`` → ``FLASHINFER_MLA``; ROCm ``ROCM_AITER_FA`` → ``ROCM_AITER_MLA``).
     FlashInfer advertises 128..1024-token pages only on Blackwell (SM100 family) for GQA
     models (``flashinfer.py`` ``get_supported_kernel_block_sizes``); FLASH_ATTN and
-    FLASH_ATTN_MLA use 64-token multiples on XPU.
+    FLASH_ATTN_MLA use 64-token multiples on XPU. ``auto`` is the backend vLLM would pick
+    (:func:`default_backend_name`; ``mla_blackwell`` is the release's first SM100 MLA
+    backend). ``large_pages=False``: a release whose
+    FlashInfer offers 16/32/64 only (before 0.24).
 
     Raises:
         InvalidSettings: unknown backend, a backend the platform does not run (e.g. a
             CUDA-only backend on a ROCm GPU), or an MLA-only backend for a non-MLA model.
     """
+    if name.strip().lower() == AUTO_BACKEND:
+        name = default_backend_name(gpu, use_mla=use_mla, mla_blackwell=mla_blackwell)
     key, platform = check_backend_choice(name, gpu)
     if use_mla and not BACKENDS[key].mla:
         counterpart = MLA_COUNTERPART.get((platform, key))
@@ -295,19 +343,25 @@ def resolve_backend(name: str, *, use_mla: bool, gqa: bool, gpu: Gpu | None) -> 
     if platform == "xpu" and key in _XPU_VARIANTS:
         return _XPU_VARIANTS[key]
     backend = BACKENDS[key]
-    if key == "FLASHINFER" and gqa and gpu is not None and gpu.blackwell:
+    if key == "FLASHINFER" and gqa and large_pages and gpu is not None and gpu.blackwell:
         return Backend("FLASHINFER", sizes=_FLASHINFER_LARGE)
     return backend
 
 
-def platform_note(name: str, gpu_name: str | None) -> str:
-    """One line saying which backend/platform assumption the numbers use.
+def platform_note(name: str, gpu_name: str | None, resolved: str | None = None) -> str:
+    """One line saying which backend/platform assumption the numbers use (``resolved``:
+    the backend ``auto`` became, when known).
 
     Raises:
         InvalidSettings: an unknown GPU name.
     """
     gpu = get_gpu(gpu_name)
     key = name.strip().upper()
+    if key == AUTO_BACKEND.upper():
+        where = gpu.name if gpu is not None else "an unspecified CUDA GPU"
+        chosen = f"{resolved}, " if resolved else ""
+        tail = "" if gpu is not None else " (pass --gpu to match your deployment)"
+        return f"attention backend not given: {chosen}what vLLM chooses on {where}{tail}"
     platform = platform_for(key, gpu)
     if gpu is not None:
         return f"attention backend {key} on {gpu.name} ({PLATFORM_NAMES[platform]})"

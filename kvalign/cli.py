@@ -183,10 +183,11 @@ BlockOpt = Annotated[
     ),
 ]
 PrefixOpt = Annotated[
-    bool,
+    bool | None,
     typer.Option(
         "--enable-prefix-caching/--no-enable-prefix-caching",
-        help="Prefix caching (vLLM 0.33 default: on).",
+        help="Prefix caching (default: the release's default; vLLM 0.33: on).",
+        show_default=False,
     ),
 ]
 MambaDtypeOpt = Annotated[
@@ -209,7 +210,80 @@ SpecOpt = Annotated[
     ),
 ]
 BackendOpt = Annotated[
-    str, typer.Option("--attention-backend", help="vLLM attention backend name.")
+    str,
+    typer.Option(
+        "--attention-backend",
+        help="vLLM attention backend name (default auto: the backend vLLM picks for --gpu "
+        "and the release, e.g. FLASHINFER on Blackwell; FLASH_ATTN without --gpu).",
+    ),
+]
+
+
+class MambaCacheModeChoice(str, Enum):
+    """``--mamba-cache-mode`` values."""
+
+    none = "none"
+    align = "align"
+    all = "all"
+
+
+MambaCacheModeOpt = Annotated[
+    MambaCacheModeChoice | None,
+    typer.Option(
+        "--mamba-cache-mode",
+        help="vLLM --mamba-cache-mode (0.15-0.31; 'all' until 0.31; a no-op in 0.33). "
+        "Default: the release's choice.",
+        show_default=False,
+    ),
+]
+MambaBlockOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--mamba-block-size",
+        min=1,
+        max=MAX_BLOCK_SIZE,
+        help="vLLM --mamba-block-size in tokens: replaces the Mamba chunk size in cache mode "
+        "'all' (default: unset).",
+    ),
+]
+ReplayOpt = Annotated[
+    bool,
+    typer.Option(
+        "--use-replayssm",
+        help="vLLM --use-replayssm (Nemotron-H, 0.27+): ReplaySSM ring buffers enlarge the "
+        "Mamba state page.",
+    ),
+]
+ReplayLenOpt = Annotated[
+    int,
+    typer.Option("--replayssm-buffer-len", min=1, max=MAX_BLOCK_SIZE,
+                 help="vLLM --replayssm-buffer-len (ring length in tokens)."),
+]  # fmt: skip
+
+
+class MambaBackendChoice(str, Enum):
+    """``--mamba-backend`` values."""
+
+    triton = "triton"
+    flashinfer = "flashinfer"
+
+
+MambaBackendOpt = Annotated[
+    MambaBackendChoice | None,
+    typer.Option(
+        "--mamba-backend",
+        help="vLLM --mamba-backend (with --use-replayssm; default triton).",
+        show_default=False,
+    ),
+]
+MaxModelLenOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-model-len",
+        min=1,
+        help="vLLM --max-model-len in tokens: prefix caching never hits below one block "
+        "(default: unset).",
+    ),
 ]
 GpuOpt = Annotated[
     str | None,
@@ -313,15 +387,21 @@ _SETTINGS_PARAMS = (
     _param("dtype", DtypeOpt, "auto"),
     _param("kv_cache_dtype", KvDtypeOpt, "auto"),
     _param("block_size", BlockOpt, None),
-    _param("enable_prefix_caching", PrefixOpt, True),
+    _param("enable_prefix_caching", PrefixOpt, None),
     _param("mamba_cache_dtype", MambaDtypeOpt, "auto"),
     _param("mamba_ssm_cache_dtype", SsmDtypeOpt, "auto"),
     _param("num_speculative_tokens", SpecOpt, 0),
-    _param("attention_backend", BackendOpt, "FLASH_ATTN"),
+    _param("attention_backend", BackendOpt, "auto"),
     _param("gpu", GpuOpt, None),
     _param("gdn_prefill_backend", GdnOpt, GdnBackendChoice.auto),
     _param("alignment", AlignOpt, AlignmentChoice.vllm),
     _param("vllm_version", VersionOpt, None),
+    _param("mamba_cache_mode", MambaCacheModeOpt, None),
+    _param("mamba_block_size", MambaBlockOpt, None),
+    _param("max_model_len", MaxModelLenOpt, None),
+    _param("use_replayssm", ReplayOpt, False),
+    _param("replayssm_buffer_len", ReplayLenOpt, 16),
+    _param("mamba_backend", MambaBackendOpt, None),
 )
 #: how MODEL is loaded.
 _SOURCE_PARAMS = (
@@ -504,6 +584,45 @@ def models(
     raise typer.Exit(_guarded(run))
 
 
+@app.command()
+def rules(
+    rule_id: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[ID]",
+            help="A rule code (e.g. KVA003): print its rationale, vLLM source and fix.",
+            show_default=False,
+        ),
+    ] = None,
+    output_format: FormatOpt = OutputFormat.table,
+) -> None:
+    """List the audit rules (code, severity, summary), or explain one rule.
+
+    Exit 0, or 2 for an unknown rule code.
+    """
+    from kvalign.report import rules_format
+    from kvalign.rules import find_rule, rule_docs
+
+    def run() -> int:
+        if rule_id is not None:
+            doc = find_rule(rule_id)
+            if output_format is OutputFormat.json:
+                typer.echo(rules_format.rule_json(doc))
+            else:
+                typer.echo(rules_format.rule_page(doc), nl=False)
+            return EXIT_OK
+        docs = rule_docs()
+        if output_format is OutputFormat.json:
+            typer.echo(rules_format.rules_json(docs))
+        elif output_format is OutputFormat.markdown:
+            typer.echo(rules_format.rules_markdown(docs), nl=False)
+        else:
+            _stdout().print(rules_format.rules_table(docs))
+        return EXIT_OK
+
+    raise typer.Exit(_guarded(run))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point.
 
@@ -582,6 +701,23 @@ def audit(
     fail_on: Annotated[
         FailOn, typer.Option("--fail-on", help="Exit 1 on findings at or above this severity.")
     ] = FailOn.error,
+    select: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--select",
+            metavar="RULE,...",
+            help="Run only these rules (codes from `kvalign rules`, comma-separated, repeatable).",
+        ),
+    ] = None,
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore",
+            metavar="RULE,...",
+            help="Do not run these rules (comma-separated, repeatable); their findings are "
+            "neither shown nor counted.",
+        ),
+    ] = None,
     vllm_version: VersionOpt = None,
     baseline: Annotated[
         str | None,
@@ -624,7 +760,8 @@ def audit(
         typer.Option(
             "--attention-backend",
             help="Attention backend for pools that set neither --attention-backend nor "
-            "VLLM_ATTENTION_BACKEND. Default: FLASH_ATTN (vLLM's default).",
+            "VLLM_ATTENTION_BACKEND. Default: the one vLLM picks for the pool's GPU and "
+            "release (FLASH_ATTN on an unspecified CUDA GPU, FLASHINFER on Blackwell).",
         ),
     ] = None,
     skip_unrelated: Annotated[
@@ -680,7 +817,10 @@ def audit(
 
     def evaluate() -> int:
         from kvalign.backends import check_backend_choice, get_gpu
+        from kvalign.rules import parse_rule_codes
 
+        selected = parse_rule_codes(select, "--select")
+        ignored = parse_rule_codes(ignore, "--ignore") or frozenset()
         # bad command-line choices are usage errors, not per-file problems (pools that name
         # their own backend are checked against --gpu when they are evaluated)
         gpu_model = get_gpu(gpu)
@@ -702,6 +842,8 @@ def audit(
             use_cache=not no_cache,
             pair_by=pair_by.value,
             platform=Platform(gpu, attention_backend),
+            select=selected,
+            ignore_rules=ignored,
         )
         for problem in (*ignore_problems, *notes, *report.problems):
             if problem.verbose_only and not verbose:
@@ -833,7 +975,8 @@ def survey(
         elif output_format is SurveyFormat.csv:
             typer.echo(survey_csv(result), nl=False)
         else:
-            _stdout().print(survey_table(result))
+            console = _stdout()
+            console.print(survey_table(result, console.width))
         if plot is not None and svg is not None:
             try:
                 with open(plot, "w", encoding="utf-8") as handle:

@@ -118,3 +118,50 @@ def mamba_dtype(flag: str, model_dtype: str, *, field: str) -> str:
             f"{field}: unknown value {flag!r} (expected one of {', '.join(MAMBA_DTYPES)})"
         )
     return model_dtype if flag == "auto" else flag
+
+
+#: ``kv_cache_quant_algo`` strings of modelopt checkpoints → ``--kv-cache-dtype`` values
+#: (vLLM 0.33 ``vllm/utils/torch_utils.py`` ``MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP``).
+_MODELOPT_KV_ALGOS: dict[str, str] = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
+
+
+def checkpoint_kv_cache_dtype(quantization_config: object) -> str | None:
+    """The KV-cache dtype a checkpoint's ``quantization_config`` asks for, or ``None``.
+
+    Only modelopt checkpoints (``quant_method`` starting with ``modelopt``) name one:
+    ``kv_cache_scheme`` (a dict: static 8-bit float → ``fp8``, 4-bit float → ``nvfp4``) or
+    ``kv_cache_quant_algo`` (a string: ``FP8`` → ``fp8_e4m3``, ``NVFP4`` → ``nvfp4``), read
+    from the nested ``quantization`` object first. A scheme vLLM does not recognise gives
+    ``auto`` (vLLM then falls back to the model dtype). Anything that is not such a
+    config gives ``None``. Pure data inspection; never raises.
+
+    Mirrors ``vllm/utils/torch_utils.py`` ``get_kv_cache_quant_algo_string`` (0.33), used
+    by ``resolve_kv_cache_dtype_string`` from ``EngineArgs.create_engine_config``.
+    """
+    if not isinstance(quantization_config, dict):
+        return None
+    method = quantization_config.get("quant_method", "")
+    if not isinstance(method, str) or not method.startswith("modelopt"):
+        return None
+    inner = quantization_config.get("quantization", quantization_config)
+    if not isinstance(inner, dict):
+        inner = quantization_config
+    algo: object = None
+    for source, key in (
+        (inner, "kv_cache_scheme"),
+        (quantization_config, "kv_cache_scheme"),
+        (inner, "kv_cache_quant_algo"),
+        (quantization_config, "kv_cache_quant_algo"),
+    ):
+        algo = source.get(key)
+        if algo:
+            break
+    if isinstance(algo, dict):
+        if algo.get("type") == "float" and algo.get("num_bits") == 8:
+            return "fp8" if algo.get("dynamic") is False else "auto"
+        if algo.get("type") == "float" and algo.get("num_bits") == 4:
+            return "nvfp4"
+        return "auto"
+    if isinstance(algo, str):
+        return _MODELOPT_KV_ALGOS.get(algo.lower(), "auto")
+    return None

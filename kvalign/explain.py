@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvalign.alignment import RankResult, analyze_rank, checkpoint_alignment
-from kvalign.dtypes import DTYPE_BYTES, kv_cache_dtype_bytes, resolve_model_dtype
+from kvalign.alignment import RankResult, analyze_rank
+from kvalign.dtypes import DTYPE_BYTES
+from kvalign.engine import EngineConfig, create_engine_config
 from kvalign.errors import InvalidSettings
 from kvalign.geometry import ModelGeometry
 from kvalign.settings import Settings
-from kvalign.versions import Resolved, resolve
 
 
 @dataclass(frozen=True)
@@ -78,12 +78,13 @@ def economics(rank: RankResult) -> Economics | None:
 
 @dataclass(frozen=True)
 class Explanation:
-    """Everything ``kvalign explain`` shows for one model at one TP."""
+    """Everything ``kvalign explain`` shows for one model at one TP (``engine``: the
+    settings resolved once, printed as the first section)."""
 
     geometry: ModelGeometry
     settings: Settings
     tp: int
-    resolved: Resolved
+    engine: EngineConfig
     rank: RankResult
     steps: tuple[Step, ...]
     economics: Economics | None
@@ -97,11 +98,11 @@ _SHAPES = "vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalcul
 _SPEC = "vllm/v1/kv_cache_interface.py"
 
 
-def _attention_steps(geometry: ModelGeometry, settings: Settings, rank: RankResult) -> list[Step]:
+def _attention_steps(geometry: ModelGeometry, engine: EngineConfig, rank: RankResult) -> list[Step]:
     att = geometry.attention
-    assert att is not None
-    model_dtype = resolve_model_dtype(settings.dtype, geometry.model_dtype)
-    kv_bytes = kv_cache_dtype_bytes(settings.kv_cache_dtype, model_dtype)
+    assert att is not None and engine.kv_bytes is not None
+    settings = engine.settings
+    model_dtype, kv_bytes = engine.model_dtype, engine.kv_bytes
     heads = rank.kv_heads_per_rank
     steps = [
         Step(
@@ -129,7 +130,8 @@ def _attention_steps(geometry: ModelGeometry, settings: Settings, rank: RankResu
             "KV-cache bytes per element",
             kv_bytes,
             "bytes",
-            f"--kv-cache-dtype {settings.kv_cache_dtype} (model dtype {model_dtype}) → {kv_bytes}",
+            f"--kv-cache-dtype {settings.kv_cache_dtype} → {engine.kv_cache_dtype} "
+            f"(model dtype {model_dtype}) → {kv_bytes}",
             (f"--kv-cache-dtype = {settings.kv_cache_dtype}", f"--dtype = {settings.dtype}"),
             "vllm/utils/torch_utils.py STR_DTYPE_TO_TORCH_DTYPE",
         ),
@@ -184,7 +186,8 @@ def _state_steps(geometry: ModelGeometry, rank: RankResult) -> list[Step]:
     ]
 
 
-def _alignment_steps(geometry: ModelGeometry, settings: Settings, rank: RankResult) -> list[Step]:
+def _alignment_steps(geometry: ModelGeometry, engine: EngineConfig, rank: RankResult) -> list[Step]:
+    settings = engine.settings
     d = rank.derivation
     assert d is not None
     where = (
@@ -224,15 +227,14 @@ def _alignment_steps(geometry: ModelGeometry, settings: Settings, rank: RankResu
     if d.mla_floor:
         unit_parts = [f"max({d.unit_start}, MLA floor {d.mla_floor})"]
     if d.checkpoint > 1:
-        _, why = checkpoint_alignment(geometry, settings)
-        unit_parts.append(f"prefill checkpoint {d.checkpoint} ({why})")
+        unit_parts.append(f"prefill checkpoint {d.checkpoint} ({engine.checkpoint_note})")
     if d.chunk is not None:
         unit_parts.append(f"Mamba chunk size {d.chunk} (prefix caching, cache mode 'all')")
     if len(unit_parts) == 1:
         formula = f"{unit_parts[0]} (no MLA floor, checkpoint or chunk alignment)"
     else:
         formula = "lcm(" + ", ".join(unit_parts) + ")"
-    inputs = [f"--enable-prefix-caching = {settings.enable_prefix_caching}"]
+    inputs = [f"prefix caching = {'on' if engine.prefix_caching else 'off'}"]
     if d.chunk is not None:
         inputs.append("chunk size = " + _src(geometry, "chunk_size"))
     steps.append(
@@ -316,19 +318,19 @@ def explain(geometry: ModelGeometry, settings: Settings, tp: int) -> Explanation
         InvalidSettings: invalid TP for this model, or bad flag values.
         NotModelled, UnsupportedModel: as :func:`kvalign.alignment.analyze_rank`.
     """
-    resolved = resolve(settings.vllm_version)
-    rank = analyze_rank(geometry, settings, tp)
+    engine = create_engine_config(geometry, settings)
+    rank = analyze_rank(geometry, engine, tp)
     if not rank.usable:
         raise InvalidSettings(f"{geometry.model_id}: invalid tensor parallel size {tp}: "
                               f"{rank.problem}")  # fmt: skip
     steps: list[Step] = []
     if geometry.attention is not None:
-        steps += _attention_steps(geometry, settings, rank)
+        steps += _attention_steps(geometry, engine, rank)
     if geometry.state is not None:
         steps += _state_steps(geometry, rank)
     if rank.derivation is not None:
-        steps += _alignment_steps(geometry, settings, rank)
-        steps.append(_kernel_step(rank, resolved.profile.kernel_block_split))
+        steps += _alignment_steps(geometry, engine, rank)
+        steps.append(_kernel_step(rank, engine.profile.kernel_block_split))
         pad = rank.mamba_page_size_padded
         if pad is not None and rank.mamba_page_bytes:
             pct = 100 * (pad - rank.mamba_page_bytes) / rank.mamba_page_bytes
@@ -348,5 +350,5 @@ def explain(geometry: ModelGeometry, settings: Settings, tp: int) -> Explanation
             Step("block_size", "logical block size", rank.block_size or 0, "tokens",
                  f"{rank.block_size} (no Mamba state: no hybrid alignment)")
         )  # fmt: skip
-        steps.append(_kernel_step(rank, resolved.profile.kernel_block_split))
-    return Explanation(geometry, settings, tp, resolved, rank, tuple(steps), economics(rank))
+        steps.append(_kernel_step(rank, engine.profile.kernel_block_split))
+    return Explanation(geometry, settings, tp, engine, rank, tuple(steps), economics(rank))

@@ -75,6 +75,10 @@ class ModelGeometry:
             releases with chunk-aligned prefix caching read it.
         ssm_dtype_fallback: ``ssm_dtype_default`` is vLLM's fallback (the config names no
             ``mamba_ssm_cache_dtype``), so it depends on the release.
+        checkpoint_kv_cache_dtype: the KV-cache dtype the checkpoint's
+            ``quantization_config`` asks for (``fp8``, ``fp8_e4m3``, ``nvfp4``; ``auto`` for
+            an unrecognised scheme), ``None`` when it names none. ``--kv-cache-dtype auto``
+            resolves to it (:func:`kvalign.dtypes.checkpoint_kv_cache_dtype`).
     """
 
     model_id: str
@@ -91,6 +95,7 @@ class ModelGeometry:
     notes: tuple[str, ...] = ()
     mamba_chunk_size: int | None = None
     ssm_dtype_fallback: bool = False
+    checkpoint_kv_cache_dtype: str | None = None
 
     @property
     def attention_free(self) -> bool:

@@ -15,17 +15,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kvalign.alignment import (
-    RankResult,
-    analyze_rank,
-    checkpoint_alignment,
-    chunk_alignment,
-    common_block_size,
-)
+from kvalign.alignment import RankResult, analyze_rank, common_block_size
 from kvalign.backends import platform_note
+from kvalign.engine import EngineConfig, create_engine_config
 from kvalign.geometry import ModelGeometry
 from kvalign.settings import Settings
-from kvalign.versions import DEFAULT_PROFILE, Profile, resolve
+from kvalign.versions import DEFAULT_PROFILE, Profile
 
 Verdict = Literal["ok", "drift", "ratio", "split", "incompatible", "invalid", "attention-free"]
 
@@ -195,7 +190,8 @@ class Recommendation:
 
 @dataclass(frozen=True)
 class Report:
-    """The full result of ``check``/``matrix``: what every layer above reads."""
+    """The full result of ``check``/``matrix``: what every layer above reads (``engine``:
+    the settings resolved once for every TP)."""
 
     geometry: ModelGeometry
     settings: Settings
@@ -204,6 +200,7 @@ class Report:
     ranks: dict[int, RankResult]
     pairs: tuple[PairResult, ...]
     recommendation: Recommendation
+    engine: EngineConfig
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -235,10 +232,32 @@ def economics_notes(ranks: dict[int, RankResult]) -> list[str]:
     return notes
 
 
+def max_model_len_notes(ranks: dict[int, RankResult], engine: EngineConfig) -> list[str]:
+    """Where ``--max-model-len`` is below one logical block: prefix caching can never hit
+    there (vLLM caches whole blocks only, ``vllm/v1/core/kv_cache_utils.py`` block
+    hashes), for hybrid ranks with prefix caching on."""
+    limit = engine.max_model_len
+    if limit is None or not engine.prefix_caching:
+        return []
+    short = sorted(
+        (tp, r.block_size)
+        for tp, r in ranks.items()
+        if r.usable and r.mamba_page_bytes is not None and r.block_size is not None
+        and r.block_size > limit
+    )  # fmt: skip
+    if not short:
+        return []
+    where = ", ".join(f"TP {tp} ({block:,}-token blocks)" for tp, block in short)
+    return [
+        f"--max-model-len {limit:,} is below one block at {where}: prefix caching can never "
+        "hit there (only whole blocks are cached)"
+    ]
+
+
 def _recommend(
-    geometry: ModelGeometry, settings: Settings, tps: list[int], flagged: bool
+    geometry: ModelGeometry, engine: EngineConfig, tps: list[int], flagged: bool
 ) -> Recommendation:
-    found = common_block_size(geometry, settings, tps)
+    found = common_block_size(geometry, engine, tps)
     if found is None:
         if geometry.attention_free:
             why = "attention-free model: there is no KV block size to align"
@@ -274,26 +293,27 @@ def analyze(
     Raises:
         InvalidSettings, NotModelled: see :func:`kvalign.alignment.analyze_rank`.
     """
-    resolved = resolve(settings.vllm_version)
+    engine = create_engine_config(geometry, settings)
+    profile = engine.profile
     tps = sorted(set(prefill_tps) | set(decode_tps))
-    ranks = {tp: analyze_rank(geometry, settings, tp) for tp in tps}
+    ranks = {tp: analyze_rank(geometry, engine, tp) for tp in tps}
     pairs = tuple(
-        analyze_pair(ranks[p], ranks[d], settings.alignment, resolved.profile)
+        analyze_pair(ranks[p], ranks[d], settings.alignment, profile)
         for p in prefill_tps
         for d in decode_tps
     )
     flagged = any(pair.flagged for pair in pairs)
-    notes = [resolved.note, *geometry.notes]
+    notes = [engine.profile_note, *geometry.notes, *engine.notes]
     if geometry.attention is not None:
-        notes.append(platform_note(settings.attention_backend, settings.gpu))
-    profile = resolved.profile
+        chosen = engine.backend.name if engine.backend is not None else None
+        notes.append(platform_note(settings.attention_backend, settings.gpu, chosen))
     if (
         geometry.state is not None
         and geometry.state.family == "gdn"
         and profile.gdn_checkpoint_alignment
     ):
-        notes.append(checkpoint_alignment(geometry, settings)[1])
-    chunk = chunk_alignment(geometry, settings, profile) if geometry.is_hybrid else None
+        notes.append(engine.checkpoint_note)
+    chunk = engine.chunk
     if chunk is not None:
         notes.append(
             f"prefix caching in Mamba cache mode 'all' (vLLM {profile.name}): blocks aligned "
@@ -301,7 +321,11 @@ def analyze(
         )
     if geometry.is_hybrid:
         first = next((r for r in ranks.values() if r.usable), None)
-        if first is not None and first.backend != settings.attention_backend.upper():
+        if (
+            first is not None
+            and first.use_mla
+            and first.backend != settings.attention_backend.upper()
+        ):
             notes.append(f"MLA model: attention runs on {first.backend}")
         overridden = sorted(r.tp for r in ranks.values() if r.block_size_overridden)
         if overridden:
@@ -315,6 +339,7 @@ def analyze(
     if settings.gdn_prefill_backend != "auto" and family != "gdn":
         notes.append("--gdn-prefill-backend has no effect: the model has no gated delta net layers")
     notes += economics_notes(ranks)
+    notes += max_model_len_notes(ranks, engine)
     return Report(
         geometry=geometry,
         settings=settings,
@@ -322,6 +347,7 @@ def analyze(
         decode_tps=tuple(decode_tps),
         ranks=ranks,
         pairs=pairs,
-        recommendation=_recommend(geometry, settings, tps, flagged),
+        recommendation=_recommend(geometry, engine, tps, flagged),
+        engine=engine,
         notes=tuple(notes),
     )

@@ -23,26 +23,43 @@ class Settings:
         dtype: ``--dtype`` (``auto`` → the config's dtype).
         kv_cache_dtype: ``--kv-cache-dtype``.
         block_size: ``--block-size`` in tokens, ``None`` when not given.
-        enable_prefix_caching: ``--enable-prefix-caching`` (vLLM 0.33 default on).
+        enable_prefix_caching: ``--enable-prefix-caching`` / ``--no-enable-prefix-caching``;
+            ``None`` when neither is given (the release's default applies).
         mamba_cache_dtype: ``--mamba-cache-dtype`` (conv / linear-attention state).
         mamba_ssm_cache_dtype: ``--mamba-ssm-cache-dtype`` (ssm / recurrent state).
         num_speculative_tokens: speculative tokens (``--speculative-config``).
-        attention_backend: ``--attention-backend`` (default FLASH_ATTN).
+        attention_backend: ``--attention-backend``; ``auto`` (not given) → the backend
+            vLLM picks for ``gpu`` and the release (e.g. FlashInfer on Blackwell).
         gpu: GPU model (capability-dependent rules), ``None`` = unspecified CUDA GPU.
         gdn_prefill_backend: ``--gdn-prefill-backend`` (auto/triton/flashinfer).
         alignment: ``vllm`` (0.33 per-rank algorithm) or ``tp-stable`` (the proposal).
         vllm_version: ``--vllm-version`` selecting the release profile (``None`` = newest).
+        mamba_cache_mode: ``--mamba-cache-mode`` (``none``/``align``/``all``), ``None``
+            when not given (vLLM 0.15-0.31; a deprecated no-op in 0.33).
+        mamba_block_size: ``--mamba-block-size`` in tokens (replaces the Mamba chunk size
+            in cache mode "all"), ``None`` when not given.
+        max_model_len: ``--max-model-len`` in tokens, ``None`` when not given (prefix
+            caching never hits when it is below one block).
+        use_replayssm: ``--use-replayssm`` (Nemotron-H ReplaySSM ring buffers, 0.27+).
+        replayssm_buffer_len: ``--replayssm-buffer-len`` (ring length, tokens; vLLM 16).
+        mamba_backend: ``--mamba-backend`` (``triton``, ``flashinfer``); ``None`` = triton.
     """
 
     dtype: str = "auto"
     kv_cache_dtype: str = "auto"
     block_size: int | None = None
-    enable_prefix_caching: bool = True
+    enable_prefix_caching: bool | None = None
     mamba_cache_dtype: str = "auto"
     mamba_ssm_cache_dtype: str = "auto"
     num_speculative_tokens: int = 0
-    attention_backend: str = "FLASH_ATTN"
+    attention_backend: str = "auto"
     gpu: str | None = None
     gdn_prefill_backend: GdnPrefillBackend = "auto"
     alignment: Alignment = "vllm"
     vllm_version: str | None = None
+    mamba_cache_mode: str | None = None
+    mamba_block_size: int | None = None
+    max_model_len: int | None = None
+    use_replayssm: bool = False
+    replayssm_buffer_len: int = 16
+    mamba_backend: str | None = None

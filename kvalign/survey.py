@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from kvalign.errors import InvalidSettings, KvalignError, NotModelled
+from kvalign.errors import InvalidSettings, KvalignError, NotModelled, UnsupportedModel
 from kvalign.geometry import ModelGeometry
 from kvalign.pd import PairResult, Report, analyze
 from kvalign.settings import Settings
@@ -249,7 +249,7 @@ def survey(geometries: Sequence[ModelGeometry], settings: Settings, tps: Sequenc
     for geometry in geometries:
         try:
             rows.append(survey_model(geometry, settings, tps))
-        except (InvalidSettings, NotModelled) as exc:
+        except (InvalidSettings, NotModelled, UnsupportedModel) as exc:
             errors.append(exc)
             rows.append(
                 ModelSurvey(

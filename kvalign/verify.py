@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kvalign.alignment import RankResult, analyze_rank, checkpoint_alignment
+from kvalign.alignment import RankResult, analyze_rank
+from kvalign.engine import create_engine_config
 from kvalign.errors import InvalidSettings, KvalignError, MissingDependency
 from kvalign.geometry import ModelGeometry
 from kvalign.settings import Settings
-from kvalign.versions import DEFAULT_PROFILE, resolve
+from kvalign.versions import DEFAULT_PROFILE
 
 #: what ``pip install 'kvalign[verify]'`` provides.
 INSTALL_HINT = (
@@ -404,16 +405,15 @@ def verify(
     if settings.vllm_version is None and installed != "unknown":
         settings = dataclasses.replace(settings, vllm_version=installed)
         notes.append(f"kvalign's release profile follows the installed vLLM {installed}")
-    resolved = resolve(settings.vllm_version)
+    engine = create_engine_config(geometry, settings)
     run = probe or vllm_answer
-    checkpoint = 1
-    if resolved.profile.gdn_checkpoint_alignment:
-        checkpoint, why = checkpoint_alignment(geometry, settings)
-        if geometry.state is not None and geometry.state.family == "gdn":
-            notes.append(
-                f"prefill-checkpoint alignment {checkpoint} supplied to vLLM by kvalign "
-                f"(vLLM reads it from instantiated layers): {why}"
-            )
+    checkpoint = engine.checkpoint
+    gdn = geometry.state is not None and geometry.state.family == "gdn"
+    if engine.profile.gdn_checkpoint_alignment and gdn:
+        notes.append(
+            f"prefill-checkpoint alignment {checkpoint} supplied to vLLM by kvalign "
+            f"(vLLM reads it from instantiated layers): {engine.checkpoint_note}"
+        )
     if settings.gpu is not None:
         notes.append(
             f"--gpu {settings.gpu} applies to kvalign only: vLLM's capability-dependent "
@@ -423,15 +423,16 @@ def verify(
     ranks: list[RankCheck] = []
     platform = ""
     for tp in tps:
-        rank = analyze_rank(geometry, settings, tp)
+        rank = analyze_rank(geometry, engine, tp)
         request = ProbeRequest(
             model=model_dir,
             tp=tp,
-            attention_backend=rank.backend or settings.attention_backend.strip().upper(),
+            attention_backend=rank.backend
+            or (engine.backend.name if engine.backend else settings.attention_backend.upper()),
             dtype=settings.dtype,
             kv_cache_dtype=settings.kv_cache_dtype,
             block_size=settings.block_size,
-            enable_prefix_caching=settings.enable_prefix_caching,
+            enable_prefix_caching=engine.prefix_caching,
             mamba_cache_dtype=settings.mamba_cache_dtype,
             mamba_ssm_cache_dtype=settings.mamba_ssm_cache_dtype,
             hf_overrides=hf_overrides,
@@ -454,7 +455,7 @@ def verify(
         settings=settings,
         vllm_version=installed,
         platform=platform,
-        profile_note=resolved.note,
+        profile_note=engine.profile_note,
         ranks=tuple(ranks),
         notes=tuple(notes),
     )

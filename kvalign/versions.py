@@ -2,9 +2,12 @@
 
 The one place that decides release-dependent behaviour. Each profile records facts read
 from the published source of the releases named in ``verified`` (``pip download
-vllm==X --no-deps``, unpacked, read; no code copied). A profile applies from ``first``
-up to the next profile's ``first``. Boundaries between two verified releases are as
-precise as the releases read (see ``docs/versions.md``).
+vllm==X --no-deps``, unpacked, read; no code copied) and, for 0.14.0 → 0.33.0, checked
+against vectors measured with the releases' own functions (``tests/golden/vllm-X.Y.Z.jsonl``).
+A profile applies from ``first`` up to the next profile's ``first``. :data:`PROFILES` is a
+chain: the oldest profile spells out every field, each later one lists only what changed
+(:data:`_CHANGES`), so a boundary is one line. ``docs/versions.md`` names the releases
+read on each side of every boundary.
 
 Where the block-size alignment lives:
 
@@ -31,6 +34,13 @@ _MAMBA_PREFIX_CACHING = frozenset(
     {"falcon_h1", "granitemoehybrid", "jamba", "mamba", "mamba2", "nemotron_h", "zamba2"}
 )
 _MAMBA_PREFIX_CACHING_WITH_BAMBA = _MAMBA_PREFIX_CACHING | {"bamba"}
+#: Mamba2-family model types whose conv state takes speculative rows from 0.32.
+_MAMBA2_SPEC_ALL = frozenset(
+    {"nemotron_h", "mamba2", "falcon_h1", "granitemoehybrid", "zamba2", "bamba"}
+)
+
+
+FlashAttnKernelRule = Literal["none", "all", "hybrid-float32"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +55,7 @@ class Profile:
         nixl_gcd_split: NIXL splits non-multiple block sizes into gcd-sized units
             (``nixl/base_worker.py`` ``_split_remote_blocks``).
         nixl_split_limit: most units one block may be split into (``_MAX_HYBRID_BLOCK_SPLIT``).
-        verified: releases whose source was read for this profile.
+        verified: releases whose source was read (or run) for this profile.
         alignment_site: ``model-config`` (fixed alignment unit in
             ``HybridAttentionMambaModelConfig``) or ``platform``
             (``Platform._align_hybrid_block_size``).
@@ -53,8 +63,9 @@ class Profile:
         mla_alignment: model-config era: unit for MLA (64; ``CUTLASS_MLA`` 128); ``None``
             when the release has no MLA branch (MLA hybrids unsupported).
         mla_floor: platform era: MLA alignment floor (128 from 0.27; 0 before).
-        chunk_alignment: with prefix caching, models in ``mamba_prefix_caching_types``
-            align the block to ``lcm(mamba chunk size, alignment)`` (cache mode "all").
+        chunk_alignment: the release has Mamba cache mode "all": with prefix caching,
+            models in ``mamba_prefix_caching_types`` align the block to
+            ``lcm(mamba chunk size or --mamba-block-size, alignment)``.
         mamba_prefix_caching_types: model types with Mamba prefix-caching support.
         backend_lcm_rounding: round the block up to the lcm of all backends' smallest
             kernel blocks (from 0.32).
@@ -64,14 +75,64 @@ class Profile:
             (``select_common_block_size``, from 0.11.1); before, kernel = logical.
         backend_preferred_block: hybrids start from the backend's preferred block size
             when ``--block-size`` is unset (platform era).
-        blackwell_hd256_alignment: model-config era: FlashInfer on SM100 with head size
-            256 uses this unit instead of 16 (flashinfer issue 1993), ``None`` if absent.
+        blackwell_hd256_alignment: model-config era: FlashInfer (named, or no backend
+            named) on SM100 with head size 256 uses this unit instead of 16 (flashinfer
+            issue 1993), ``None`` if absent (from 0.18).
+        blackwell_hd256_exact: that rule tests ``is_device_capability(100)`` (10.0 only:
+            B200/GB200, not B300) rather than the 10.x family.
         nemotron_ssm_fallback: Nemotron-H ``mamba_ssm_cache_dtype=auto`` fallback when
             the config names none (``float32`` from 0.20, ``float16`` 0.14-0.19);
             ``None``: no Nemotron-H override at all (auto → conv dtype).
         nixl_hybrid: the NIXL connector serves hybrid models at all (``SupportsHMA``).
         nixl_hetero_tp_mamba: NIXL pairs Mamba hybrids at different TP sizes.
         nixl_equal_blocks_all: NIXL requires equal block sizes for every model.
+        hybrid_prefix_caching_default: prefix caching is on for hybrid models when
+            neither ``--enable-prefix-caching`` nor ``--no-enable-prefix-caching`` is given.
+        kv_cache_dtype_from_checkpoint: ``--kv-cache-dtype auto`` takes the checkpoint's
+            ``quantization_config`` KV scheme (``resolve_kv_cache_dtype_string`` called
+            from ``EngineArgs.create_engine_config``).
+        mamba_cache_modes: values ``--mamba-cache-mode`` accepts (``()``: no such flag).
+        mamba_cache_mode_default_all: with prefix caching and no ``--mamba-cache-mode``
+            (or ``none``), models supporting Mamba prefix caching get ``all`` (0.15-0.27);
+            from 0.28 every model gets ``align`` (``all`` only when asked for).
+        mamba_cache_mode_noop: the flag is accepted but deprecated and ignored (0.33: the
+            mode follows ``--enable-prefix-caching``).
+        spec_decode_align: with speculative decoding, models supporting Mamba prefix
+            caching default to cache mode "align" instead of "all" (0.20-0.21).
+        gdn_ssm_dtype_flag: gated-delta-net layers honour ``--mamba-ssm-cache-dtype``
+            (before 0.17 both states take ``--mamba-cache-dtype``).
+        kda_ssm_dtype_flag: KDA layers honour ``--mamba-ssm-cache-dtype`` (from 0.30;
+            before, the recurrent state is always float32 and any value is accepted).
+        mamba2_spec_types: model types whose Mamba2 conv state has one row per speculative
+            token (the model passes ``num_spec`` to ``mamba2_state_shape``: Nemotron-H and
+            Mamba2 from 0.17, Falcon-H1 / Granite-4.0-H / Zamba2 from 0.32); others keep
+            ``K - 1`` rows.
+        mamba_dtypes: values ``--mamba-cache-dtype`` / ``--mamba-ssm-cache-dtype`` accept
+            (``CacheConfig`` ``MambaDType``: float16 from 0.13, bfloat16 from 0.22).
+        fa4_hd256_pages: FLASH_ATTN on capability 10.x/11.x with head size 256 (K and V)
+            runs FlashAttention 4's head-256 kernel (shipped in the wheel as
+            ``vllm_flash_attn/cute``) and offers only 128-token kernel blocks, preferring
+            128 (from 0.29; not with a quantized KV cache).
+        attention_free_kv_heads_error: ``ModelArchConfigConvertorBase.get_total_num_kv_heads``
+            falls back to ``hf_text_config.num_attention_heads`` for attention-free models
+            without a convertor entry (Mamba2: only ``mamba``/``falcon_mamba`` have one), so
+            the config fails with ``AttributeError`` (0.14-0.17; 0.13 returned 0 for
+            attention-free models, 0.18 falls back to ``get_total_num_attention_heads``).
+        replayssm: ``--use-replayssm`` ring-buffer rules (Nemotron-H): 0 no such flag (<
+            0.27); 1 ring ``B`` tokens, Triton only, no speculative decoding (0.27-0.29);
+            2 ``--mamba-backend flashinfer`` adds 1 (0.30-0.31); 3 … adds ``1 + spec``
+            (0.32); 4 the ring's groups are shard-padded like the conv state's (0.33).
+        flash_attn_kernel_sizes: when FLASH_ATTN offers only 16/32/64-token kernel blocks
+            (flash-attention issue 1974): ``all`` models, ``hybrid-float32`` (hybrids
+            with a float32 ``mamba_cache_dtype``/``mamba_ssm_cache_dtype`` in the cache
+            config), or ``none`` (``MultipleOf(16)``).
+        flashinfer_large_pages: FlashInfer advertises 128..1024-token kernel blocks for
+            GQA models on Blackwell (from 0.24).
+        cpu_hybrid_alignment: the CPU platform aligns hybrid block sizes (0.20.0's
+            ``CpuPlatform.update_block_size_for_backend`` is a no-op).
+        mla_blackwell_backend: the MLA backend chosen first on SM100 when none is named.
+        kv_transfer_disables_hma: ``--kv-transfer-config`` turns the hybrid KV-cache
+            manager off unless ``--no-disable-hybrid-kv-cache-manager`` is given.
     """
 
     name: str
@@ -91,10 +152,33 @@ class Profile:
     kernel_block_split: bool = True
     backend_preferred_block: bool = True
     blackwell_hd256_alignment: int | None = None
+    blackwell_hd256_exact: bool = False
     nemotron_ssm_fallback: str | None = "float32"
     nixl_hybrid: bool = True
     nixl_hetero_tp_mamba: bool = True
     nixl_equal_blocks_all: bool = False
+    hybrid_prefix_caching_default: bool = True
+    kv_cache_dtype_from_checkpoint: bool = True
+    mamba_cache_modes: tuple[str, ...] = ("none", "align")
+    mamba_cache_mode_noop: bool = False
+    mamba_cache_mode_default_all: bool = False
+    spec_decode_align: bool = False
+    gdn_ssm_dtype_flag: bool = True
+    kda_ssm_dtype_flag: bool = True
+    mamba2_spec_types: frozenset[str] = _MAMBA2_SPEC_ALL
+    mamba_dtypes: tuple[str, ...] = ("auto", "float32", "float16", "bfloat16")
+    fa4_hd256_pages: bool = True
+    attention_free_kv_heads_error: bool = False
+    replayssm: int = 4
+    flash_attn_kernel_sizes: FlashAttnKernelRule = "none"
+    flashinfer_large_pages: bool = True
+    cpu_hybrid_alignment: bool = True
+    mla_blackwell_backend: str = "FLASHINFER_MLA"
+    kv_transfer_disables_hma: bool = False
+
+    def prefix_caching_default(self, hybrid: bool) -> bool:
+        """Whether prefix caching is on when no flag names it (non-hybrids: always on)."""
+        return self.hybrid_prefix_caching_default if hybrid else True
 
     @property
     def chunk_aligned_types(self) -> frozenset[str]:
@@ -102,109 +186,234 @@ class Profile:
         return self.mamba_prefix_caching_types if self.chunk_alignment else frozenset()
 
 
-def _platform_era(name: str, first: str, verified: tuple[str, ...], **changes: object) -> Profile:
-    """A platform-era profile (``Platform._align_hybrid_block_size``), before 0.27."""
-    base = Profile(
-        name=name,
-        first=first,
-        verified=verified,
-        nixl_hetero_hybrid=False,
-        nixl_gcd_split=False,
-        nixl_split_limit=0,
-        mla_floor=0,
-        chunk_alignment=True,
-        backend_lcm_rounding=False,
-        gdn_checkpoint_alignment=False,
-    )
-    return replace(base, **changes)  # type: ignore[arg-type]
+#: the oldest profile, every field spelled out (vLLM 0.10.x, read in 0.10.2 and 0.11.0).
+_OLDEST = Profile(
+    name="0.10",
+    first="0.10.0",
+    verified=("0.10.2", "0.11.0"),
+    nixl_hetero_hybrid=False,
+    nixl_gcd_split=False,
+    nixl_split_limit=0,
+    alignment_site="model-config",
+    mla_alignment=None,
+    mla_floor=0,
+    chunk_alignment=False,
+    mamba_prefix_caching_types=_MAMBA_PREFIX_CACHING_WITH_BAMBA,
+    backend_lcm_rounding=False,
+    gdn_checkpoint_alignment=False,
+    kernel_block_split=False,
+    backend_preferred_block=False,
+    nemotron_ssm_fallback=None,
+    nixl_hybrid=False,
+    nixl_hetero_tp_mamba=False,
+    nixl_equal_blocks_all=True,
+    kv_cache_dtype_from_checkpoint=False,
+    mamba_cache_modes=(),
+    gdn_ssm_dtype_flag=False,
+    kda_ssm_dtype_flag=False,
+    mamba2_spec_types=frozenset(),
+    mamba_dtypes=("auto", "float32"),
+    fa4_hd256_pages=False,
+    replayssm=0,
+    flashinfer_large_pages=False,
+    mla_blackwell_backend="CUTLASS_MLA",
+    kv_transfer_disables_hma=True,
+)
+
+#: each later release line as (first release, releases read or run, what changed from the
+#: line before). Keep in step with docs/versions.md.
+_CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
+    (
+        "0.11.1",
+        ("0.11.1",),
+        {
+            "mla_alignment": 64,
+            "chunk_alignment": True,
+            "kernel_block_split": True,
+            "blackwell_hd256_alignment": 32,
+            "blackwell_hd256_exact": True,
+            "nixl_equal_blocks_all": False,
+            "hybrid_prefix_caching_default": False,
+            "flash_attn_kernel_sizes": "all",
+        },
+    ),
+    ("0.12.0", ("0.12.0",), {"flash_attn_kernel_sizes": "hybrid-float32"}),
+    (
+        "0.13.0",
+        ("0.13.0",),
+        {"blackwell_hd256_exact": False, "mamba_dtypes": ("auto", "float32", "float16")},
+    ),
+    (
+        "0.14.0",
+        ("0.14.0",),
+        {
+            "nemotron_ssm_fallback": "float16",
+            "kv_cache_dtype_from_checkpoint": True,
+            "attention_free_kv_heads_error": True,
+        },
+    ),
+    (
+        "0.15.0",
+        ("0.15.0", "0.16.0"),
+        {
+            "mamba_cache_modes": ("none", "align", "all"),
+            "mamba_cache_mode_default_all": True,
+            "mla_blackwell_backend": "FLASHINFER_MLA",
+        },
+    ),
+    (
+        "0.17.0",
+        ("0.17.0",),
+        {"gdn_ssm_dtype_flag": True, "mamba2_spec_types": frozenset({"nemotron_h", "mamba2"})},
+    ),
+    (
+        "0.18.0",
+        ("0.18.0", "0.18.1", "0.19.1"),
+        {
+            "blackwell_hd256_alignment": None,
+            "nixl_hybrid": True,
+            "attention_free_kv_heads_error": False,
+        },
+    ),
+    (
+        "0.20.0",
+        ("0.20.0",),
+        {
+            "alignment_site": "platform",
+            "backend_preferred_block": True,
+            "nemotron_ssm_fallback": "float32",
+            "nixl_hetero_tp_mamba": True,
+            "spec_decode_align": True,
+            "cpu_hybrid_alignment": False,
+        },
+    ),
+    ("0.21.0", ("0.21.0",), {"cpu_hybrid_alignment": True}),
+    (
+        "0.22.0",
+        ("0.22.0", "0.23.0"),
+        {
+            "spec_decode_align": False,
+            "kv_transfer_disables_hma": False,
+            "mamba_dtypes": ("auto", "float32", "float16", "bfloat16"),
+        },
+    ),
+    (
+        "0.24.0",
+        ("0.24.0",),
+        {"flashinfer_large_pages": True, "mamba_prefix_caching_types": _MAMBA_PREFIX_CACHING},
+    ),
+    ("0.25.0", ("0.25.0", "0.26.0"), {"flash_attn_kernel_sizes": "none"}),
+    (
+        "0.27.0",
+        ("0.27.0", "0.27.1"),
+        {"mla_floor": 128, "nixl_hetero_hybrid": True, "replayssm": 1},
+    ),
+    (
+        "0.28.0",
+        ("0.28.0",),
+        {"hybrid_prefix_caching_default": True, "mamba_cache_mode_default_all": False},
+    ),
+    ("0.29.0", ("0.29.0",), {"fa4_hd256_pages": True}),
+    ("0.30.0", ("0.30.0", "0.31.0"), {"kda_ssm_dtype_flag": True, "replayssm": 2}),
+    (
+        "0.32.0",
+        ("0.32.0",),
+        {
+            "chunk_alignment": False,
+            "backend_lcm_rounding": True,
+            "mamba_cache_modes": ("none", "align"),
+            "mamba2_spec_types": _MAMBA2_SPEC_ALL,
+            "replayssm": 3,
+        },
+    ),
+    (
+        "0.33.0",
+        ("0.33.0",),
+        {
+            "gdn_checkpoint_alignment": True,
+            "nixl_gcd_split": True,
+            "nixl_split_limit": 128,
+            "mamba_cache_mode_noop": True,
+            "replayssm": 4,
+        },
+    ),
+)
 
 
-def _hook_era(name: str, first: str, verified: tuple[str, ...], **changes: object) -> Profile:
-    """A model-config-era profile (alignment in ``HybridAttentionMambaModelConfig``): the
-    platform-era base with the older hook, Mamba set and NIXL limits."""
-    hook: dict[str, object] = {
-        "alignment_site": "model-config",
-        "mamba_prefix_caching_types": _MAMBA_PREFIX_CACHING_WITH_BAMBA,
-        "backend_preferred_block": False,
-        "nixl_hybrid": False,
-        "nixl_hetero_tp_mamba": False,
-    }
-    return _platform_era(name, first, verified, **{**hook, **changes})
+def _profile_name(first: str) -> str:
+    """``0.14.0`` → ``0.14``; a first release that is a patch release keeps its patch."""
+    major, minor, patch = first.split(".")
+    return f"{major}.{minor}" if patch == "0" else first
+
+
+def _build() -> tuple[Profile, ...]:
+    profiles = [_OLDEST]
+    for first, verified, changes in _CHANGES:
+        named = replace(profiles[-1], name=_profile_name(first), first=first, verified=verified)
+        profiles.append(replace(named, **changes))  # type: ignore[arg-type]
+    return tuple(profiles)
 
 
 #: known profiles, oldest first. The newest is the default.
-PROFILES: tuple[Profile, ...] = (
-    _hook_era(
-        "0.10",
-        "0.10.0",
-        ("0.10.2", "0.11.0"),
-        mla_alignment=None,
-        chunk_alignment=False,
-        kernel_block_split=False,
-        nemotron_ssm_fallback=None,
-        nixl_equal_blocks_all=True,
-    ),
-    _hook_era(
-        "0.11.1",
-        "0.11.1",
-        ("0.11.1", "0.12.0"),
-        blackwell_hd256_alignment=32,
-        nemotron_ssm_fallback=None,
-    ),
-    _hook_era(
-        "0.14",
-        "0.14.0",
-        ("0.14.0", "0.16.0", "0.17.0"),
-        blackwell_hd256_alignment=32,
-        nemotron_ssm_fallback="float16",
-    ),
-    _hook_era("0.19", "0.19.0", ("0.19.1",), nemotron_ssm_fallback="float16", nixl_hybrid=True),
-    _platform_era(
-        "0.20",
-        "0.20.0",
-        ("0.20.0", "0.21.0", "0.23.0"),
-        mamba_prefix_caching_types=_MAMBA_PREFIX_CACHING_WITH_BAMBA,
-    ),
-    _platform_era("0.25", "0.25.0", ("0.25.0", "0.26.0")),
-    Profile(
-        name="0.27",
-        first="0.27.0",
-        verified=("0.27.0", "0.28.0", "0.30.0", "0.31.0"),
-        nixl_hetero_hybrid=True,
-        nixl_gcd_split=False,
-        nixl_split_limit=0,
-        chunk_alignment=True,
-        backend_lcm_rounding=False,
-        gdn_checkpoint_alignment=False,
-    ),
-    Profile(
-        name="0.32",
-        first="0.32.0",
-        verified=("0.32.0",),
-        nixl_hetero_hybrid=True,
-        nixl_gcd_split=False,
-        nixl_split_limit=0,
-        gdn_checkpoint_alignment=False,
-    ),
-    Profile(
-        name="0.33",
-        first="0.33.0",
-        verified=("0.33.0",),
-        nixl_hetero_hybrid=True,
-        nixl_gcd_split=True,
-        nixl_split_limit=128,
-    ),
-)
+PROFILES: tuple[Profile, ...] = _build()
 
 DEFAULT_PROFILE = PROFILES[-1]
 
 
+#: architectures (``architectures[0]``) whose registration in vLLM's model registry began or
+#: ended inside the profiled range: name → (first release that registers it, first release
+#: that no longer does). ``None``: before every profile / still registered. Read from each
+#: release's ``vllm/model_executor/models/registry.py`` (0.11.1 → 0.33.0; see
+#: docs/versions.md for the releases on each side of a boundary).
+ARCHITECTURE_RELEASES: dict[str, tuple[str | None, str | None]] = {
+    "Lfm2VlForConditionalGeneration": ("0.14.0", None),
+    "Qwen3_5ForConditionalGeneration": ("0.17.0", None),
+    "Qwen3_5MoeForConditionalGeneration": ("0.17.0", None),
+    "OlmoHybridForCausalLM": ("0.18.0", None),
+    "BambaForCausalLM": (None, "0.24.0"),
+    "KimiK3ForConditionalGeneration": ("0.27.0", None),
+    "Qwen3_5ForCausalLM": ("0.27.0", None),
+    "Qwen3_5MoeForCausalLM": ("0.27.0", None),
+    "BailingMoeV3ForCausalLM": ("0.28.0", None),
+    "AliceAIForCausalLM": ("0.33.0", None),
+}
+
+
+def architecture_problem(architecture: str, release: str) -> str:
+    """Why vLLM ``release`` cannot serve ``architecture`` at all (``""`` when it can).
+
+    ``release`` is a version (``0.14.0``, ``0.14``); architectures not in
+    :data:`ARCHITECTURE_RELEASES` are taken as known to every profiled release.
+    """
+    span = ARCHITECTURE_RELEASES.get(architecture)
+    if span is None:
+        return ""
+    wanted = Version(release)
+    first, gone = span
+    if first is not None and wanted < Version(first):
+        return (
+            f"vLLM {release} does not know this architecture ({architecture} is first "
+            f"registered in vLLM {first})"
+        )
+    if gone is not None and wanted >= Version(gone):
+        return (
+            f"vLLM {release} does not know this architecture ({architecture} was removed "
+            f"in vLLM {gone})"
+        )
+    return ""
+
+
 @dataclass(frozen=True)
 class Resolved:
-    """A profile chosen for a requested version, with a note on how it was chosen."""
+    """A profile chosen for a requested version, with a note on how it was chosen.
+
+    ``release`` is the version asked for (``--vllm-version`` without a leading ``v``),
+    or the profile's first release when none was asked for.
+    """
 
     profile: Profile
     note: str
+    release: str = ""
 
 
 def profile_named(name: str) -> Profile:
@@ -229,7 +438,11 @@ def resolve(version: str | None) -> Resolved:
         InvalidSettings: an unparsable version, or one older than every profile.
     """
     if version is None:
-        return Resolved(DEFAULT_PROFILE, f"vLLM {DEFAULT_PROFILE.name} rules (default profile)")
+        return Resolved(
+            DEFAULT_PROFILE,
+            f"vLLM {DEFAULT_PROFILE.name} rules (default profile)",
+            DEFAULT_PROFILE.first,
+        )
     try:
         wanted = Version(version.strip().lstrip("v"))
     except InvalidVersion:
@@ -248,5 +461,6 @@ def resolve(version: str | None) -> Resolved:
         return Resolved(
             chosen,
             f"warning: vLLM {version} is newer than every profile; using the {chosen.name} rules",
+            str(wanted),
         )
-    return Resolved(chosen, f"vLLM {chosen.name} rules (for --vllm-version {version})")
+    return Resolved(chosen, f"vLLM {chosen.name} rules (for --vllm-version {version})", str(wanted))

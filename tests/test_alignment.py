@@ -9,7 +9,6 @@ from kvalign.alignment import (
     aligned_block_size,
     analyze_rank,
     attention_page_bytes_per_token,
-    checkpoint_alignment,
     common_block_size,
     kernel_block_size,
     kv_heads_per_rank,
@@ -18,6 +17,7 @@ from kvalign.alignment import (
     tp_stable_block_size,
 )
 from kvalign.backends import BACKENDS, get_gpu, resolve_backend
+from kvalign.engine import create_engine_config
 from kvalign.errors import InvalidSettings, NotModelled
 from kvalign.families import mamba2
 from kvalign.geometry import AttentionGeometry, ModelGeometry, StateGeometry
@@ -34,12 +34,16 @@ def nano() -> ModelGeometry:
 
 def test_nemotron_nano_worked_check(nano: ModelGeometry) -> None:
     # spec §3: conv (4096 + 2*8*128) = 6144 x 3 x 2 B = 36,864; ssm 64x64x128x4 B = 2,097,152
-    page = mamba_page(nano, Settings(), 1)
+    page = mamba_page(nano, create_engine_config(nano, Settings()), 1)
     assert page.shapes == ((3, 6144), (64, 64, 128))
     assert page.dtypes == ("bfloat16", "float32")  # Nemotron-H: ssm auto -> float32
     assert page.page_bytes == 36_864 + 2_097_152 == 2_134_016
     # TP 4: G = 8 divides 4, conv 1536 x 3 x 2 = 9,216; ssm 16x64x128x4 = 524,288
-    assert mamba_page(nano, Settings(), 4).page_bytes == 9_216 + 524_288 == 533_504
+    assert (
+        mamba_page(nano, create_engine_config(nano, Settings()), 4).page_bytes
+        == 9_216 + 524_288
+        == 533_504
+    )
 
 
 def test_mamba2_group_padding() -> None:
@@ -52,8 +56,11 @@ def test_mamba2_group_padding() -> None:
 def test_falcon_h1_group_padding_shapes() -> None:
     geo = load_model("tiiuae/Falcon-H1-0.5B-Base")
     # I = 1536, G = 1, N = 128: TP 1 conv 1536 + 2*1*128 = 1792; TP 2 (1536 + 2*2*128)/2 = 1024
-    assert mamba_page(geo, Settings(), 1).shapes[0] == (3, 1792)
-    assert mamba_page(geo, Settings(), 2).shapes == ((3, 1024), (12, 64, 128))
+    assert mamba_page(geo, create_engine_config(geo, Settings()), 1).shapes[0] == (3, 1792)
+    assert mamba_page(geo, create_engine_config(geo, Settings()), 2).shapes == (
+        (3, 1024),
+        (12, 64, 128),
+    )
 
 
 def test_kv_heads_per_rank_replicates() -> None:
@@ -107,19 +114,22 @@ def test_gdn_checkpoint_alignment_depends_on_gpu() -> None:
     # m = 3,207,168; no checkpoint: 16 x ceil(3207168 / 65536 = 48.9) = 784
     assert analyze_rank(geo, Settings(), 1).block_size == 784
     # H100 + prefix caching: lcm(16, 64) = 64 -> 64 x ceil(3207168 / 262144 = 12.2) = 832
-    assert checkpoint_alignment(geo, Settings(gpu="H100"))[0] == 64
+    assert create_engine_config(geo, Settings(gpu="H100")).checkpoint == 64
     assert analyze_rank(geo, Settings(gpu="H100"), 1).block_size == 832
     # prefix caching off: no checkpoint alignment even on H100
     assert analyze_rank(geo, Settings(gpu="H100", enable_prefix_caching=False), 1).block_size == 784
-    assert checkpoint_alignment(geo, Settings(gpu="A100"))[0] == 1
-    assert checkpoint_alignment(geo, Settings(gdn_prefill_backend="flashinfer"))[0] == 64
-    assert checkpoint_alignment(geo, Settings(gpu="H100", gdn_prefill_backend="triton"))[0] == 1
+    assert create_engine_config(geo, Settings(gpu="A100")).checkpoint == 1
+    assert create_engine_config(geo, Settings(gdn_prefill_backend="flashinfer")).checkpoint == 64
+    assert (
+        create_engine_config(geo, Settings(gpu="H100", gdn_prefill_backend="triton")).checkpoint
+        == 1
+    )
 
 
 def test_tp_stable_not_grown_for_nano(nano: ModelGeometry) -> None:
     # TP 1 pages: a1 = 1024, m1 = 2,134,016 -> 16 x ceil(130.25) = 2096 at every TP where
     # 2096 x a_local >= m_local; at TP 8: a = 512, m = 266,752 -> 1,073,152 >= 266,752
-    assert tp_stable_block_size(nano, Settings(), 8) == (2096, False)
+    assert tp_stable_block_size(nano, create_engine_config(nano, Settings()), 8) == (2096, False)
     assert analyze_rank(nano, Settings(), 8).block_size == 528  # 16 x ceil(266752/8192=32.6)
 
 
@@ -142,11 +152,11 @@ def test_tp_stable_grows_when_group_padding_outgrows_it() -> None:
     geo = _synthetic()
     # TP 1: conv (256 + 2*4096) = 8448 x 3 x 2 = 50,688; ssm 8x8x4096x2 = 524,288 -> 574,976
     # a1 = 8 x 256 x 2 = 4096 -> stable = 16 x ceil(574976/65536 = 8.77) = 144
-    assert tp_stable_block_size(geo, Settings(), 1) == (144, False)
+    assert tp_stable_block_size(geo, create_engine_config(geo, Settings()), 1) == (144, False)
     # TP 8: G' = 8, conv (256 + 2*8*4096)/8 = 8224 x 6 = 49,344; ssm 1x8x4096x2 = 65,536
     # m = 114,880, a = 1 x 256 x 2 = 512; 144 x 512 = 73,728 < m -> grow to
     # 16 x ceil(114880 / 8192 = 14.02) = 240
-    assert tp_stable_block_size(geo, Settings(), 8) == (240, True)
+    assert tp_stable_block_size(geo, create_engine_config(geo, Settings()), 8) == (240, True)
 
 
 def test_common_block_size_for_reported_nemotron_pair(nano: ModelGeometry) -> None:
@@ -174,7 +184,12 @@ def test_kda_rejects_float16_recurrent_state() -> None:
     with pytest.raises(InvalidSettings, match="KDA"):
         analyze_rank(geo, Settings(mamba_ssm_cache_dtype="float16"), 1)
     # bfloat16 recurrent state: 96x128x128x2 = 3,145,728 + conv 3x36864x2 = 221,184
-    assert mamba_page(geo, Settings(mamba_ssm_cache_dtype="bfloat16"), 1).page_bytes == 3_366_912
+    assert (
+        mamba_page(
+            geo, create_engine_config(geo, Settings(mamba_ssm_cache_dtype="bfloat16")), 1
+        ).page_bytes
+        == 3_366_912
+    )
 
 
 def test_packed_kv_dtype_is_not_modelled(nano: ModelGeometry) -> None:

@@ -162,9 +162,14 @@ def test_gpu_option_applies_the_gdn_checkpoint_alignment(tmp_path: Path) -> None
     assert _blocks(h100.stdout) == [1088, 1088]  # 64-token GDN checkpoints on H100
     data = json.loads(h100.stdout)
     assert [p["gpu"] for p in data["files"][0]["pools"]] == ["H100", "H100"]
-    assert data["assumptions"][0] == "attention backend FLASH_ATTN on H100 (CUDA) [2 pool(s)]"
+    assert data["assumptions"][0] == (
+        "attention backend not given: FLASH_ATTN, what vLLM chooses on H100 [2 pool(s)]"
+    )
     table = runner.invoke(app, ["audit", str(path), "--gpu", "H100"])
-    assert "assumed: attention backend FLASH_ATTN on H100 (CUDA) [2 pool(s)]" in table.stdout
+    assert (
+        "assumed: attention backend not given: FLASH_ATTN, what vLLM chooses on H100 [2 pool(s)]"
+        in table.stdout
+    )
     assert "H100: GDN prefill on FlashInfer, checkpoints every 64 tokens" in table.stdout
     unknown = runner.invoke(app, ["audit", str(path), "--gpu", "Z80"])
     assert unknown.exit_code == 2 and "unknown GPU 'Z80'" in unknown.stderr
@@ -409,7 +414,7 @@ def test_unknown_rule_in_an_ignore_is_warned(tmp_path: Path) -> None:
     path = _write(tmp_path, "d.yaml", "# kvalign: ignore=KVA999 reason=typo\n" + text)
     result = runner.invoke(app, ["audit", str(path)])
     assert result.exit_code == 0
-    assert f"{path}:1: ignore names unknown rule 'KVA999' (known: KVA001 … KVA011)" in (
+    assert f"{path}:1: ignore names unknown rule 'KVA999' (known: KVA001 … KVA012)" in (
         result.stderr
     )
 
@@ -498,11 +503,12 @@ def test_command_line_platform_choices_are_usage_errors(tmp_path: Path) -> None:
     bad = runner.invoke(app, ["audit", good, "--attention-backend", "NOPE"])
     assert bad.exit_code == 2
     assert bad.stderr.startswith("kvalign: error: --attention-backend: unknown backend 'NOPE'")
-    # --gpu alone is fine for the command line; a pool left on the CUDA default backend on a
-    # ROCm GPU cannot be evaluated (exit 3), and stderr says why
-    rocm = runner.invoke(app, ["audit", good, "--gpu", "MI300X"])
-    assert rocm.exit_code == 3
-    assert "not evaluated" in rocm.stderr and "--gpu MI300X is a ROCm GPU" in rocm.stderr
+    # --gpu alone: pools naming no backend get the one vLLM picks on that GPU (ROCm:
+    # TRITON_ATTN), so the audit runs
+    rocm = runner.invoke(app, ["audit", good, "--gpu", "MI300X", "--format", "json"])
+    assert rocm.exit_code == 0, rocm.stdout
+    assert any("TRITON_ATTN, what vLLM chooses on MI300X" in a
+               for a in json.loads(rocm.stdout)["assumptions"])  # fmt: skip
     ok = runner.invoke(app, ["audit", good, "--gpu", "MI300X", "--attention-backend", "ROCM_ATTN"])
     assert ok.exit_code == 0, ok.stdout
 

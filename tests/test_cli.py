@@ -228,9 +228,9 @@ def test_tp_that_cannot_load_is_bad_input_for_check() -> None:
     assert "TP 16: n_groups G = 8" in err and "MambaMixer2" in err
 
 
-def test_readme_json_example_has_exactly_the_real_keys() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### JSON output", 1)[1]
+def test_docs_json_example_has_exactly_the_real_keys() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "json.md").read_text("utf-8")
+    section = page.split("## `check` and `matrix`", 1)[1]
     example = json.loads(section.split("```json", 1)[1].split("```", 1)[0])
     code, out, _ = run("check", NANO, "--prefill-tp", "8", "--decode-tp", "1", "--format", "json")
     assert code == 1
@@ -259,3 +259,18 @@ def test_closed_stdout_exits_141_quietly() -> None:
         )
         assert proc.returncode == 141, (fmt, proc.stderr)
         assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("command", ["check", "matrix", "explain"])
+def test_model_line_says_bundled_for_a_catalog_config(command: str) -> None:
+    args = {"check": ["--prefill-tp", "8"], "matrix": ["--tp", "1,8"], "explain": ["--tp", "8"]}
+    _, out, _ = run(command, NANO, *args[command])
+    first = out.splitlines()[0]
+    assert first.startswith(f"Model: {NANO} (nemotron_h, ") and first.endswith("config bundled)")
+    assert "config.json" not in first and "site-packages" not in first
+
+
+def test_model_line_gives_the_path_of_a_local_config(tmp_path: Path) -> None:
+    shutil.copy(CATALOG / NANO / "config.json", tmp_path / "config.json")
+    _, out, _ = run("check", str(tmp_path), "--prefill-tp", "8")
+    assert f"; config local: {tmp_path / 'config.json'})" in " ".join(out.split())

@@ -127,8 +127,8 @@ def test_platform_inference() -> None:
     ("args", "message"),
     [
         (
-            ("--gpu", "MI300X"),
-            "FLASH_ATTN (FLASH_ATTN is the default) is a CUDA/XPU backend but --gpu MI300X is "
+            ("--gpu", "MI300X", "--attention-backend", "FLASH_ATTN"),
+            "FLASH_ATTN is a CUDA/XPU backend but --gpu MI300X is "
             "a ROCm GPU: pass --attention-backend with one of TRITON_ATTN, ROCM_ATTN",
         ),
         (
@@ -157,11 +157,19 @@ def test_default_backend_stated_in_notes() -> None:
     result = runner.invoke(app, ["check", NANO, "--format", "json"])
     notes = json.loads(result.stdout)["notes"]
     assert any(
-        "attention backend FLASH_ATTN (vLLM's default) on an unspecified CUDA GPU" in n
+        "attention backend not given: FLASH_ATTN, what vLLM chooses on an unspecified CUDA GPU" in n
         for n in notes
     )
     result = runner.invoke(app, ["check", NANO, "--gpu", "h200", "--format", "json"])
-    assert "attention backend FLASH_ATTN on H200 (CUDA)" in json.loads(result.stdout)["notes"]
+    notes = json.loads(result.stdout)["notes"]
+    assert "attention backend not given: FLASH_ATTN, what vLLM chooses on H200" in notes
+    # Blackwell: vLLM lists FlashInfer first (vllm/platforms/cuda.py _get_backend_priorities)
+    result = runner.invoke(app, ["check", NANO, "--gpu", "B200", "--format", "json"])
+    notes = json.loads(result.stdout)["notes"]
+    assert "attention backend not given: FLASHINFER, what vLLM chooses on B200" in notes
+    named = runner.invoke(app, ["check", NANO, "--gpu", "h200", "--attention-backend",
+                                "FLASH_ATTN", "--format", "json"])  # fmt: skip
+    assert "attention backend FLASH_ATTN on H200 (CUDA)" in json.loads(named.stdout)["notes"]
 
 
 # ---- --hf-overrides -------------------------------------------------------------------------

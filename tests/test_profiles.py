@@ -21,6 +21,7 @@ import pytest
 
 from kvalign.alignment import RankResult, analyze_rank, derive_block, mamba_page
 from kvalign.backends import BACKENDS
+from kvalign.engine import create_engine_config
 from kvalign.errors import UnsupportedModel
 from kvalign.pd import analyze_pair
 from kvalign.settings import Settings
@@ -43,13 +44,21 @@ def test_profiles_are_ordered_and_resolve_by_release() -> None:
     assert firsts == sorted(firsts, key=lambda v: tuple(int(x) for x in v.split(".")))
     assert resolve("0.10.2").profile.name == "0.10"
     assert resolve("0.11.0").profile.name == "0.10"
-    assert resolve("0.12.0").profile.name == "0.11.1"
-    assert resolve("0.17.1").profile.name == "0.14"
-    assert resolve("0.19.1").profile.name == "0.19"
-    assert resolve("0.23.0").profile.name == "0.20"
-    assert resolve("0.30.0").profile.name == "0.27"
+    assert resolve("0.11.1").profile.name == "0.11.1"
+    assert resolve("0.12.0").profile.name == "0.12"
+    assert resolve("0.16.0").profile.name == "0.15"
+    assert resolve("0.17.1").profile.name == "0.17"
+    assert resolve("0.19.1").profile.name == "0.18"
+    assert resolve("0.23.0").profile.name == "0.22"
+    assert resolve("0.27.1").profile.name == "0.27"
+    assert resolve("0.28.1").profile.name == "0.28"
+    assert resolve("0.29.0").profile.name == "0.29"
+    assert resolve("0.31.0").profile.name == "0.30"
     assert resolve("0.32.0").profile.name == "0.32"
     assert resolve("0.33.0").profile.name == "0.33"
+    # the release asked for is kept (architecture checks use it, not the profile's first)
+    assert resolve("v0.27.1").release == "0.27.1"
+    assert resolve(None).release == "0.33.0"
 
 
 def test_0_10_fixed_alignment_no_dtype_override_no_kernel_split() -> None:
@@ -74,14 +83,14 @@ def test_0_10_ignores_user_block_size_as_unit_but_keeps_larger_one() -> None:
 def test_mid_release_chunk_alignment_with_prefix_caching() -> None:
     # 0.14: Nemotron-H supports Mamba prefix caching → chunk mode:
     # ceil(2,134,016 / 1,024) = 2,084 tokens → lcm(128, 16) = 128 → 128 * 17 = 2,176.
-    r = _rank(NANO, 1, vllm_version="0.14.0")
+    r = _rank(NANO, 1, vllm_version="0.14.0", enable_prefix_caching=True)
     assert r.mamba_page_bytes == 2_134_016
     assert r.block_size == 2176
     assert r.derivation is not None and r.derivation.chunk == 128
     # without prefix caching: 16 * ceil(2,084 / 16) = 16 * 131 = 2,096 (as 0.33)
     assert _rank(NANO, 1, vllm_version="0.14.0", enable_prefix_caching=False).block_size == 2096
     # platform era before 0.32 keeps chunk mode: unit lcm(max(16, 16), 128) = 128 → 2,176
-    assert _rank(NANO, 1, vllm_version="0.27.0").block_size == 2176
+    assert _rank(NANO, 1, vllm_version="0.27.0", enable_prefix_caching=True).block_size == 2176
     # 0.32 dropped cache mode "all": back to 2,096
     assert _rank(NANO, 1, vllm_version="0.32.0").block_size == 2096
 
@@ -196,7 +205,7 @@ def test_nixl_capabilities_per_release(
 
 def test_tp_stable_alignment_available_on_every_profile() -> None:
     for profile in PROFILES:
-        r = _rank(QWEN3_NEXT, 2, vllm_version=profile.verified[0], alignment="tp-stable")
+        r = _rank(QWEN3_NEXT, 2, vllm_version=profile.first, alignment="tp-stable")
         assert r.tp_stable_block_size is not None
 
 
@@ -206,8 +215,8 @@ def test_nemotron_ssm_fallback_follows_the_release_when_config_names_none() -> N
     # 0.20. ssm state 256 heads x 64 x 256 = 4,194,304 elements -> 8 MiB vs 16 MiB.
     geo = load_model("nvidia/Nemotron-H-56B-Base-8K")
     assert geo.ssm_dtype_fallback
-    old = mamba_page(geo, Settings(), 1, resolve("0.16.0").profile)
-    new = mamba_page(geo, Settings(), 1)
+    old = mamba_page(geo, create_engine_config(geo, Settings(vllm_version="0.16.0")), 1)
+    new = mamba_page(geo, create_engine_config(geo, Settings()), 1)
     assert old.dtypes == ("bfloat16", "float16") and new.dtypes == ("bfloat16", "float32")
     assert new.page_bytes - old.page_bytes == 4_194_304 * 2
     # Nemotron-3-Nano names float32 in its config: no fallback on any release

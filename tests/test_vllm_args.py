@@ -73,3 +73,30 @@ def test_unresolved_variables_are_reported() -> None:
 def test_malformed_values_raise(words: list[str]) -> None:
     with pytest.raises(InvalidSettings):
         parse_vllm_args(words)
+
+
+def test_release_profile_flags() -> None:
+    args = parse_vllm_args(
+        "vllm serve m --mamba-cache-mode align --mamba_block_size 256 "
+        "--no-disable-hybrid-kv-cache-manager --kv-transfer-config "
+        """'{"kv_connector": "NixlConnector"}' --max-model-len 32k"""
+    )
+    assert (args.mamba_cache_mode, args.mamba_block_size) == ("align", 256)
+    assert args.disable_hybrid_kv_cache_manager is False
+    assert args.kv_transfer_config is True
+    assert args.max_model_len == 32_000
+    assert not args.unknown
+    plain = parse_vllm_args("vllm serve m --disable-hybrid-kv-cache-manager")
+    assert plain.disable_hybrid_kv_cache_manager is True and plain.kv_transfer_config is False
+
+
+def test_replayssm_flags() -> None:
+    args = parse_vllm_args(
+        "vllm serve m --use-replayssm --replayssm-buffer-len 8 --mamba-backend flashinfer"
+    )
+    assert (args.use_replayssm, args.replayssm_buffer_len, args.mamba_backend) == (
+        True,
+        8,
+        "flashinfer",
+    )
+    assert not args.unknown

@@ -219,9 +219,7 @@ def build_pool(
         dtype=args.dtype or "auto",
         kv_cache_dtype=args.kv_cache_dtype or "auto",
         block_size=args.block_size,
-        enable_prefix_caching=True
-        if args.enable_prefix_caching is None
-        else args.enable_prefix_caching,
+        enable_prefix_caching=args.enable_prefix_caching,
         mamba_cache_dtype=args.mamba_cache_dtype or "auto",
         mamba_ssm_cache_dtype=args.mamba_ssm_cache_dtype or "auto",
         num_speculative_tokens=args.num_speculative_tokens or 0,

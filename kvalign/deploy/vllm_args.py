@@ -23,7 +23,8 @@ from kvalign.safeio import JsonProblem, parse_json
 #: flags that take no value (``--no-`` forms are derived).
 BOOLEAN_FLAGS: frozenset[str] = frozenset(
     {"enable-prefix-caching", "trust-remote-code", "enforce-eager", "is-prefill-worker",
-     "is-decode-worker", "enable-expert-parallel", "disable-log-requests"}
+     "is-decode-worker", "enable-expert-parallel", "disable-log-requests",
+     "disable-hybrid-kv-cache-manager", "use-replayssm"}
 )  # fmt: skip
 #: short aliases → long names (``EngineArgs.add_cli_args``).
 ALIASES: Mapping[str, str] = {
@@ -39,7 +40,9 @@ KNOWN: frozenset[str] = frozenset(
      "block-size", "kv-cache-dtype", "dtype", "mamba-cache-dtype", "mamba-ssm-cache-dtype",
      "enable-prefix-caching", "attention-backend", "speculative-config", "kv-transfer-config",
      "max-model-len", "revision", "config", "quantization", "disaggregation-mode",
-     "is-prefill-worker", "is-decode-worker", "kv-cache-block-size", "hf-overrides"}
+     "is-prefill-worker", "is-decode-worker", "kv-cache-block-size", "hf-overrides",
+     "mamba-cache-mode", "mamba-block-size", "disable-hybrid-kv-cache-manager",
+     "use-replayssm", "replayssm-buffer-len", "mamba-backend"}
 )  # fmt: skip
 #: an expansion kvalign could not resolve: Kubernetes ``$(VAR)`` left as written, or a
 #: shell expansion :mod:`kvalign.deploy.bash` marked unresolved (``$1``, ``${A[@]}``, …).
@@ -88,6 +91,12 @@ class VllmArgs:
             ``LMCACHE_CHUNK_SIZE``, or the ``LMCACHE_CONFIG_FILE`` path, filled in by the
             reader that loads that file).
         config_file: ``--config`` path, if any.
+        mamba_cache_mode: ``--mamba-cache-mode``.
+        mamba_block_size: ``--mamba-block-size``.
+        disable_hybrid_kv_cache_manager: ``--[no-]disable-hybrid-kv-cache-manager``.
+        kv_transfer_config: ``--kv-transfer-config`` was given.
+        use_replayssm, replayssm_buffer_len, mamba_backend: ``--use-replayssm``,
+            ``--replayssm-buffer-len``, ``--mamba-backend``.
         unknown: flags kvalign does not read (for ``--verbose``).
         unresolved: references kvalign cannot resolve in values it reads, as written
             (``--model: $(MODEL_ID)``, ``argument: ${EXTRA_ARGS[@]}``), each once.
@@ -117,6 +126,13 @@ class VllmArgs:
     lmcache_chunk_size: int | None = None
     lmcache_chunk_source: str | None = None
     config_file: str | None = None
+    mamba_cache_mode: str | None = None
+    mamba_block_size: int | None = None
+    disable_hybrid_kv_cache_manager: bool | None = None
+    kv_transfer_config: bool = False
+    use_replayssm: bool | None = None
+    replayssm_buffer_len: int | None = None
+    mamba_backend: str | None = None
     unknown: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = field(default=())
     unresolved_noted: tuple[str, ...] = ()
@@ -436,6 +452,13 @@ def _build(
         lmcache_chunk_size=chunk,
         lmcache_chunk_source=chunk_source,
         config_file=opt_str("config"),
+        mamba_cache_mode=opt_str("mamba-cache-mode"),
+        mamba_block_size=opt_int("mamba-block-size"),
+        disable_hybrid_kv_cache_manager=values.get("disable-hybrid-kv-cache-manager"),
+        kv_transfer_config="kv-transfer-config" in values,
+        use_replayssm=values.get("use-replayssm"),
+        replayssm_buffer_len=opt_int("replayssm-buffer-len"),
+        mamba_backend=opt_str("mamba-backend"),
         unknown=unknown,
         unresolved=unres,
     )

@@ -29,6 +29,22 @@ def shapes(p: Mapping[str, int], tp: int, num_spec: int) -> tuple[Shape, ...]:
     return conv, ssm
 
 
+def replay_ring_shapes(
+    p: Mapping[str, int], tp: int, ring: int, *, padded: bool
+) -> tuple[Shape, ...]:
+    """ReplaySSM ring-buffer shapes appended to the state (``--use-replayssm``): x
+    ``(H/TP, ring, P)``, dt ``(H/TP, ring)``, B ``(G/TP, ring, N)`` with ``G`` shard-padded
+    when ``padded`` (vLLM ≥ 0.33). ``ring`` is the history length in tokens. Mirrors
+    ``MambaStateShapeCalculator.append_replayssm_ring``. Raises ``IndivisibleTP``."""
+    heads = divide(p["H"], tp, "mamba heads H")
+    groups = padded_groups(p["G"], tp) if padded else p["G"]
+    return (
+        (heads, ring, p["P"]),
+        (heads, ring),
+        (divide(groups, tp, "n_groups G"), ring, p["N"]),
+    )
+
+
 def load_problem(p: Mapping[str, int], tp: int) -> str:
     """Why vLLM's Mamba2 layer refuses to load at ``tp`` (``""`` when it loads).
 

@@ -154,6 +154,23 @@ def runtime_dtype(settings: Settings, geometry: ModelGeometry) -> str:
         return settings.dtype
 
 
+def config_origin(geo: ModelGeometry) -> str:
+    """Where the config came from, for the model line: ``config bundled`` for the catalog
+    (its path is inside the installed package and says nothing), else the path read
+    (``config local: PATH``, ``config hub: PATH`` in the Hugging Face cache)."""
+    where = "bundled" if geo.source == "catalog" else f"{geo.source}: {geo.config_path}"
+    return f"config {where}"
+
+
+def prefix_caching_text(flag: bool | None, resolved: bool | None) -> str:
+    """``on``/``off`` for a given flag; ``on (release default)`` when no flag was given."""
+    if flag is not None:
+        return "on" if flag else "off"
+    if resolved is None:
+        return "release default"
+    return ("on" if resolved else "off") + " (release default)"
+
+
 def header_lines(report: Report) -> list[str]:
     """Model and settings summary lines."""
     geo = report.geometry
@@ -162,12 +179,13 @@ def header_lines(report: Report) -> list[str]:
     kind = "hybrid" if geo.is_hybrid else ("attention-free" if geo.attention_free else "attention")
     mla = ", MLA" if geo.attention and geo.attention.use_mla else ""
     block = s.block_size if s.block_size is not None else "unset"
+    prefix = prefix_caching_text(s.enable_prefix_caching, report.engine.prefix_caching)
     return [
         f"Model: {geo.model_id} ({geo.model_type}, {kind}, state family {family}{mla}; "
-        f"config from {geo.source}: {geo.config_path})",
+        f"{config_origin(geo)})",
         f"Settings: dtype={s.dtype} (config {geo.model_dtype}, runs in "
         f"{runtime_dtype(s, geo)}) kv-cache-dtype={s.kv_cache_dtype} "
-        f"block-size={block} prefix-caching={'on' if s.enable_prefix_caching else 'off'} "
+        f"block-size={block} prefix-caching={prefix} "
         f"mamba-cache-dtype={s.mamba_cache_dtype} mamba-ssm-cache-dtype={s.mamba_ssm_cache_dtype} "
         f"spec-tokens={s.num_speculative_tokens} backend={s.attention_backend} "
         f"gpu={s.gpu or 'unspecified CUDA'} alignment={s.alignment} "

@@ -8,6 +8,7 @@ from typing import Any
 
 from kvalign import __version__
 from kvalign.explain import Explanation
+from kvalign.report.cells import config_origin
 
 EXPLAIN_SCHEMA_VERSION = 1
 
@@ -21,13 +22,17 @@ def explain_text(ex: Explanation) -> str:
     """Numbered steps, then the result and the prefix-cache economics."""
     geo, s, rank = ex.geometry, ex.settings, ex.rank
     lines = [
-        f"Model: {geo.model_id} ({geo.model_type}, config from {geo.source}: {geo.config_path})",
-        f"Profile: {ex.resolved.note}",
+        f"Model: {geo.model_id} ({geo.model_type}, {config_origin(geo)})",
+        f"Profile: {ex.engine.profile_note}",
         f"TP {ex.tp}, attention backend {rank.backend or s.attention_backend}"
-        + ("" if s.attention_backend != "FLASH_ATTN" or s.gpu else
+        + ("" if s.attention_backend not in ("FLASH_ATTN", "auto") or s.gpu else
            " (default: FLASH_ATTN on an unspecified CUDA GPU)"),
         "",
+        "Resolved settings (as vllm serve resolves its flags before sizing):",
     ]  # fmt: skip
+    for item in ex.engine.resolutions:
+        lines.append(f"  {item.key} = {item.value}  ({item.source})")
+    lines.append("")
     for i, step in enumerate(ex.steps, 1):
         lines.append(f"{i:2}. {step.title}: {_value(step.value, step.unit)}")
         lines.append(f"      = {step.formula}")
@@ -67,8 +72,9 @@ def explain_dict(ex: Explanation) -> dict[str, Any]:
         "kvalign_version": __version__,
         "model": {"id": ex.geometry.model_id, "model_type": ex.geometry.model_type,
                   "config_path": ex.geometry.config_path},
-        "profile": {"name": ex.resolved.profile.name, "note": ex.resolved.note},
+        "profile": {"name": ex.engine.profile.name, "note": ex.engine.profile_note},
         "settings": asdict(ex.settings),
+        "resolved": [asdict(item) for item in ex.engine.resolutions],
         "tp": ex.tp,
         "attention_backend": rank.backend or None,
         "steps": [{**asdict(step), "inputs": list(step.inputs)} for step in ex.steps],

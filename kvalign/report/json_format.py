@@ -1,4 +1,4 @@
-"""The stable JSON contract of ``--format json`` (documented in README.md).
+"""The stable JSON contract of ``--format json`` (documented in docs/json.md).
 
 Top-level keys: ``schema_version``, ``kvalign_version``, ``model``, ``settings``,
 ``deployments``, ``pairs``, ``recommendation``, ``notes``, ``flagged``.
@@ -13,6 +13,7 @@ from typing import Any
 from kvalign import __version__
 from kvalign.alignment import RankResult
 from kvalign.pd import Report
+from kvalign.settings import Settings
 
 SCHEMA_VERSION = 1
 
@@ -49,7 +50,7 @@ def _deployment(role: str, rank: RankResult) -> dict[str, Any]:
 
 
 def report_to_dict(report: Report) -> dict[str, Any]:
-    """The JSON-ready dict for one report (see README "JSON output")."""
+    """The JSON-ready dict for one report (keys in docs/json.md)."""
     geo = report.geometry
     model = {
         "id": geo.model_id,
@@ -72,7 +73,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "kvalign_version": __version__,
         "model": model,
-        "settings": asdict(report.settings),
+        "settings": _settings_json(report.settings),
         "deployments": deployments,
         "pairs": pairs,
         "recommendation": {
@@ -84,6 +85,27 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "notes": list(report.notes),
         "flagged": report.flagged,
     }
+
+
+#: settings added with the release profiles; shown in JSON only when not at their default.
+_OPTIONAL_SETTINGS = (
+    "mamba_cache_mode",
+    "mamba_block_size",
+    "max_model_len",
+    "use_replayssm",
+    "replayssm_buffer_len",
+    "mamba_backend",
+)
+
+
+def _settings_json(settings: Settings) -> dict[str, object]:
+    """The settings as JSON: every flag, the newer optional ones only when given."""
+    data = asdict(settings)
+    defaults = asdict(Settings())
+    for key in _OPTIONAL_SETTINGS:
+        if data.get(key) == defaults[key]:
+            data.pop(key, None)
+    return data
 
 
 def to_json(report: Report) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import textwrap
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -15,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kvalign import __version__
+from kvalign.report.cells import prefix_caching_text
 from kvalign.survey import ALIGNMENTS, AlignmentStats, ModelSurvey, Survey
 from kvalign.versions import resolve
 
@@ -142,7 +144,7 @@ def settings_line(result: Survey) -> str:
     block = s.block_size if s.block_size is not None else "unset"
     return (
         f"Settings: dtype={s.dtype} kv-cache-dtype={s.kv_cache_dtype} block-size={block} "
-        f"prefix-caching={'on' if s.enable_prefix_caching else 'off'} "
+        f"prefix-caching={prefix_caching_text(s.enable_prefix_caching, None)} "
         f"mamba-cache-dtype={s.mamba_cache_dtype} mamba-ssm-cache-dtype={s.mamba_ssm_cache_dtype} "
         f"spec-tokens={s.num_speculative_tokens} backend={s.attention_backend} "
         f"gpu={s.gpu or 'unspecified CUDA'}; {resolve(s.vllm_version).note}; "
@@ -150,8 +152,92 @@ def settings_line(result: Survey) -> str:
     )
 
 
-def survey_table(result: Survey) -> RenderableType:
-    """Rich table: one row per model, the all-models row, notes and a legend."""
+def _table_width(rows: list[list[str]]) -> int:
+    """Characters the full table needs (rich's heavy-head box: one border per column plus
+    one, one space of padding each side); cells are never cut, so below this width the
+    stacked layout is used."""
+    columns = SURVEY_COLUMNS[:-1]
+    total = 1
+    for index, (_, short, _) in enumerate(columns):
+        longest = max([len(line) for line in short.split("\n")] + [len(r[index]) for r in rows])
+        total += longest + 3
+    return total
+
+
+def _pct_cell(cell: str) -> str:
+    return cell if cell == "–" else f"{cell}%"
+
+
+#: indent of the values in the stacked layout ("  TP-stable " = 12 characters).
+_LABEL_WIDTH = 12
+
+
+def _stacked_block(cells: list[str], width: int, style: str = "bold") -> Text:
+    """One model (or the all-models row) as a name line and up to five ``label value``
+    lines; values wrap at ``width`` under themselves (hanging indent), nothing is cut."""
+    (model, tps, pairs, v_differ, v_ratio, v_notdiv, v_pad,
+     s_differ, s_ratio, s_notdiv, s_pad, s_med, fix, fix_pad, note) = cells  # fmt: skip
+    lines = [("TPs", f"{tps}, pairs {pairs}")]
+    if pairs != "–":
+        lines.append(("vLLM", f"differ {v_differ}, ratio≠1 {v_ratio}, not div {v_notdiv}, "
+                              f"pad max {_pct_cell(v_pad)}"))  # fmt: skip
+        lines.append(("TP-stable", f"differ {s_differ}, ratio≠1 {s_ratio}, not div "
+                                   f"{s_notdiv}, pad max {_pct_cell(s_pad)}, "
+                                   f"med {_pct_cell(s_med)}"))  # fmt: skip
+        fix_text = "" if fix == "–" else f"--block-size {fix}, "
+        lines.append(("fix", f"{fix_text}pad max {_pct_cell(fix_pad)}"))
+    if note:
+        lines.append(("note", note))
+    text = Text(model, style=style)
+    for label, value in lines:
+        head = f"  {label}".ljust(_LABEL_WIDTH)
+        wrapped = textwrap.wrap(
+            value, max(20, width - _LABEL_WIDTH), break_long_words=False, break_on_hyphens=False
+        )
+        text.append("\n" + head + ("\n" + " " * _LABEL_WIDTH).join(wrapped))
+    return text
+
+
+def _stacked(result: Survey, needed: int, width: int) -> list[RenderableType]:
+    """The survey as one block per model, then the all-models block and the legend."""
+    title = (
+        "P/D pair survey: vLLM alignment vs TP-stable alignment (one block per model: "
+        f"the table needs {needed} columns)"
+    )
+    meaning: dict[str, str] = {}
+    for _, short, text in SURVEY_COLUMNS:
+        meaning.setdefault(short.split("\n")[-1], text)
+    legend = [
+        "vLLM: vLLM's per-rank alignment; TP-stable: the TP-stable proposal (vLLM PR 45575, "
+        "in no release); fix: smallest common --block-size that makes every valid TP agree "
+        "(check's recommendation)",
+        f"differ: {meaning['differ']}; ratio≠1: {meaning['ratio≠1']}; not div: "
+        f"{meaning['not div']}",
+        "pad max / med: largest / median Mamba page padding over the valid TPs",
+    ]
+    return [
+        Text(_fill(title, width), style="italic"),
+        *(_stacked_block(model_cells(row), width) for row in result.models),
+        _stacked_block(summary_cells(result), width),
+        *(Text(_fill(line, width), style="dim") for line in legend),
+    ]
+
+
+def _fill(text: str, width: int) -> str:
+    return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
+
+
+def survey_table(result: Survey, width: int | None = None) -> RenderableType:
+    """Rich table: one row per model, the all-models row, notes and a legend.
+
+    ``width``: the console width (characters). When the table's cells do not fit in it
+    (e.g. at 80 columns), each model is printed as a block of lines instead
+    (:func:`_stacked`), so no number is cut; ``None`` = always the table.
+    """
+    rows = [model_cells(row) for row in result.models] + [summary_cells(result)]
+    needed = _table_width(rows)
+    if width is not None and needed > width:
+        return Group(Text(_fill(settings_line(result), width)), *_stacked(result, needed, width))
     table = Table(
         title="P/D pair survey: vLLM alignment vs TP-stable alignment", title_justify="left"
     )
@@ -263,7 +349,7 @@ def _stats_dict(stats: AlignmentStats, per_tp: bool) -> dict[str, Any]:
 
 
 def survey_to_dict(result: Survey) -> dict[str, Any]:
-    """JSON-ready dict (``schema_version`` 1, documented in README "kvalign survey")."""
+    """JSON-ready dict (``schema_version`` 1, documented in docs/json.md)."""
     settings = {k: v for k, v in vars(result.settings).items() if k != "alignment"}
     models = [
         {

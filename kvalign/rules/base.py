@@ -8,6 +8,7 @@ from typing import Literal
 
 from kvalign.alignment import RankResult
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool
+from kvalign.engine import EngineConfig
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import Grouping
 from kvalign.pd import PairResult
@@ -46,11 +47,13 @@ class Finding:
 
 @dataclass(frozen=True)
 class PoolResult:
-    """A pool with its model geometry and the predicted rank result at its TP."""
+    """A pool with its model geometry, its settings resolved once
+    (:func:`kvalign.engine.create_engine_config`) and the predicted rank result at its TP."""
 
     pool: Pool
     geometry: ModelGeometry
     rank: RankResult
+    engine: EngineConfig
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,16 @@ from kvalign.rules.kva005 import settings_differ
 CODE = "KVA001"
 SEVERITY: Severity = "warning"
 TITLE = "logical block sizes differ between prefill and decode"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = (
+    "vllm/v1/core/kv_cache_utils.py hash_block_tokens, get_request_block_hasher "
+    "(prefix-cache block hashes over block_size tokens)"
+)
+#: what to change, in general (each finding's remediation gives the values).
+FIX = (
+    "set the same --block-size on every prefill and decode pool: the smallest one every "
+    "pool keeps unchanged (check's recommendation; the finding names it)"
+)
 
 
 def recommend(group: GroupResult) -> str:
@@ -30,9 +40,7 @@ def recommend(group: GroupResult) -> str:
     if not group.pools:
         return generic
     try:
-        found = common_block_size_for(
-            [(r.geometry, r.pool.settings, r.pool.tp) for r in group.pools]
-        )
+        found = common_block_size_for([(r.geometry, r.engine, r.pool.tp) for r in group.pools])
     except KvalignError:  # pragma: no cover - the pools were analysed with these settings
         found = None
     if found is None:

@@ -2,8 +2,9 @@
 
 NIXL computes ``block_size_ratio = decode kernel block // prefill kernel block``
 (``vllm/distributed/kv_transfer/kv_connector/utils.py``) and takes the heterogeneous-block
-path. Hybrid models are accepted there only from the release that merged vLLM PR 49612
-(``Profile.nixl_hetero_hybrid``); before it the handshake fails (error).
+path. Hybrid models are accepted there only from vLLM 0.27, the release that merged vLLM PR
+49612 (``Profile.nixl_hetero_hybrid``): on earlier releases the handshake fails and the
+finding is an error, from 0.27 on it is a warning.
 """
 
 from __future__ import annotations
@@ -14,6 +15,16 @@ from kvalign.rules.kva001 import recommend
 CODE = "KVA002"
 SEVERITY: Severity = "warning"
 TITLE = "kernel block sizes differ (block_size_ratio != 1)"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = (
+    "vllm/distributed/kv_transfer/kv_connector/utils.py block_size_ratio; "
+    "nixl/base_worker.py (heterogeneous-block transfer path)"
+)
+#: what to change, in general (each finding's remediation gives the values).
+FIX = (
+    "set one common --block-size on every pool so the kernel block sizes match (the "
+    "finding names it)"
+)
 
 
 def find(group: GroupResult) -> list[Finding]:

@@ -2,8 +2,9 @@
 
 vLLM asserts ``decode_kernel % prefill_kernel == 0`` unless the release splits blocks into
 gcd-sized units (``nixl/base_worker.py`` ``_split_remote_blocks``, at most
-``_MAX_HYBRID_BLOCK_SPLIT`` units): error when no split path applies (NIXL hard failure),
-warning when the profile's split path carries the pair.
+``_MAX_HYBRID_BLOCK_SPLIT`` units): error when no split path applies (NIXL hard failure:
+releases before 0.33, or a split that needs more units), warning when the release's split
+path carries the pair.
 """
 
 from __future__ import annotations
@@ -14,6 +15,16 @@ from kvalign.rules.kva001 import recommend
 CODE = "KVA003"
 SEVERITY: Severity = "error"
 TITLE = "kernel block sizes do not divide (NIXL hard failure)"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = (
+    "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py "
+    "_split_remote_blocks, _MAX_HYBRID_BLOCK_SPLIT"
+)
+#: what to change, in general (each finding's remediation gives the values).
+FIX = (
+    "set one common --block-size on every pool so the kernel block sizes match (the "
+    "finding names it)"
+)
 
 
 def find(group: GroupResult) -> list[Finding]:

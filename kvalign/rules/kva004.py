@@ -12,6 +12,13 @@ from kvalign.rules.kva001 import recommend
 CODE = "KVA004"
 SEVERITY: Severity = "warning"
 TITLE = "--block-size silently overridden by hybrid alignment"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = "vllm/platforms/interface.py Platform._align_hybrid_block_size"
+#: what to change, in general (each finding's remediation gives the values).
+FIX = (
+    "set a --block-size vLLM keeps (the finding names it), or drop the flag and expect "
+    "the aligned size"
+)
 
 
 def find(group: GroupResult) -> list[Finding]:

@@ -21,6 +21,16 @@ from kvalign.rules.base import (
 CODE = "KVA005"
 SEVERITY: Severity = "error"
 TITLE = "KV-cache settings differ between prefill and decode"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = (
+    "vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
+    "compute_nixl_compatibility_hash, checked in the NIXL handshake (nixl/base_worker.py)"
+)
+#: what to change, in general (each finding's remediation gives the values).
+FIX = (
+    "use the same KV-cache dtype, --mamba-cache-dtype, --mamba-ssm-cache-dtype, model and"
+    " revision on both pools"
+)
 
 
 def _kv_dtype(result: PoolResult) -> str:

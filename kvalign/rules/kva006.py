@@ -13,6 +13,17 @@ from kvalign.rules.base import Finding, GroupResult, Severity, pool_ref
 CODE = "KVA006"
 SEVERITY: Severity = "error"
 TITLE = "router / indexer / frontend block size disagrees"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = (
+    "not vLLM: llm-d tokenProcessorConfig.blockSize / blockSizeTokens, Dynamo "
+    "--kv-cache-block-size / DYN_KV_CACHE_BLOCK_SIZE; vLLM's side is the aligned block "
+    "size (vllm/platforms/interface.py Platform._align_hybrid_block_size)"
+)
+#: what to change, in general (each finding's remediation gives the values).
+FIX = (
+    "set the router / indexer / frontend block size to the block size vLLM uses after "
+    "hybrid alignment (the finding names it)"
+)
 
 
 def find(group: GroupResult) -> list[Finding]:

@@ -14,6 +14,13 @@ from kvalign.rules.base import Finding, GroupResult, Severity
 CODE = "KVA007"
 SEVERITY: Severity = "warning"
 TITLE = "LMCache chunk_size not a multiple of the block size"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = (
+    "not vLLM: LMCache chunk_size; vLLM's side is the aligned block size "
+    "(vllm/platforms/interface.py Platform._align_hybrid_block_size)"
+)
+#: what to change, in general (each finding's remediation gives the values).
+FIX = "set LMCache chunk_size to a multiple of the pool's block size"
 
 
 def find(group: GroupResult) -> list[Finding]:

@@ -13,6 +13,13 @@ from kvalign.rules.base import Finding, GroupResult, Severity, pair_labels
 CODE = "KVA008"
 SEVERITY: Severity = "error"
 TITLE = "VLLM_SSM_CONV_STATE_LAYOUT set on one side only"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = (
+    "vllm/model_executor/layers/mamba/mamba_utils.py get_conv_state_layout; "
+    "nixl/base_worker.py (Mamba conv transfer requires DS)"
+)
+#: what to change, in general (each finding's remediation gives the values).
+FIX = "set VLLM_SSM_CONV_STATE_LAYOUT=DS on every prefill and decode pool"
 VAR = "VLLM_SSM_CONV_STATE_LAYOUT"
 
 

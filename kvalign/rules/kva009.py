@@ -1,7 +1,8 @@
 """KVA009: ``--max-model-len`` below the aligned block size (prefix caching never hits).
 
 Only full blocks are hashed for prefix caching; a request shorter than one block never fills
-one, so with hybrid alignment's large blocks nothing is ever cached.
+one, so with hybrid alignment's large blocks nothing is ever cached. Checked only for pools
+with prefix caching on.
 """
 
 from __future__ import annotations
@@ -11,6 +12,13 @@ from kvalign.rules.base import Finding, GroupResult, Severity
 CODE = "KVA009"
 SEVERITY: Severity = "warning"
 TITLE = "max_model_len below the aligned block size"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = "vllm/v1/core/kv_cache_utils.py get_request_block_hasher (only full blocks are hashed)"
+#: what to change, in general (each finding's remediation gives the values).
+FIX = (
+    "raise --max-model-len to at least the aligned block size, or disable prefix caching "
+    "on that pool"
+)
 
 
 def find(group: GroupResult) -> list[Finding]:
@@ -20,7 +28,7 @@ def find(group: GroupResult) -> list[Finding]:
         limit, block = result.pool.args.max_model_len, result.rank.block_size
         if limit is None or not block or limit >= block:
             continue
-        if not result.pool.settings.enable_prefix_caching:
+        if not result.engine.prefix_caching:
             continue
         out.append(
             Finding(

@@ -11,6 +11,16 @@ from kvalign.rules.base import Finding, GroupResult, Severity
 CODE = "KVA010"
 SEVERITY: Severity = "error"
 TITLE = "tensor parallel size invalid for the model"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = (
+    "vllm/config/model.py ModelConfig.verify_with_parallel_config; model-load checks of "
+    "the state layers (e.g. MambaMixer2 n_groups)"
+)
+#: what to change, in general (each finding's remediation gives the values).
+FIX = (
+    "choose a tensor parallel size the model accepts (one that divides its attention "
+    "heads and state groups)"
+)
 
 
 def find(group: GroupResult) -> list[Finding]:

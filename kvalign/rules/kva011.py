@@ -17,6 +17,13 @@ from kvalign.rules.base import Finding, GroupResult, Severity
 CODE = "KVA011"
 SEVERITY: Severity = "info"
 TITLE = "LeaderWorkerSet size × GPUs per pod disagrees with TP × PP × DP"
+#: the vLLM source (file and function) the rule mirrors, for ``kvalign rules``.
+SOURCE = "vllm/config/parallel.py ParallelConfig.world_size, world_size_across_dp"
+#: what to change, in general (each finding's remediation gives the values).
+FIX = (
+    "make LeaderWorkerSet size × GPUs per pod equal TP × PP × DP (usually: raise "
+    "--tensor-parallel-size to the group's GPUs)"
+)
 
 
 def find(group: GroupResult) -> list[Finding]:

@@ -13,7 +13,7 @@ import os
 import warnings
 from typing import Any
 
-from kvalign.dtypes import normalize_model_dtype
+from kvalign.dtypes import checkpoint_kv_cache_dtype, normalize_model_dtype
 from kvalign.errors import InvalidConfig, KvalignError, UnsupportedModel
 from kvalign.families import MODEL_TYPES, WRAPPER_TYPES, IndivisibleTP, ModelSpec
 from kvalign.geometry import AttentionGeometry, ModelGeometry, StateGeometry
@@ -272,6 +272,7 @@ def geometry_from_dict(
         ssm_dtype_fallback=(
             spec.ssm_default == "nemotron_h" and as_written.raw("mamba_ssm_cache_dtype") is None
         ),
+        checkpoint_kv_cache_dtype=checkpoint_kv_cache_dtype(raw.get("quantization_config")),
     )
 
 

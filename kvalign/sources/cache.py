@@ -30,7 +30,7 @@ from kvalign import __version__
 from kvalign.geometry import FAMILIES, AttentionGeometry, ModelGeometry, StateGeometry
 
 #: cache layout version; bump when the JSON shape of an entry changes.
-FORMAT = 1
+FORMAT = 2
 #: largest cache entry read back (entries are ~2 KiB).
 _MAX_ENTRY_BYTES = 256 * 1024
 
@@ -93,6 +93,7 @@ def geometry_to_dict(geometry: ModelGeometry) -> dict[str, Any]:
         "notes": list(geometry.notes),
         "mamba_chunk_size": geometry.mamba_chunk_size,
         "ssm_dtype_fallback": geometry.ssm_dtype_fallback,
+        "checkpoint_kv_cache_dtype": geometry.checkpoint_kv_cache_dtype,
     }
 
 
@@ -165,6 +166,7 @@ def geometry_from_json(data: Any) -> ModelGeometry:
             notes=tuple(_str(n) for n in notes),
             mamba_chunk_size=None if chunk is None else _int(chunk),
             ssm_dtype_fallback=bool(data["ssm_dtype_fallback"]),
+            checkpoint_kv_cache_dtype=_opt_str(data["checkpoint_kv_cache_dtype"]),
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"corrupt entry ({type(exc).__name__})") from None

@@ -1,0 +1,643 @@
+"""Resolve once, as ``vllm serve`` does: flags, release, GPU and model → the arithmetic's inputs.
+
+``vllm serve`` turns its flags into one ``VllmConfig`` before anything is sized
+(``vllm/engine/arg_utils.py`` ``EngineArgs.create_engine_config``): it resolves
+``--kv-cache-dtype auto`` from the checkpoint, applies the release's prefix-caching default,
+lets the platform pick the attention backend and its block size, and applies model-specific
+state-dtype defaults. :func:`create_engine_config` is kvalign's single copy of that step. It
+returns a frozen :class:`EngineConfig`; the pure arithmetic in :mod:`kvalign.alignment`
+reads only that object and never consults the release profile, the GPU table or the raw
+flags again. ``kvalign explain`` prints :attr:`EngineConfig.resolutions`.
+
+No I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvalign.backends import AUTO_BACKEND, Backend, Gpu, get_gpu, resolve_backend
+from kvalign.dtypes import (
+    DTYPE_BYTES,
+    MAMBA_DTYPES,
+    PACKED_KV_CACHE_DTYPES,
+    kv_cache_dtype_bytes,
+    mamba_dtype,
+    resolve_model_dtype,
+)
+from kvalign.errors import InvalidSettings, NotModelled, UnsupportedModel
+from kvalign.families import kda
+from kvalign.geometry import AttentionGeometry, ModelGeometry
+from kvalign.settings import Settings
+from kvalign.versions import Profile, architecture_problem, resolve
+
+#: ``--block-size`` when none is given (vLLM ``CacheConfig.DEFAULT_BLOCK_SIZE``).
+DEFAULT_BLOCK_SIZE = 16
+#: Mamba chunk size when the config names none (``ModelConfig.get_mamba_chunk_size``).
+DEFAULT_MAMBA_CHUNK_SIZE = 2048
+#: FlashAttention 4's page size for its head-size-256 kernel (``FA4_HD256_PAGE_SIZE``).
+FA4_HD256_PAGE = 128
+#: prefill checkpoint spacing of the FlashInfer GDN prefill kernel (tokens).
+FLASHINFER_GDN_CHECKPOINT = 64
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """One resolved input, for ``explain``: what it became and why.
+
+    Attributes:
+        key: stable identifier (``vllm_release``, ``kv_cache_dtype``, ``prefix_caching``, ...).
+        value: the resolved value, as text.
+        source: where it came from (a flag, the checkpoint, a release default, a rule).
+    """
+
+    key: str
+    value: str
+    source: str
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Everything the block-size arithmetic reads for one pool, resolved once.
+
+    Sizes in tokens unless named ``*_bytes``.
+
+    Attributes:
+        settings: the flags as the user gave them (for messages only).
+        profile: the release profile in force; ``profile_note`` says how it was chosen.
+        gpu: the GPU (``--gpu``), ``None`` for an unspecified CUDA GPU.
+        backend: the attention backend serving the attention layers (MLA counterpart and
+            GPU-dependent kernel sizes applied); ``None`` for attention-free models.
+        model_dtype: the dtype the model runs in.
+        kv_cache_dtype: the KV-cache dtype after ``auto`` resolution (a dtype name);
+            ``None`` for attention-free models.
+        kv_bytes: bytes per KV-cache element (``None`` for attention-free models).
+        conv_dtype, ssm_dtype: Mamba conv / ssm (recurrent) state dtypes, ``None``
+            without state layers.
+        prefix_caching: whether prefix caching is on (flag, else the release default).
+        base_block: block size before hybrid alignment (``--block-size`` or the
+            platform/backend default).
+        checkpoint: prefill-checkpoint alignment (tokens) folded in with prefix caching.
+        checkpoint_note: why ``checkpoint`` has its value (for GDN models).
+        chunk: Mamba chunk size (or ``--mamba-block-size``) the block is aligned to (cache
+            mode "all"), else ``None``.
+        num_speculative_tokens: speculative tokens (conv-state length, spec-decoding floor).
+        blackwell: the GPU passes the release's SM100 test of the model-config-era
+            FlashInfer head-size-256 rule (10.x; 10.0 only in 0.11.1-0.12).
+        mamba_cache_mode: the Mamba cache mode vLLM settles on (``none``, ``align``,
+            ``all``); ``none`` without prefix caching or state layers.
+        hybrid_alignment: the platform aligns hybrid block sizes at all (``False``: vLLM
+            0.20.0 on CPU keeps the base block).
+        max_model_len: ``--max-model-len`` (tokens), ``None`` when not given.
+        replay_ring: ReplaySSM ring length (tokens) appended to each Mamba2 state
+            (``--use-replayssm``), 0 without ReplaySSM; ``replay_padded``: its groups are
+            shard-padded (0.33).
+        config_error: why the release cannot build its model config at all (``""`` when
+            it can): every TP is then invalid.
+        state_spec_tokens: speculative rows in the conv state (``num_speculative_tokens``,
+            or 0 for Mamba2 layers before vLLM 0.17).
+        resolutions: each resolved input with its source, in resolution order.
+        notes: remarks to show with any result computed from this config.
+    """
+
+    settings: Settings
+    profile: Profile
+    profile_note: str
+    gpu: Gpu | None
+    backend: Backend | None
+    model_dtype: str
+    kv_cache_dtype: str | None
+    kv_bytes: int | None
+    conv_dtype: str | None
+    ssm_dtype: str | None
+    prefix_caching: bool
+    base_block: int
+    checkpoint: int
+    checkpoint_note: str
+    chunk: int | None
+    num_speculative_tokens: int
+    blackwell: bool
+    mamba_cache_mode: str = "none"
+    hybrid_alignment: bool = True
+    max_model_len: int | None = None
+    state_spec_tokens: int = 0
+    replay_ring: int = 0
+    replay_padded: bool = False
+    config_error: str = ""
+    resolutions: tuple[Resolution, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def alignment(self) -> str:
+        """``vllm`` (the release's per-rank rule) or ``tp-stable`` (the PR 45575 proposal)."""
+        return self.settings.alignment
+
+
+def _kv_cache_dtype(
+    geometry: ModelGeometry, settings: Settings, profile: Profile
+) -> tuple[str, str]:
+    """(resolved KV-cache dtype flag value, where it came from)."""
+    flag = settings.kv_cache_dtype
+    if flag != "auto":
+        return flag, f"--kv-cache-dtype {flag}"
+    found = geometry.checkpoint_kv_cache_dtype
+    if profile.kv_cache_dtype_from_checkpoint and found not in (None, "auto"):
+        assert found is not None
+        return found, (
+            f"--kv-cache-dtype auto → {found} from the checkpoint's quantization_config "
+            "(vllm/utils/torch_utils.py resolve_kv_cache_dtype_string)"
+        )
+    return "auto", "--kv-cache-dtype auto → the model dtype"
+
+
+def state_dtypes(
+    geometry: ModelGeometry, settings: Settings, model_dtype: str, profile: Profile
+) -> tuple[str, str, str]:
+    """(conv-state dtype, ssm/recurrent-state dtype, why) after vLLM's model defaults.
+
+    ``mamba_ssm_cache_dtype=auto`` first becomes the model's own default (Nemotron-H:
+    config value or the release's fallback; Qwen3.5: ``mamba_ssm_dtype``), then KDA's
+    float32, then the conv dtype (``vllm/model_executor/layers/mamba/mamba_utils.py``
+    ``MambaStateDtypeCalculator``; model defaults in ``vllm/model_executor/models/config.py``).
+    Releases whose gated-delta-net layers ignore ``--mamba-ssm-cache-dtype`` (< 0.17) give
+    both GDN states the conv dtype; releases whose KDA layers ignore it (< 0.30) keep the
+    KDA recurrent state in float32 whatever the flag says.
+
+    Raises:
+        InvalidSettings: an unknown dtype, or a KDA recurrent dtype vLLM rejects.
+    """
+    conv, ssm, why, _ = _state_dtypes(geometry, settings, model_dtype, profile)
+    return conv, ssm, why
+
+
+def _state_dtypes(
+    geometry: ModelGeometry, settings: Settings, model_dtype: str, profile: Profile
+) -> tuple[str, str, str, str]:
+    """:func:`state_dtypes` plus the ``CacheConfig.mamba_ssm_cache_dtype`` value after
+    the model's defaults (what FLASH_ATTN's kernel-size rule reads)."""
+    conv = mamba_dtype(settings.mamba_cache_dtype, model_dtype, field="--mamba-cache-dtype")
+    flag = settings.mamba_ssm_cache_dtype
+    for name, value in (
+        ("--mamba-cache-dtype", settings.mamba_cache_dtype),
+        ("--mamba-ssm-cache-dtype", flag),
+    ):
+        if value in MAMBA_DTYPES and value not in profile.mamba_dtypes:
+            # CacheConfig's MambaDType literal (vllm/config/cache.py)
+            raise InvalidSettings(
+                f"vLLM {profile.name} rejects {name} {value} (it accepts "
+                f"{', '.join(profile.mamba_dtypes)})"
+            )
+    if flag not in ("auto", "float32", "float16", "bfloat16"):
+        raise InvalidSettings(
+            f"--mamba-ssm-cache-dtype: unknown value {flag!r} "
+            "(expected one of auto, float32, float16, bfloat16)"
+        )
+    why = f"--mamba-ssm-cache-dtype {flag}"
+    default = geometry.ssm_dtype_default
+    if geometry.model_type == "nemotron_h" and default is not None:
+        if profile.nemotron_ssm_fallback is None:
+            default = None
+        elif geometry.ssm_dtype_fallback:
+            default = profile.nemotron_ssm_fallback
+    if flag == "auto" and default is not None:
+        flag = default
+        why = f"--mamba-ssm-cache-dtype auto → {default} (model default, vLLM {profile.name})"
+    assert geometry.state is not None
+    family = geometry.state.family
+    if family == "kda":
+        if not profile.kda_ssm_dtype_flag:
+            note = (
+                ""
+                if flag == "auto"
+                else f" (vLLM {profile.name} ignores --mamba-ssm-cache-dtype {flag} for KDA)"
+            )
+            return conv, "float32", "KDA recurrent state always float32" + note, flag
+        ssm = kda.ssm_dtype(flag)
+        if flag == "auto":
+            why = f"--mamba-ssm-cache-dtype auto → {ssm} (KDA default)"
+        return conv, ssm, why, flag
+    if family == "gdn" and not profile.gdn_ssm_dtype_flag:
+        note = "" if flag == "auto" else f"; --mamba-ssm-cache-dtype {flag} is ignored"
+        return (
+            conv,
+            conv,
+            f"vLLM {profile.name}: GDN states both take --mamba-cache-dtype{note}",
+            flag,
+        )
+    if flag == "auto":
+        return conv, conv, "--mamba-ssm-cache-dtype auto → the conv-state dtype", flag
+    return conv, flag, why, flag
+
+
+def mamba_cache_mode(
+    geometry: ModelGeometry, settings: Settings, profile: Profile, prefix_caching: bool
+) -> tuple[str, str]:
+    """(Mamba cache mode vLLM settles on, why): ``none``, ``align`` or ``all``.
+
+    With prefix caching off the mode is ``none``. With it on: releases without the flag
+    (< 0.15) behave as ``all`` for models supporting Mamba prefix caching (chunk
+    alignment, from 0.11.1); 0.15-0.31 take ``--mamba-cache-mode``, defaulting to ``all``
+    for supporting models and ``align`` otherwise (``all`` falls back to ``align`` when
+    unsupported; 0.20-0.21 default supporting models to ``align`` with speculative
+    decoding); 0.28-0.31 default every model to ``align``; 0.32 has no ``all``; 0.33
+    ignores the flag (deprecated) and uses ``align``.
+    (``vllm/model_executor/models/config.py`` ``MambaModelConfig.verify_and_update_config``.)
+
+    Raises:
+        InvalidSettings: an unknown mode, or one the release does not accept.
+    """
+    flag = settings.mamba_cache_mode
+    if flag is not None:
+        if flag not in ("none", "align", "all"):
+            raise InvalidSettings(
+                f"--mamba-cache-mode: unknown value {flag!r} (expected one of none, align, all)"
+            )
+        if not profile.mamba_cache_modes:
+            raise InvalidSettings(
+                f"--mamba-cache-mode: vLLM {profile.name} has no such flag (it exists from 0.15)"
+            )
+        if flag not in profile.mamba_cache_modes:
+            raise InvalidSettings(
+                f"--mamba-cache-mode {flag}: vLLM {profile.name} accepts only "
+                f"{', '.join(profile.mamba_cache_modes)}"
+            )
+    if not geometry.is_hybrid or not prefix_caching:
+        why = "prefix caching is off" if geometry.is_hybrid else "no hybrid alignment"
+        if flag not in (None, "none") and geometry.is_hybrid:
+            why += f": --mamba-cache-mode {flag} is reset to none"
+        return "none", why
+    supports = profile.chunk_alignment and geometry.model_type in profile.mamba_prefix_caching_types
+    if not profile.mamba_cache_modes:
+        if supports:
+            return "all", f"vLLM {profile.name}: Mamba prefix caching aligns to the chunk size"
+        return "none", f"vLLM {profile.name}: no chunk alignment for {geometry.model_type}"
+    if profile.mamba_cache_mode_noop:
+        why = f"vLLM {profile.name}: prefix caching → align"
+        if flag is not None:
+            why += f" (--mamba-cache-mode {flag} is a deprecated no-op)"
+        return "align", why
+    if flag in (None, "none"):
+        if supports and profile.spec_decode_align and settings.num_speculative_tokens > 0:
+            return "align", (
+                f"vLLM {profile.name} default with speculative decoding for {geometry.model_type}"
+            )
+        mode = "all" if supports and profile.mamba_cache_mode_default_all else "align"
+        return mode, f"vLLM {profile.name} default for {geometry.model_type} with prefix caching"
+    if flag == "all" and not supports:
+        return "align", f"--mamba-cache-mode all unsupported for {geometry.model_type}: align"
+    return flag, f"--mamba-cache-mode {flag}"
+
+
+def checkpoint_alignment(
+    geometry: ModelGeometry, settings: Settings, gpu: Gpu | None, prefix_caching: bool
+) -> tuple[int, str]:
+    """Prefill-checkpoint alignment (tokens) used with prefix caching, and why.
+
+    Gated-delta-net models whose prefill runs on the FlashInfer GDN kernel export
+    checkpoints every 64 tokens: chosen on SM90, and on SM100/SM120 when
+    ``linear_key_head_dim == 128`` (CUDA ≥ 13 assumed). Elsewhere 1.
+    (``vllm/model_executor/layers/mamba/abstract.py`` ``get_mamba_prefill_checkpoint_alignment``.)
+    """
+    state = geometry.state
+    if state is None or state.family != "gdn" or not prefix_caching:
+        return 1, "no prefill checkpoint alignment"
+    if settings.gdn_prefill_backend == "triton":
+        return 1, "GDN prefill on Triton: checkpoint alignment 1"
+    if settings.gdn_prefill_backend == "flashinfer":
+        return FLASHINFER_GDN_CHECKPOINT, "GDN prefill on FlashInfer: checkpoints every 64 tokens"
+    if gpu is None:
+        return 1, (
+            "GPU unspecified: assumed the GDN prefill is not on FlashInfer (checkpoint "
+            "alignment 1); on H100/H200/B200 pass --gpu for the 64-token alignment"
+        )
+    cap = gpu.capability
+    if cap is not None and (cap[0] == 9 or (cap[0] in (10, 12) and state.params["Dk"] == 128)):
+        return FLASHINFER_GDN_CHECKPOINT, (
+            f"{gpu.name}: GDN prefill on FlashInfer, checkpoints every 64 tokens"
+        )
+    return 1, f"{gpu.name}: GDN prefill on Triton, checkpoint alignment 1"
+
+
+def replay_ring(geometry: ModelGeometry, settings: Settings, profile: Profile, mode: str) -> int:
+    """ReplaySSM ring length (tokens) for ``--use-replayssm``, 0 when it is off.
+
+    Nemotron-H only (the one ``SupportsReplaySSM`` model); ``--replayssm-buffer-len B``
+    tokens, plus 1 with ``--mamba-backend flashinfer`` (0.30-0.31), plus ``1 + spec``
+    (0.32+). Mirrors ``VllmConfig.validate_mamba_cached_kernel`` (``vllm/config/vllm.py``)
+    and ``MambaStateShapeCalculator.append_replayssm_ring``.
+
+    Raises:
+        InvalidSettings: a release without the flag, another model, cache mode ``all``, a
+            backend or speculative decoding the release's ReplaySSM refuses.
+    """
+    backend = settings.mamba_backend or "triton"
+    if backend not in ("triton", "flashinfer"):
+        raise InvalidSettings(
+            f"--mamba-backend: unknown value {backend!r} (expected triton or flashinfer)"
+        )
+    if settings.replayssm_buffer_len <= 0:
+        raise InvalidSettings("--replayssm-buffer-len must be positive")
+    if not settings.use_replayssm:
+        return 0
+    if not profile.replayssm:
+        raise InvalidSettings(f"--use-replayssm: vLLM {profile.name} has no such flag (from 0.27)")
+    if geometry.model_type != "nemotron_h":
+        raise InvalidSettings(
+            f"vLLM rejects this configuration: --use-replayssm is only supported for "
+            f"Nemotron-H models (got {geometry.architecture or geometry.model_type})"
+        )
+    if mode == "all":
+        raise InvalidSettings(
+            "vLLM rejects this configuration: --use-replayssm supports prefix caching only "
+            "in align mode; pass --mamba-cache-mode align"
+        )
+    spec = settings.num_speculative_tokens
+    if backend == "flashinfer" and profile.replayssm < 2:
+        raise InvalidSettings(
+            f"vLLM {profile.name} rejects this configuration: --use-replayssm requires "
+            "--mamba-backend triton"
+        )
+    if spec and profile.replayssm < 2:
+        raise InvalidSettings(
+            f"vLLM {profile.name} rejects this configuration: --use-replayssm does not "
+            "support speculative decoding"
+        )
+    ring = settings.replayssm_buffer_len
+    if backend == "flashinfer":
+        ring += 1 + (spec if profile.replayssm >= 3 else 0)
+    return ring
+
+
+def _flash_attn_restricted(
+    profile: Profile,
+    backend: Backend,
+    gpu: Gpu | None,
+    hybrid: bool,
+    cache_dtypes: tuple[str, ...],
+) -> bool:
+    """Whether FLASH_ATTN offers only 16/32/64-token kernel blocks here.
+
+    vLLM 0.11.1: for every model (``supported_kernel_block_sizes``); 0.12-0.24: for hybrid
+    models whose ``CacheConfig`` ``mamba_cache_dtype`` or ``mamba_ssm_cache_dtype`` is
+    float32 (``vllm/v1/attention/backends/flash_attn.py``
+    ``get_supported_kernel_block_sizes``, flash-attention issue 1974). CUDA only.
+    """
+    if backend.name != "FLASH_ATTN" or (gpu is not None and gpu.platform != "cuda"):
+        return False
+    if profile.flash_attn_kernel_sizes == "all":
+        return True
+    return (
+        profile.flash_attn_kernel_sizes == "hybrid-float32"
+        and hybrid
+        and ("float32" in cache_dtypes)
+    )
+
+
+def _fa4_hd256(
+    profile: Profile,
+    backend: Backend,
+    gpu: Gpu | None,
+    attention: AttentionGeometry,
+    kv_dtype: str | None,
+) -> bool:
+    """Whether FLASH_ATTN runs FlashAttention 4's head-size-256 kernel (128-token pages).
+
+    vLLM ≥ 0.29 on capability 10.x/11.x, head size 256 for K and V, a KV cache that is not
+    quantized (``vllm/v1/attention/backends/flash_attn.py`` ``_get_fa4_hd256_block_size``;
+    ``fa_utils.py`` ``uses_fa4_hd256_kernel``, ``get_flash_attn_version``,
+    ``_fa4_hd256_fallback_reason``). Soft-capping and sinks are not modelled (no hybrid in
+    the catalog uses them).
+    """
+    cap = gpu.capability if gpu is not None else None
+    return (
+        profile.fa4_hd256_pages
+        and backend.name == "FLASH_ATTN"
+        and gpu is not None
+        and gpu.platform == "cuda"
+        and cap is not None
+        and cap[0] in (10, 11)
+        and not attention.use_mla
+        and attention.head_size == 256
+        and kv_dtype is not None
+        and not kv_dtype.startswith("fp8")
+    )
+
+
+def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineConfig:
+    """Resolve ``settings`` for ``geometry`` once, as ``vllm serve`` would.
+
+    Order (as ``EngineArgs.create_engine_config``): release profile; model dtype;
+    KV-cache dtype (``auto`` → the checkpoint's ``quantization_config`` → the model
+    dtype); prefix caching (flag, else the release default); GPU and attention backend;
+    block size before alignment; Mamba state dtypes; prefill-checkpoint and chunk
+    alignment.
+
+    Raises:
+        InvalidSettings: an unknown version, GPU, backend or dtype, a negative
+            ``--block-size`` or ``--num-speculative-tokens``.
+        NotModelled: a packed KV-cache dtype (given, or resolved from the checkpoint).
+    """
+    chosen = resolve(settings.vllm_version)
+    profile = chosen.profile
+    steps = [Resolution("vllm_release", profile.name, chosen.note)]
+    model_dtype = resolve_model_dtype(settings.dtype, geometry.model_dtype)
+    steps.append(Resolution("model_dtype", model_dtype, f"--dtype {settings.dtype} (config: "
+                            f"{geometry.model_dtype})"))  # fmt: skip
+    if settings.num_speculative_tokens < 0:
+        raise InvalidSettings("--num-speculative-tokens must be >= 0")
+    if settings.block_size is not None and settings.block_size <= 0:
+        raise InvalidSettings(f"--block-size must be positive, got {settings.block_size}")
+    for flag_name, value in (
+        ("--mamba-block-size", settings.mamba_block_size),
+        ("--max-model-len", settings.max_model_len),
+    ):
+        if value is not None and value <= 0:
+            raise InvalidSettings(f"{flag_name} must be positive, got {value}")
+    problem = architecture_problem(geometry.architecture, chosen.release)
+    if problem:
+        raise UnsupportedModel(f"{geometry.model_id}: {problem}")
+    notes: list[str] = []
+
+    if settings.enable_prefix_caching is not None:
+        prefix_caching = settings.enable_prefix_caching
+        why = "--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching"
+    else:
+        prefix_caching = profile.prefix_caching_default(geometry.is_hybrid)
+        why = f"vLLM {profile.name} default" + (" for hybrid models" if geometry.is_hybrid else "")
+    steps.append(Resolution("prefix_caching", "on" if prefix_caching else "off", why))
+
+    gpu = get_gpu(settings.gpu)
+    backend: Backend | None = None
+    kv_dtype: str | None = None
+    kv_bytes: int | None = None
+    base_block = settings.block_size if settings.block_size is not None else DEFAULT_BLOCK_SIZE
+    attention = geometry.attention
+    if attention is not None:
+        flag, source = _kv_cache_dtype(geometry, settings, profile)
+        if flag in PACKED_KV_CACHE_DTYPES and settings.kv_cache_dtype == "auto":
+            raise NotModelled(
+                f"{geometry.config_path}: the checkpoint's quantization_config asks for a "
+                f"{flag} KV cache (what --kv-cache-dtype auto resolves to): that packed layout "
+                "is not modelled by kvalign; pass --kv-cache-dtype fp8 or bfloat16 to size "
+                "another layout"
+            )
+        kv_bytes = kv_cache_dtype_bytes(flag, model_dtype)
+        kv_dtype = model_dtype if flag == "auto" else flag
+        steps.append(Resolution("kv_cache_dtype", f"{kv_dtype} ({kv_bytes} B)", source))
+        if flag != settings.kv_cache_dtype:
+            notes.append(f"KV cache in {kv_dtype}: {source.split(' (')[0]}")
+        backend = resolve_backend(
+            settings.attention_backend,
+            use_mla=attention.use_mla,
+            gqa=attention.num_attention_heads > attention.total_kv_heads,
+            gpu=gpu,
+            large_pages=profile.flashinfer_large_pages,
+            mla_blackwell=profile.mla_blackwell_backend,
+        )
+        if _fa4_hd256(profile, backend, gpu, attention, kv_dtype):
+            backend = Backend("FLASH_ATTN", sizes=(FA4_HD256_PAGE,), preferred=FA4_HD256_PAGE)
+            steps.append(Resolution("kernel_block_sizes", str(FA4_HD256_PAGE), (
+                f"vLLM {profile.name}: FlashAttention 4's head-size-256 kernel on "
+                "capability 10.x")))  # fmt: skip
+        where = gpu.name if gpu is not None else "an unspecified CUDA GPU"
+        if settings.attention_backend.strip().lower() == AUTO_BACKEND:
+            flag_text = f"--attention-backend unset → vLLM {profile.name}'s choice on {where}"
+        else:
+            flag_text = f"--attention-backend {settings.attention_backend} on {where}"
+        steps.append(Resolution("attention_backend", backend.name, flag_text))
+        if settings.block_size is None and profile.backend_preferred_block:
+            base_block = backend.preferred_block_size()  # the platform's default (16; CPU 128)
+            block_why = f"--block-size unset → {backend.name}'s preferred size"
+        elif settings.block_size is None:
+            block_why = f"--block-size unset → {DEFAULT_BLOCK_SIZE}"
+        else:
+            block_why = f"--block-size {settings.block_size}"
+        steps.append(Resolution("base_block_size", str(base_block), block_why))
+
+    conv: str | None = None
+    ssm: str | None = None
+    if geometry.state is not None:
+        conv, ssm, ssm_why, ssm_config = _state_dtypes(geometry, settings, model_dtype, profile)
+        steps.append(Resolution("mamba_cache_dtype", conv,
+                                f"--mamba-cache-dtype {settings.mamba_cache_dtype}"))  # fmt: skip
+        steps.append(Resolution("mamba_ssm_cache_dtype", ssm, ssm_why))
+        for dtype in (conv, ssm):
+            assert dtype in DTYPE_BYTES
+        if backend is not None and _flash_attn_restricted(
+            profile, backend, gpu, geometry.is_hybrid, (conv, ssm_config)
+        ):
+            backend = Backend("FLASH_ATTN", sizes=(16, 32, 64))
+            steps.append(Resolution("kernel_block_sizes", "16, 32, 64", (
+                f"vLLM {profile.name}: FLASH_ATTN with a float32 Mamba state "
+                "(flash-attention issue 1974)")))  # fmt: skip
+    elif backend is not None and _flash_attn_restricted(profile, backend, gpu, False, ()):
+        backend = Backend("FLASH_ATTN", sizes=(16, 32, 64))
+
+    checkpoint, checkpoint_note = 1, "no prefill checkpoint alignment"
+    if profile.gdn_checkpoint_alignment:
+        checkpoint, checkpoint_note = checkpoint_alignment(geometry, settings, gpu, prefix_caching)
+        if geometry.state is not None and geometry.state.family == "gdn":
+            steps.append(Resolution("prefill_checkpoint", str(checkpoint), checkpoint_note))
+    if settings.mamba_block_size is not None and not prefix_caching:
+        # VllmConfig.validate_mamba_block_size (vllm/config/vllm.py, 0.11.1-0.33 read)
+        raise InvalidSettings(
+            "vLLM rejects this configuration: --mamba-block-size can only be set with "
+            "--enable-prefix-caching"
+        )
+    chunk: int | None = None
+    mode, mode_why = mamba_cache_mode(geometry, settings, profile, prefix_caching)
+    if geometry.is_hybrid:
+        steps.append(Resolution("mamba_cache_mode", mode, mode_why))
+    if mode == "all":
+        if settings.mamba_block_size is not None:
+            chunk, chunk_why = (
+                settings.mamba_block_size,
+                "--mamba-block-size replaces the chunk size",
+            )
+        else:
+            chunk = geometry.mamba_chunk_size or DEFAULT_MAMBA_CHUNK_SIZE
+            chunk_why = "the model's Mamba chunk size"
+        why = f"prefix caching in Mamba cache mode 'all' (vLLM {profile.name}): {chunk_why}"
+        steps.append(Resolution("mamba_chunk_alignment", str(chunk), why))
+    elif settings.mamba_block_size is not None and geometry.is_hybrid:
+        notes.append(
+            f"--mamba-block-size {settings.mamba_block_size} does not move the block size "
+            f"in Mamba cache mode '{mode}' (only 'all' aligns to it)"
+        )
+    spec_rows = settings.num_speculative_tokens
+    state = geometry.state
+    if (
+        state is not None
+        and state.family == "mamba2"
+        and spec_rows
+        and geometry.model_type not in profile.mamba2_spec_types
+    ):
+        spec_rows = 0
+        steps.append(Resolution("conv_state_spec_rows", "0", (
+            f"vLLM {profile.name}: {geometry.model_type}'s Mamba2 conv state has no "
+            "speculative rows")))  # fmt: skip
+    ring = replay_ring(geometry, settings, profile, mode)
+    if ring:
+        steps.append(Resolution("replayssm_ring", str(ring), (
+            f"--use-replayssm --replayssm-buffer-len {settings.replayssm_buffer_len} "
+            f"--mamba-backend {settings.mamba_backend or 'triton'}")))  # fmt: skip
+    config_error = ""
+    if (
+        profile.attention_free_kv_heads_error
+        and geometry.attention is None
+        and geometry.model_type not in ("mamba", "falcon_mamba")
+    ):
+        config_error = (
+            f"vLLM {profile.name} cannot build this model's config: its "
+            "ModelArchConfigConvertor reads num_attention_heads, which the "
+            f"{geometry.model_type} config lacks (AttributeError; fixed in 0.18)"
+        )
+    if settings.max_model_len is not None:
+        steps.append(Resolution("max_model_len", str(settings.max_model_len), "--max-model-len"))
+    hybrid_alignment = True
+    if (
+        geometry.is_hybrid
+        and gpu is not None
+        and gpu.platform == "cpu"
+        and not (profile.cpu_hybrid_alignment)
+    ):
+        hybrid_alignment = False
+        steps.append(Resolution("hybrid_alignment", "off", (
+            f"vLLM {profile.name}'s CPU platform does no hybrid block alignment")))  # fmt: skip
+        notes.append(
+            f"vLLM {profile.name}'s CPU platform does no hybrid block alignment: the block "
+            "stays at its base size"
+        )
+    if gpu is not None and gpu.capability is not None:
+        cap = gpu.capability
+        sm100 = cap == (10, 0) if profile.blackwell_hd256_exact else cap[0] == 10
+    else:
+        sm100 = False
+    return EngineConfig(
+        settings=settings,
+        profile=profile,
+        profile_note=chosen.note,
+        gpu=gpu,
+        backend=backend,
+        model_dtype=model_dtype,
+        kv_cache_dtype=kv_dtype,
+        kv_bytes=kv_bytes,
+        conv_dtype=conv,
+        ssm_dtype=ssm,
+        prefix_caching=prefix_caching,
+        base_block=base_block,
+        checkpoint=checkpoint,
+        checkpoint_note=checkpoint_note,
+        chunk=chunk,
+        num_speculative_tokens=settings.num_speculative_tokens,
+        blackwell=sm100,
+        mamba_cache_mode=mode,
+        hybrid_alignment=hybrid_alignment,
+        max_model_len=settings.max_model_len,
+        state_spec_tokens=spec_rows,
+        replay_ring=ring,
+        replay_padded=profile.replayssm >= 4,
+        config_error=config_error,
+        resolutions=tuple(steps),
+        notes=tuple(notes),
+    )
