@@ -17,7 +17,7 @@ from kvalign.alignment import analyze_rank
 from kvalign.backends import AUTO_BACKEND, get_gpu, platform_note
 from kvalign.deploy.model import Deployment, Ignore, Location, Pool, Problem
 from kvalign.engine import create_engine_config
-from kvalign.errors import KvalignError
+from kvalign.errors import InvalidSettings, KvalignError
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import PairBy, group_pools
 from kvalign.pd import analyze_pair
@@ -125,20 +125,30 @@ def _evaluate(
     cache: dict[str, ModelGeometry],
     use_cache: bool = False,
     platform: Platform | None = None,
-) -> FileResult:
+) -> tuple[FileResult | None, list[Problem]]:
     """Load every pool's model and predict its rank under the file's version assumption.
 
-    Raises:
-        PoolError: a pool's model cannot be loaded, or a setting / version is rejected
-            (carries that pool's location and label).
+    A pool's version is ``version`` (``--vllm-version``), else the pool's own (a vLLM
+    image tag), else the file's ``vllm_version``.
+
+    Returns:
+        ``(result, problems)``: the pools that could be evaluated (``None`` when the
+        file's version is rejected), and one blocking problem per pool that could not (its
+        model cannot be loaded, a setting or version is rejected), with its location and
+        label. One unevaluable pool never hides the others (issue 10, D2).
     """
     platform = platform or Platform()
     chosen = version or deployment.vllm_version
     try:
         resolved = resolve(chosen)
     except KvalignError as exc:
-        raise PoolError(Problem(Location(deployment.source), f"vllm_version: {exc}")) from None
+        if version is None and deployment.version_source is not None:
+            why = str(exc).removeprefix("--vllm-version ")
+            message = f"release profile from the {deployment.version_source}: {why}"
+            return None, [Problem(Location(deployment.source), message)]
+        return None, [Problem(Location(deployment.source), f"vllm_version: {exc}")]
     results: list[PoolResult] = []
+    errors: list[Problem] = []
     for pool in deployment.pools:
         key = f"{pool.model}@{pool.args.revision or ''}#{pool.args.hf_overrides or ''}"
         try:
@@ -149,23 +159,22 @@ def _evaluate(
                     hf_overrides=parse_hf_overrides(pool.args.hf_overrides),
                     use_cache=use_cache,
                 )
-            settings = _pool_settings(pool, chosen, platform)
+            own = version or pool.settings.vllm_version or chosen
+            if own != chosen:
+                try:
+                    resolve(own)
+                except KvalignError as exc:
+                    why = str(exc).removeprefix("--vllm-version ")
+                    raise InvalidSettings(f"release profile of its vLLM image: {why}") from None
+            settings = _pool_settings(pool, own, platform)
             pool = dataclasses.replace(pool, settings=settings)
             engine = create_engine_config(cache[key], settings)
             results.append(
                 PoolResult(pool, cache[key], analyze_rank(cache[key], engine, pool.tp), engine)
             )
         except KvalignError as exc:
-            raise PoolError(Problem(pool.location, f"{pool.label}: {exc}")) from None
-    return FileResult(deployment, tuple(results), resolved.note)
-
-
-class PoolError(Exception):
-    """A pool that cannot be evaluated, with its location (internal to this module)."""
-
-    def __init__(self, problem: Problem) -> None:
-        super().__init__(problem.message)
-        self.problem = problem
+            errors.append(Problem(pool.location, f"{pool.label}: {exc}"))
+    return FileResult(deployment, tuple(results), resolved.note), errors
 
 
 @dataclass(frozen=True)
@@ -199,8 +208,28 @@ def assumptions(files: tuple[FileResult, ...] | list[FileResult]) -> tuple[str, 
     return tuple(f"{line} [{n} pool(s)]" for line, n in counts.items())
 
 
+def _version_notes(deployment: Deployment, version: str | None) -> list[str]:
+    """Say where a release profile not stated in the file came from (a vLLM image tag),
+    or that ``--vllm-version`` overrides it (C1), for the report's assumptions."""
+    if deployment.version_source is None or deployment.vllm_version is None:
+        return []
+    if version is None:
+        message = (
+            f"release profile vLLM {deployment.vllm_version} taken from the "
+            f"{deployment.version_source} (--vllm-version overrides it)"
+        )
+    elif version.strip().lstrip("v") != deployment.vllm_version:
+        message = f"--vllm-version {version} used instead of the {deployment.version_source}"
+    else:
+        return []
+    return [f"{deployment.source}: {message}"]
+
+
 def _groups(
-    files: list[FileResult], pair_by: PairBy, version: str | None
+    files: list[FileResult],
+    pair_by: PairBy,
+    version: str | None,
+    partial: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[list[GroupResult], list[Problem]]:
     """Group the evaluated pools (:func:`kvalign.grouping.group_pools`) and pair them.
 
@@ -244,11 +273,18 @@ def _groups(
         )  # fmt: skip
         for result in group.unpaired:
             other = "decode" if result.pool.role == "prefill" else "prefill"
+            hidden = sorted(partial & {d.source for d in deployments})
+            why = (
+                f"not paired: a pool of {', '.join(hidden)} could not be evaluated "
+                "(listed as not evaluated)"
+                if hidden
+                else "not paired (see --pair-by)"
+            )
             problems.append(
                 Problem(
                     result.pool.location,
                     f"{result.pool.label}: no {other} pool in its deployment "
-                    f"({grouping.how}); not paired (see --pair-by)",
+                    f"({grouping.how}); {why}",
                     blocking=False,
                 )
             )
@@ -311,17 +347,24 @@ def run_audit(
     unevaluated: list[Problem] = []
     problems: list[Problem] = []
     findings: list[Finding] = []
+    partial: set[str] = set()  # files with a pool that could not be evaluated
+    version_notes: list[str] = []
     for deployment in deployments:
         problems += [p for p in deployment.problems if not p.blocking]
+        version_notes += _version_notes(deployment, vllm_version)
         blocking = [p for p in deployment.problems if p.blocking]
+        unevaluated += blocking
         if blocking:
-            unevaluated += blocking
+            partial.add(deployment.source)
+        if not deployment.pools:
             continue
-        try:
-            files.append(_evaluate(deployment, vllm_version, cache, use_cache, platform))
-        except PoolError as exc:
-            unevaluated.append(exc.problem)
-    groups, grouping_problems = _groups(files, pair_by, vllm_version)
+        result, errors = _evaluate(deployment, vllm_version, cache, use_cache, platform)
+        unevaluated += errors
+        if errors:
+            partial.add(deployment.source)
+        if result is not None and result.pools:
+            files.append(result)
+    groups, grouping_problems = _groups(files, pair_by, vllm_version, partial)
     problems += grouping_problems
     for group in groups:
         findings += run_rules(group)
@@ -369,5 +412,5 @@ def run_audit(
         skipped=skipped,
         files=tuple(files),
         pair_by=pair_by,
-        assumptions=assumptions(files),
+        assumptions=(*assumptions(files), *version_notes),
     )

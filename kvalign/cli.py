@@ -778,13 +778,16 @@ def audit(
         bool,
         typer.Option(
             "--skip-unrelated",
-            help="A named file with no vLLM pool is skipped with a note instead of exit 2 "
-            "(the pre-commit hook passes every changed YAML).",
+            help="A named file with no vLLM pool is skipped with a note instead of exit 2, "
+            "and a vLLM launch with no prefill/decode role (an aggregated server) is "
+            "skipped with a warning instead of exit 3 (the pre-commit hook passes every "
+            "changed YAML).",
         ),
     ] = False,
 ) -> None:
-    """Audit P/D deployment files (kvalign YAML, vllm serve lines, Kubernetes, llm-d,
-    Dynamo, KServe) before they ship.
+    """Audit P/D deployment files (kvalign YAML, shell scripts and vllm serve lines,
+    Kubernetes, LeaderWorkerSet, llm-d, Dynamo, KServe, production-stack values) before
+    they ship.
 
     Exit 0 clean, 1 findings at or above --fail-on, 2 usage or unreadable input,
     3 a file could not be evaluated.
@@ -794,12 +797,35 @@ def audit(
     from rich.console import Console
 
     from kvalign.audit import Platform, run_audit
-    from kvalign.deploy import read_paths, refuse_output_over_input
+    from kvalign.deploy import INPUT_KINDS, read_paths, refuse_output_over_input
     from kvalign.deploy.model import Problem
     from kvalign.deploy.project import load_baseline, load_ignores
     from kvalign.report import audit as audit_report
 
+    notes: list[Problem] = []
+    shown: list[bool] = [False]  # notes already printed (--verbose)
+
     def run() -> int:
+        try:
+            return evaluate()
+        except KvalignError as exc:
+            # the reasons behind "nothing found" (e.g. an image not recognised as vLLM)
+            # are kept for --verbose; --format json still prints a document (D4)
+            if verbose and not shown[0]:
+                for note in notes:
+                    sys.stderr.write(f"kvalign: note: {note.location}: {note.message}\n")
+            if output_format is AuditFormat.json:
+                text = audit_report.error_to_json(str(exc), exc.exit_code, notes) + "\n"
+                if output is None or str(exc).startswith("--output"):
+                    typer.echo(text, nl=False)
+                else:
+                    try:
+                        Path(output).write_text(text, encoding="utf-8")
+                    except OSError:
+                        typer.echo(text, nl=False)
+            raise
+
+    def evaluate() -> int:
         from kvalign.backends import check_backend_choice, get_gpu
         from kvalign.rules import parse_rule_codes
 
@@ -812,7 +838,6 @@ def audit(
             check_backend_choice(attention_backend, gpu_model)
         if output is not None:
             refuse_output_over_input(output, paths, baseline, config)
-        notes: list[Problem] = []
         deployments, skipped = read_paths(paths, notes=notes, skip_unrelated=skip_unrelated)
         if config is not None and not Path(config).is_file():
             raise InvalidSettings(f"--config {config}: no such file")
@@ -835,6 +860,7 @@ def audit(
             if problem.verbose_only and not verbose:
                 continue
             sys.stderr.write(f"kvalign: warning: {problem.location}: {problem.message}\n")
+        shown[0] = True
         if verbose:
             for item in skipped:
                 sys.stderr.write(f"kvalign: skipped {item}: no deployment found\n")
@@ -848,9 +874,16 @@ def audit(
                         )
         if not report.files and not report.unevaluated and not skip_unrelated:
             # an empty or mistyped deploy path must not pass a CI gate silently
+            looked = (
+                f"{len(skipped)} file(s) read, none a deployment"
+                + ("" if verbose else " (--verbose gives the reasons)")
+                + "; "
+                if skipped
+                else ""
+            )
             raise InvalidSettings(
                 f"no vLLM prefill/decode deployment found in: {', '.join(paths)} "
-                "(use --skip-unrelated to accept that)"
+                f"({looked}use --skip-unrelated to accept that; kvalign reads: {INPUT_KINDS})"
             )
         renderers: dict[AuditFormat, Callable[[object], str]] = {
             AuditFormat.json: audit_report.to_json,  # type: ignore[dict-item]

@@ -6,10 +6,15 @@ of the same group.
 * ``file``: one group per file (the behaviour before ``--pair-by`` existed).
 * ``label`` (default): a pool with an explicit deployment key
   (:class:`~kvalign.deploy.model.DeploymentKey`) joins the other pools with the same key,
-  namespace and folder, across files (``prefill.yaml`` + ``decode.yaml``, a Helm chart
-  rendered with ``--output-dir``); a key that names a single object holding every pool
-  (a Dynamo graph, a KServe service, a DisaggregatedSet) groups within that object only.
-  A pool without a key falls back to its file.
+  namespace and folder, across files. The key is the Helm release when the manifests name
+  one (``app.kubernetes.io/instance``, ``helm-release-name``), else the application
+  (``app.kubernetes.io/part-of``), else the model (``llm-d.ai/model``): several releases
+  of one model in one folder stay several deployments
+  (:data:`kvalign.deploy.common.DEPLOYMENT_LABELS`); e.g. ``prefill.yaml`` +
+  ``decode.yaml``, a Helm chart rendered with ``--output-dir``; a key that names a
+  single object holding every pool (a Dynamo graph, a KServe service, a
+  DisaggregatedSet) groups within that object only. A pool without a key falls back to
+  its file.
 * ``model``: every prefill pool with every decode pool of the same model id, across all
   inputs.
 """

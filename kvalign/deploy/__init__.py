@@ -1,24 +1,29 @@
 """Deployment readers: files → :class:`~kvalign.deploy.model.Deployment` objects.
 
-One module per input kind (:mod:`.own`, :mod:`.cmdline`, :mod:`.k8s`); :func:`read_paths`
-picks the reader by content. The only audit layer that reads user files.
+One module per input kind (:mod:`.own` kvalign YAML, :mod:`.stack` production-stack values,
+:mod:`.k8s` Kubernetes manifests and llm-d / KServe / Dynamo resources, :mod:`.cmdline`
+shell scripts and command lines, evaluated by :mod:`.bash`); :func:`read_paths` picks the
+reader by content (docs/inputs.md lists what each reads). The only audit layer that reads
+user files.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kvalign.deploy import cmdline, k8s, lmcache, own
+from kvalign.deploy import cmdline, k8s, lmcache, own, stack
 from kvalign.deploy.common import ignores_in
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
 from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
 from kvalign.safeio import YamlRefused, load_yaml, load_yaml_documents, read_stream
 from kvalign.safeio import read_text as read_file_text
 
-__all__ = ["read_paths", "read_text", "refuse_output_over_input"]
+__all__ = ["INPUT_KINDS", "read_paths", "read_text", "refuse_output_over_input"]
 
 #: file suffixes read when scanning a directory.
 SUFFIXES = frozenset({".yaml", ".yml", ".sh", ".bash", ".txt", ".cmd"})
@@ -65,6 +70,19 @@ def read_text(text: str, file: str, base: Path | None = None) -> Deployment | No
     return _read(text, file, base, [])
 
 
+#: every input kind kvalign reads (docs/inputs.md), for "nothing found" messages.
+INPUT_KINDS = (
+    "kvalign YAML (model + prefill/decode), shell scripts and command lines launching vLLM "
+    "(vllm serve, python -m vllm.entrypoints.openai.api_server, python -m dynamo.vllm, "
+    "docker run vllm/vllm-openai), Kubernetes Deployment/StatefulSet/Pod/Job, "
+    "LeaderWorkerSet, llm-d ModelService values and DisaggregatedSet, KServe "
+    "LLMInferenceService, NVIDIA Dynamo DynamoGraphDeployment, production-stack Helm values "
+    "(servingEngineSpec.modelSpec)"
+)
+_VLLM_IMAGE_TEXT = re.compile(r"image:\s*['\"]?[^\s'\"]*\bvllm(-openai)?[:@\s'\"]|vllm/vllm-openai")
+_SHELL_SUFFIXES = (".sh", ".bash")
+
+
 def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Deployment | None:
     """Read one file's text (``file`` is its display name, ``-`` for stdin).
 
@@ -73,7 +91,10 @@ def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Depl
 
     Returns:
         A :class:`Deployment`, or ``None`` when the text is no deployment kvalign knows
-        (e.g. a vLLM ``--config`` YAML on its own, manifests without a vLLM pool).
+        (e.g. a vLLM ``--config`` YAML on its own, manifests without a vLLM container).
+        A file that plainly launches vLLM but yields no pool is a deployment with one
+        blocking problem giving the reasons (``launches`` > 0 or a vLLM image /
+        ``vllm serve`` in its text): it is reported as not evaluated, never skipped.
 
     Raises:
         InvalidConfig: a YAML file that does not parse; a kvalign-schema field of the wrong type.
@@ -93,29 +114,48 @@ def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Depl
         except YamlRefused:
             raise  # valid YAML syntax, refused (duplicate key, bomb): never a script
         except InvalidConfig:
-            if file != "-" or not cmdline.matches(text):
+            if file != "-" or not cmdline.matches(text, strict=False):
                 raise  # stdin that is no command line either: the YAML error is the answer
     plain = [d for _, d in docs]
     if len(plain) == 1 and own.matches(plain[0]):
         deployment = own.read(plain[0], text, file)
+    elif len(plain) == 1 and stack.matches(plain[0]):
+        deployment = stack.read(plain[0], text, file)
     elif k8s.matches(plain):
         deployment = k8s.read(docs, text, file)
-    elif cmdline.matches(text):
+    elif file.endswith(_SHELL_SUFFIXES) or cmdline.matches(
+        text, strict=is_yaml and any(isinstance(d, (Mapping, list)) for d in plain)
+    ):
         deployment = cmdline.read(text, file, _config_loader(base))
     if deployment is None:
         return None
     if not deployment.pools and not any(p.blocking for p in deployment.problems):
-        notes.extend(p for p in deployment.problems if p.verbose_only)
-        return None  # e.g. manifests without a vLLM container, a lone roleless command
+        plainly = (
+            deployment.launches > 0
+            or cmdline.matches(text)
+            or (is_yaml and _VLLM_IMAGE_TEXT.search(text) is not None)
+        )
+        if not plainly:
+            notes.extend(p for p in deployment.problems if p.verbose_only)
+            return None  # e.g. manifests without a vLLM container
+        reasons = "; ".join(dict.fromkeys(p.message for p in deployment.problems))
+        where = next((p.location for p in deployment.problems), Location(file))
+        message = "launches vLLM but no prefill/decode pool was read: " + (
+            reasons or "no vLLM launch kvalign could follow (see docs/inputs.md)"
+        )
+        return dataclasses.replace(
+            deployment,
+            problems=(*problems, Problem(where, message)),
+            ignores=tuple(ignores),
+            launches=max(deployment.launches, 1),
+        )
     pools, lmcache_problems = lmcache.apply(deployment.pools, base)
-    return Deployment(
-        source=deployment.source,
-        kind=deployment.kind,
+    return dataclasses.replace(
+        deployment,
         pools=tuple(pools),
         components=(*deployment.components, *worker_block_sizes(pools)),
         problems=(*problems, *deployment.problems, *lmcache_problems),
         ignores=tuple(ignores),
-        vllm_version=deployment.vllm_version,
     )
 
 
@@ -207,7 +247,12 @@ def read_paths(
             text = stdin_text if stdin_text is not None else read_stream(sys.stdin)
             found = _read(text, "-", None, sink)
             if found is None:
-                raise InvalidConfig("-: stdin holds no deployment kvalign can read")
+                reasons = [n.message for n in sink if n.location.file == "-"]
+                why = f" ({'; '.join(reasons)})" if reasons else ""
+                raise InvalidConfig(
+                    f"-: stdin holds no deployment kvalign can read{why}; kvalign reads: "
+                    f"{INPUT_KINDS}"
+                )
             deployments.append(found)
             continue
         path = Path(raw)
@@ -220,12 +265,19 @@ def read_paths(
                     continue
                 if found is None:
                     skipped.append(str(child))
+                elif skip_unrelated and _launch_without_pool(found):
+                    skipped.append(str(child))
+                    sink.append(_skipped_launch(found))
                 else:
                     deployments.append(found)
             continue
         if not path.exists() and not path.is_symlink():  # a symlink loop is read (and refused)
             raise InvalidConfig(f"{raw}: no such file or directory")
         found = _read(_read_file(path), raw, path.parent, sink)
+        if found is not None and skip_unrelated and _launch_without_pool(found):
+            skipped.append(raw)
+            sink.append(_skipped_launch(found))
+            continue
         if found is None and skip_unrelated:
             skipped.append(raw)
             sink.append(
@@ -233,9 +285,30 @@ def read_paths(
             )
             continue
         if found is None:
+            reasons = [n.message for n in sink if n.location.file == raw]
+            why = f" ({'; '.join(reasons)})" if reasons else ""
             raise InvalidConfig(
-                f"{raw}: no prefill/decode deployment found (expected kvalign YAML, a vllm "
-                "serve command line, Kubernetes manifests or ModelService values)"
+                f"{raw}: no prefill/decode deployment found{why}; kvalign reads: {INPUT_KINDS}"
             )
         deployments.append(found)
     return deployments, skipped
+
+
+def _launch_without_pool(deployment: Deployment) -> bool:
+    """A file that launches vLLM but yields no pool only because no role could be
+    decided (an aggregated server): ``--skip-unrelated`` skips it with a warning."""
+    return (
+        not deployment.pools
+        and deployment.launches > 0
+        and all("role unknown" in p.message or not p.blocking for p in deployment.problems)
+    )
+
+
+def _skipped_launch(deployment: Deployment) -> Problem:
+    reason = next((p for p in deployment.problems if p.blocking), None)
+    where = reason.location if reason is not None else Location(deployment.source)
+    return Problem(
+        where,
+        f"{reason.message if reason else 'no pool'}: skipped (--skip-unrelated)",
+        blocking=False,
+    )

@@ -1,58 +1,110 @@
-"""Plain ``vllm serve …`` command lines and shell scripts (and the ``--config`` YAML they name).
+"""Shell scripts and plain command lines that launch vLLM (and the ``--config`` YAML they
+name).
 
-Every ``vllm serve`` (or ``python -m vllm.entrypoints.openai.api_server`` /
-``python -m dynamo.vllm``) command becomes a pool. ``export VAR=value`` / ``VAR=value``
-lines and ``VAR=value`` prefixes form the environment; words are split and ``$VAR`` /
-``${VAR}`` expanded as bash does (:mod:`kvalign.deploy.shell`).
-The role comes from the arguments (``kv_role``), else from a ``# prefill`` / ``# decode``
-comment just above the command or the script's file name.
+The script is evaluated by :mod:`kvalign.deploy.bash` (tree-sitter-bash parse; which
+assignments reach which command). Every command that launches vLLM becomes a pool:
+``vllm serve`` (also through a variable, ``$VLLM serve``), ``python -m
+vllm.entrypoints.openai.api_server``, ``python -m dynamo.vllm`` (also
+``python3 -m "$WORKER_MODULE"``), ``eval "$CMD"``, ``bash -c`` / ``-exc`` scripts, and
+``docker run … vllm/vllm-openai:vX.Y.Z [MODEL] ARGS`` (the image's entrypoint is
+``vllm serve``; its tag gives the release profile).
+
+The role is decided per command: the arguments (``kv_role``, ``--disaggregation-mode``,
+``--is-prefill-worker``), else the command as written (``--port $PREFILL_PORT``,
+``> prefill.log``), the comments just above it, the enclosing function name, ``case``
+pattern or ``if`` condition; the file name only when the file launches vLLM once. A
+command whose ``if``/``case`` alternatives give different pools yields one pool per
+alternative (named ``command-N.a``, ``command-N.b``), with a note listing them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import Any
 
-from kvalign.deploy.common import PoolInput, build_pool, role_from_text
+from kvalign.deploy.bash import UNRESOLVED, Command, evaluate, shown
+from kvalign.deploy.common import (
+    PoolInput,
+    build_pool,
+    is_vllm_image,
+    role_from_text,
+    version_from_image,
+)
 from kvalign.deploy.model import Deployment, Location, Pool, Problem
-from kvalign.deploy.shell import assignments, shell_words
 from kvalign.deploy.vllm_args import serve_arguments
-from kvalign.errors import KvalignError
 
 KIND = "command-line"
-_PREFIX = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
-_SEPARATORS = ("&&", "||", ";", "|", "&")
+_LAUNCH = re.compile(
+    r"\bvllm\s+serve\b|-m\s+(vllm\.entrypoints|dynamo\.vllm)\b|vllm/vllm-openai|\bserve\b"
+    r"|\bdynamo\.vllm\b|\bvllm\.entrypoints\b"
+)
+_STRICT = re.compile(r"\bvllm\s+serve\b|-m\s+(vllm\.entrypoints|dynamo\.vllm)\b")
 
 
-def matches(text: str) -> bool:
-    """Whether ``text`` launches vLLM at least once."""
-    return re.search(r"\bvllm\s+serve\b|-m\s+(vllm\.entrypoints|dynamo\.vllm)\b", text) is not None
+def matches(text: str, *, strict: bool = True) -> bool:
+    """Whether ``text`` plainly launches vLLM (``vllm serve``, ``python -m
+    vllm.entrypoints…`` / ``dynamo.vllm``). ``strict=False`` also accepts what only an
+    evaluation can confirm (a launcher in a variable, a vLLM image in ``docker run``)."""
+    if strict:
+        return _STRICT.search(text) is not None
+    return _LAUNCH.search(text) is not None and "vllm" in text.lower()
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    out: list[tuple[int, str]] = []
-    buffer, start = "", 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if not buffer:
-            start = number
-        stripped = raw.rstrip()
-        if stripped.endswith("\\"):
-            buffer += stripped[:-1] + " "
-            continue
-        out.append((start, buffer + stripped))
-        buffer = ""
-    if buffer:
-        out.append((start, buffer))
+def launch_arguments(command: Command) -> list[str] | None:
+    """The ``vllm serve`` arguments of one evaluated command (``None``: no vLLM launch).
+
+    ``docker run IMAGE ARGS``: ARGS after ``vllm serve`` when they say so, else (a vLLM
+    image, whose entrypoint is ``vllm serve``) ARGS themselves.
+    """
+    words = list(command.words)
+    found = serve_arguments(words)
+    if found is not None:
+        return found
+    if command.image is not None and is_vllm_image(command.image):
+        return words
+    return None
+
+
+def _hint(command: Command, single: bool, file: str) -> str:
+    """The text the role is read from when the arguments name none: the first of the
+    command as written, its words, its hints and (``single``) the file name that names
+    exactly one of prefill / decode."""
+    candidates = [shown(command.written), shown(" ".join(command.words)), *command.hints]
+    name = PurePath(file).name
+    if single and "disagg" not in name.lower():
+        candidates.append(name)
+    for text in candidates:
+        if role_from_text(text) is not None:
+            return text
+    return ""
+
+
+def signature(pool: Pool) -> tuple[Any, ...]:
+    """What makes two pools read from alternatives of one command different: role, model,
+    sizes, settings and parsed arguments (not flags kvalign ignores)."""
+    args = dataclasses.replace(pool.args, unknown=(), unresolved=(), unresolved_noted=())
+    return (pool.role, pool.model, pool.tp, pool.dp, pool.settings, args)
+
+
+def differences(commands: list[Command]) -> list[str]:
+    """For each alternative: the variables (used by the command) that differ, else its
+    branch conditions."""
+    used = set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", " ".join(c.written for c in commands)))
+    names = sorted(
+        n
+        for n in set().union(*(c.variables for c in commands))
+        if len({c.variables.get(n) for c in commands}) > 1
+    )
+    shown_names = [n for n in names if n in used] or names
+    out: list[str] = []
+    for command in commands:
+        parts = [f"{n}={shown(command.variables.get(n, '(unset)'))}" for n in shown_names[:4]]
+        where = " and ".join(command.alternative) or "otherwise"
+        out.append(f"{' '.join(parts)} [{where}]" if parts else f"[{where}]")
     return out
-
-
-def _cut(words: list[str]) -> list[str]:
-    for i, word in enumerate(words):
-        if word in _SEPARATORS:
-            return words[:i]
-    return words
 
 
 def read(
@@ -64,61 +116,101 @@ def read(
 
     Args:
         text: the file's contents.
-        file: its path (``-`` for stdin), for locations and the name fallback.
+        file: its path (``-`` for stdin), for locations and the role fallback.
         load_config: resolves a ``--config`` path to its loaded YAML (``None`` = missing).
     """
-    env: dict[str, str] = {}
+    script = evaluate(text)
+    problems = [Problem(Location(file, line), f"shell: {note}", blocking=False)
+                for line, note in script.notes]  # fmt: skip
+    sites: dict[tuple[int, ...], list[tuple[Command, list[str]]]] = {}
+    for command in script.commands:
+        launched = launch_arguments(command)
+        if launched is not None:
+            sites.setdefault(command.site, []).append((command, launched))
     pools: list[Pool] = []
-    problems: list[Problem] = []
-    comment_role = ""
-    count = 0
-    for number, line in _logical_lines(text):
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            comment_role = stripped
-            continue
-        try:
-            assigned = assignments(stripped, env)
-        except KvalignError:
-            assigned = None  # e.g. an unbalanced quote in a line that is not a launch
-        if assigned is not None:
-            env.update(assigned)
-            continue
-        if not matches(stripped):
-            continue
-        try:
-            words = shell_words(stripped, env)
-        except KvalignError as exc:
-            problems.append(Problem(Location(file, number), str(exc)))
-            continue
-        local_env = dict(env)
-        while words and _PREFIX.match(words[0]):
-            key, value = words.pop(0).split("=", 1)
-            local_env[key] = value
-        launched = serve_arguments(words)
-        if launched is None:
-            continue
-        launched = _cut(launched)
-        count += 1
-        config_files: dict[str, Mapping[str, Any]] = {}
-        if "--config" in launched and load_config is not None:
-            path = launched[launched.index("--config") + 1]
-            loaded = load_config(path)
-            if loaded is not None:
-                config_files[path] = loaded
-        hint = comment_role if role_from_text(comment_role) else PurePath(file).name
-        found = PoolInput(
-            role=None,
-            role_source="args",
-            name=f"command-{count}",
-            args=launched,
-            location=Location(file, number),
-            env=local_env,
-            name_hint=hint,
+    versions: dict[str, str] = {}
+    single = len(sites) == 1
+    for count, alternatives in enumerate(sites.values(), start=1):
+        built: list[tuple[Command, Pool]] = []
+        seen: set[tuple[Any, ...]] = set()
+        site_problems: list[Problem] = []
+        for command, launched in alternatives:
+            config_files: dict[str, Mapping[str, Any]] = {}
+            if "--config" in launched and load_config is not None:
+                index = launched.index("--config")
+                if index + 1 < len(launched) and not UNRESOLVED.search(launched[index + 1]):
+                    loaded = load_config(launched[index + 1])
+                    if loaded is not None:
+                        config_files[launched[index + 1]] = loaded
+            version = version_from_image(command.image) if command.image else None
+            if version is not None and command.image is not None:
+                versions.setdefault(version, command.image)
+            found = PoolInput(
+                role=None,
+                role_source="args",
+                name=f"command-{count}",
+                args=launched,
+                location=Location(file, command.line),
+                env=dict(command.env),
+                name_hint=_hint(command, single, file),
+                vllm_version=version,
+            )
+            pool, found_problems = build_pool(found, config_files)
+            for problem in found_problems:
+                if problem not in site_problems:
+                    site_problems.append(problem)
+            if pool is None:
+                continue
+            key = signature(pool)
+            if key not in seen:
+                seen.add(key)
+                built.append((command, pool))
+        if built and len(alternatives) > 1:
+            # another alternative of this command was evaluated: one that cannot be (an
+            # unresolved $2 on the path where the script's default is not taken) is noted
+            site_problems = [
+                dataclasses.replace(
+                    p, message=f"{p.message} (on another if/case path; not evaluated)",
+                    blocking=False,
+                ) if p.blocking else p
+                for p in site_problems
+            ]  # fmt: skip
+        problems += site_problems
+        if len(built) > 1:
+            letters = "abcdefghijklmnopqrstuvwxyz"
+            described = differences([c for c, _ in built])
+            named = [
+                dataclasses.replace(pool, name=f"command-{count}.{letters[i % 26]}")
+                for i, (_, pool) in enumerate(built)
+            ]
+            listing = "; ".join(f"{p.name}: {d}" for p, d in zip(named, described, strict=True))
+            problems.append(
+                Problem(
+                    built[0][1].location,
+                    f"command-{count}: its if/case/loop alternatives give {len(named)} "
+                    f"different pools, each evaluated: {listing}",
+                    blocking=False,
+                )
+            )
+            pools += named
+        else:
+            pools += [pool for _, pool in built]
+    version = next(iter(versions), None)
+    if len(versions) > 1:
+        problems.append(
+            Problem(
+                Location(file),
+                f"launches different vLLM images ({', '.join(versions.values())}); the "
+                f"release profile is taken from the first ({version})",
+                blocking=False,
+            )
         )
-        pool, found_problems = build_pool(found, config_files)
-        problems += found_problems
-        if pool is not None:
-            pools.append(pool)
-        comment_role = ""
-    return Deployment(source=file, kind=KIND, pools=tuple(pools), problems=tuple(problems))
+    return Deployment(
+        source=file,
+        kind=KIND,
+        pools=tuple(pools),
+        problems=tuple(problems),
+        vllm_version=version,
+        version_source=f"image {versions[version]}" if version is not None else None,
+        launches=len(sites),
+    )

@@ -14,7 +14,9 @@ from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP, Settings
 
 _K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 _IGNORE = re.compile(r"#\s*kvalign:\s*ignore=([A-Z0-9, ]+?)(?:\s+reason=(.*))?$")
-_ROLE_WORDS: tuple[tuple[str, Role], ...] = (("prefill", "prefill"), ("decode", "decode"))
+#: word stems that name a role: ``prefill`` / ``prefiller`` / ``prefilling``, ``decode`` /
+#: ``decoder`` / ``decoding`` (LMCache and vLLM examples use all of them).
+_ROLE_WORDS: tuple[tuple[str, Role], ...] = (("prefill", "prefill"), ("decod", "decode"))
 #: role-carrying labels, checked in this order.
 ROLE_LABELS: tuple[str, ...] = (
     "llm-d.ai/role",
@@ -25,12 +27,16 @@ ROLE_LABELS: tuple[str, ...] = (
 
 
 #: deployment-key labels for ``--pair-by label``, checked in this order (the first one a
-#: pool carries is its key). ``llm-d.ai/inferenceServing`` is not one: llm-d sets it to
-#: ``"true"`` on every serving pod, so it names no deployment.
+#: pool carries is its key): the Helm release first (``app.kubernetes.io/instance``,
+#: production-stack's ``helm-release-name``), so that several releases serving one model
+#: are several deployments (issue 10, R2), then the application, then the model.
+#: ``llm-d.ai/inferenceServing`` is not one: llm-d sets it to ``"true"`` on every serving
+#: pod, so it names no deployment.
 DEPLOYMENT_LABELS: tuple[str, ...] = (
-    "llm-d.ai/model",
-    "app.kubernetes.io/part-of",
     "app.kubernetes.io/instance",
+    "helm-release-name",
+    "app.kubernetes.io/part-of",
+    "llm-d.ai/model",
 )
 
 
@@ -49,7 +55,8 @@ def substitute_k8s(text: str, env: Mapping[str, str]) -> str:
 
 
 def role_from_text(text: str) -> Role | None:
-    """``prefill`` / ``decode`` when exactly one of the words occurs in ``text``."""
+    """``prefill`` / ``decode`` when exactly one of the two (or ``prefiller``,
+    ``decoding``, …) occurs in ``text``."""
     lowered = text.lower()
     found = [role for word, role in _ROLE_WORDS if word in lowered]
     return found[0] if len(found) == 1 else None
@@ -153,15 +160,32 @@ def build_pool(
         role, source = role_from_args(args), "args"
     if role is None:
         role, source = role_from_text(found.name_hint or found.name), "name"
+    if role is None and args.unresolved:  # e.g. "kv_role":"$(KV_ROLE)": it may name the role
+        refs = ", ".join(args.unresolved)
+        return None, [Problem(found.location, f"{found.name}: unresolved variable(s) {refs}")]
     if role is None:
         return None, [
-            Problem(found.location, f"{found.name}: not a prefill or decode pool", blocking=False)
+            Problem(
+                found.location,
+                f"{found.name}: role unknown (no kv_role kv_producer/kv_consumer, "
+                "--disaggregation-mode or prefill/decode in the names, comments or "
+                "conditions next to it): not a prefill or decode pool",
+                blocking=False,
+            )
         ]
     if args.unresolved:
         refs = ", ".join(args.unresolved)
         return None, [
             Problem(found.location, f"{role}/{found.name}: unresolved variable(s) {refs}")
         ]
+    notes = [
+        Problem(
+            found.location,
+            f"{role}/{found.name}: unresolved {ref} cannot change sizing or role: evaluated",
+            blocking=False,
+        )
+        for ref in args.unresolved_noted
+    ]
     model = found.model or args.model
     if not model:
         return None, [Problem(found.location, f"{role}/{found.name}: no model given")]
@@ -218,4 +242,27 @@ def build_pool(
         nodes=found.nodes,
         gpus_per_node=found.gpus_per_node,
     )
-    return pool, []
+    return pool, notes
+
+
+_IMAGE_VERSION = re.compile(r":v?(\d+\.\d+\.\d+)(?:[-+.][A-Za-z0-9.\-+]*)?$")
+
+
+def is_vllm_image(image: str) -> bool:
+    """Whether a container image is vLLM's own (``vllm/vllm-openai``, ``…/vllm:tag``)."""
+    name = image.strip().split("@", 1)[0]
+    path = name.rsplit(":", 1)[0] if ":" in name.rsplit("/", 1)[-1] else name
+    last = path.rsplit("/", 1)[-1].lower()
+    return last in ("vllm-openai", "vllm", "vllm-tpu", "vllm-cpu", "vllm-rocm") or (
+        "vllm/vllm" in path.lower()
+    )
+
+
+def version_from_image(image: str) -> str | None:
+    """The vLLM release in a vLLM image tag (``vllm/vllm-openai:v0.14.0`` → ``0.14.0``);
+    ``None`` for other images (an llm-d or Dynamo image's tag is not vLLM's version),
+    ``latest``, ``nightly`` or a digest."""
+    if not is_vllm_image(image):
+        return None
+    match = _IMAGE_VERSION.search(image.strip())
+    return match.group(1) if match else None

@@ -14,18 +14,23 @@ ModelService values (``modelArtifacts`` + ``prefill``/``decode`` blocks).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kvalign.backends import gpu_from_product
+from kvalign.deploy.bash import Command, evaluate, shell_script
+from kvalign.deploy.cmdline import differences, launch_arguments, signature
 from kvalign.deploy.common import (
     PoolInput,
     build_pool,
+    is_vllm_image,
     key_from_labels,
     line_of,
     role_from_labels,
     role_from_text,
     substitute_k8s,
+    version_from_image,
 )
 from kvalign.deploy.model import (
     ComponentBlockSize,
@@ -36,16 +41,13 @@ from kvalign.deploy.model import (
     Problem,
     Role,
 )
-from kvalign.deploy.shell import assignments, shell_words
 from kvalign.deploy.vllm_args import parse_vllm_args, serve_arguments, split_command
 from kvalign.errors import KvalignError
 from kvalign.safeio import load_yaml
 
 KIND = "kubernetes"
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "Pod", "Job"})
-_SHELLS = frozenset({"sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env"})
 _ROUTER_KEYS = ("blockSizeTokens",)
-_SEPARATORS = frozenset({"&&", "||", ";", "|", "&"})
 
 
 def matches(docs: list[Any]) -> bool:
@@ -81,7 +83,14 @@ class _Context:
                 name = str(_map(doc.get("metadata")).get("name", ""))
                 data = _map(doc.get("data"))
                 self.configmaps[name] = {str(k): str(v) for k, v in data.items()}
+        self.llmisvc_configs: dict[str, Mapping[str, Any]] = {}
+        for _, doc in docs:
+            if isinstance(doc, Mapping) and doc.get("kind") == "LLMInferenceServiceConfig":
+                name = str(_map(doc.get("metadata")).get("name", ""))
+                self.llmisvc_configs[name] = _map(doc.get("spec"))
         self.pools: list[Pool] = []
+        self.launches = 0
+        self.versions: dict[str, str] = {}  # vLLM release → the image it was read from
         self.components: list[ComponentBlockSize] = []
         self.problems: list[Problem] = []
 
@@ -110,34 +119,41 @@ def _env(container: Mapping[str, Any], ctx: _Context) -> dict[str, str]:
     return env
 
 
-def _launch(container: Mapping[str, Any], env: Mapping[str, str]) -> list[str] | str | None:
-    """The ``vllm serve`` arguments of a container (``None`` when it does not run vLLM)."""
+def _launch(
+    container: Mapping[str, Any], env: Mapping[str, str], *, implied: bool = False
+) -> list[tuple[list[str], Command | None]]:
+    """The ``vllm serve`` arguments of a container (``[]`` when it does not run vLLM), one
+    entry per ``if``/``case`` alternative of its launch.
+
+    ``command``/``args`` that run a shell (``/bin/bash -exc SCRIPT``, ``sh -c``; options
+    may be combined) are evaluated as a script (:mod:`kvalign.deploy.bash`) with the
+    container's ``env``; the first vLLM launch in it counts, with each of its
+    alternatives. A container without ``command`` runs its image's entrypoint: ``vllm
+    serve`` for a vLLM image, or when ``implied`` (the reader knows the controller launches
+    vLLM, e.g. KServe's ``main``).
+    """
     words = [substitute_k8s(str(w), env) for w in _list(container.get("command"))]
     words += [substitute_k8s(str(w), env) for w in _list(container.get("args"))]
-    extra = env.get("VLLM_ADDITIONAL_ARGS", "")
-    if len(words) >= 2 and words[0] in _SHELLS and "-c" in words:
-        script = " ".join(words[words.index("-c") + 1 :])
-        script_env = dict(env)
-        for line in script.replace("\\\n", " ").splitlines():
-            try:
-                assigned = assignments(line, script_env)
-                if assigned is not None:
-                    script_env.update(assigned)
-                    continue
-                launched = serve_arguments(shell_words(line, script_env))
-            except KvalignError:
+    extra = split_command(env.get("VLLM_ADDITIONAL_ARGS", ""))
+    script = shell_script(words)
+    if script is not None:
+        text, positional = script
+        found: list[tuple[list[str], Command | None]] = []
+        site: tuple[int, ...] | None = None
+        for command in evaluate(text, env, positional).commands:
+            launched = launch_arguments(command)
+            if launched is None or (site is not None and command.site != site):
                 continue
-            if launched is not None:
-                cut = next((i for i, w in enumerate(launched) if w in _SEPARATORS), None)
-                return (launched[:cut] if cut is not None else launched) + split_command(extra)
-        return None
+            site = command.site
+            found.append((launched + extra, command))
+        return found
     launched = serve_arguments(words)
     if launched is not None:
-        return launched + split_command(extra)
+        return [(launched + extra, None)]
     image = str(container.get("image", ""))
-    if not container.get("command") and ("vllm" in image or extra):
-        return words + split_command(extra)
-    return None
+    if not container.get("command") and (is_vllm_image(image) or extra or implied):
+        return [(words + extra, None)]
+    return []
 
 
 def _containers(node: Any) -> Iterator[Mapping[str, Any]]:
@@ -221,18 +237,28 @@ def _gpus(container: Mapping[str, Any]) -> int | None:
 
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+#: node labels that name the GPU model a pod is pinned to: GPU feature discovery's,
+#: NVIDIA DRA / llm-d guides' ``gpu.nvidia.com/model``, GKE's accelerator label.
+GPU_LABELS: tuple[str, ...] = (
+    GPU_PRODUCT_LABEL,
+    "gpu.nvidia.com/model",
+    "cloud.google.com/gke-accelerator",
+)
 
 
 def _gpu_products(node: Any) -> list[str]:
-    """``nvidia.com/gpu.product`` values a pod template asks for: ``nodeSelector`` and
-    node-affinity ``matchExpressions`` (``operator: In``)."""
+    """GPU-model label values (:data:`GPU_LABELS`) a pod template or role block asks for:
+    ``nodeSelector``, node-affinity ``matchExpressions`` (``operator: In``) and llm-d's
+    ``acceleratorTypes: {labelKey, labelValues}``."""
     found: list[str] = []
     if isinstance(node, Mapping):
         selector = node.get("nodeSelector")
-        if isinstance(selector, Mapping) and isinstance(selector.get(GPU_PRODUCT_LABEL), str):
-            found.append(selector[GPU_PRODUCT_LABEL])
-        if node.get("key") == GPU_PRODUCT_LABEL and node.get("operator") == "In":
+        if isinstance(selector, Mapping):
+            found += [str(selector[k]) for k in GPU_LABELS if isinstance(selector.get(k), str)]
+        if node.get("key") in GPU_LABELS and node.get("operator") == "In":
             found += [str(v) for v in _list(node.get("values"))]
+        if node.get("labelKey") in GPU_LABELS:
+            found += [str(v) for v in _list(node.get("labelValues"))]
         for key, value in node.items():
             if key not in ("nodeSelector", "containers"):
                 found += _gpu_products(value)
@@ -242,7 +268,7 @@ def _gpu_products(node: Any) -> list[str]:
     return found
 
 
-def _gpu(ctx: _Context, node: Any, name: str, where: Location) -> str | None:
+def gpu_of(problems: list[Problem], node: Any, name: str, where: Location) -> str | None:
     """The GPU model the pool is scheduled on, from :func:`_gpu_products`; a non-blocking
     problem (and ``None``: the ``--gpu`` default applies) when it names several GPUs or
     none kvalign knows."""
@@ -252,10 +278,10 @@ def _gpu(ctx: _Context, node: Any, name: str, where: Location) -> str | None:
     names = {gpu_from_product(p) for p in products}
     if len(names) == 1 and None not in names:
         return names.pop()
-    ctx.problems.append(
+    problems.append(
         Problem(
             where,
-            f"{name}: {GPU_PRODUCT_LABEL} {', '.join(products)}: "
+            f"{name}: GPU node label {', '.join(products)}: "
             + ("several GPU models" if len(names) > 1 else "no GPU model kvalign knows")
             + " (the --gpu default is used)",
             blocking=False,
@@ -278,7 +304,15 @@ def _add_pool(
     needle: str | None = None,
     key: DeploymentKey | None = None,
     nodes: int | None = None,
+    gpu_node: Any = None,
+    implied: bool = False,
 ) -> None:
+    """Read the first container under ``node`` that launches vLLM as one pool.
+
+    ``gpu_node``: where the GPU pin is (default ``node``; llm-d ModelService values put
+    ``nodeSelector`` / ``affinity`` / ``acceleratorTypes`` on the role block). ``implied``:
+    the controller launches vLLM in the first container whatever its image (KServe).
+    """
     bad = _malformed_containers(node)
     if bad is not None:
         ctx.problems.append(
@@ -287,11 +321,11 @@ def _add_pool(
         )  # fmt: skip
         return
     not_read: list[Problem] = []  # noted (--verbose) only when no container runs vLLM
-    for container in _containers(node):
+    for index, container in enumerate(_containers(node)):
         env = _env(container, ctx)
-        launched = _launch(container, env)
-        if launched is None:
-            image = str(container.get("image", ""))
+        alternatives = _launch(container, env, implied=implied and index == 0)
+        image = str(container.get("image", ""))
+        if not alternatives:
             if not container.get("command") and container.get("args"):
                 not_read.append(
                     Problem(
@@ -304,26 +338,67 @@ def _add_pool(
                     )
                 )
             continue
+        ctx.launches += 1
+        version = version_from_image(image)
+        if version is not None:
+            ctx.versions.setdefault(version, image)
         where = ctx.where(needle or f"name: {name}", start)
-        found = PoolInput(
-            role=role,
-            role_source=role_source,
-            name=name,
-            args=launched,
-            location=where,
-            env=env,
-            model=model,
-            tp=tp,
-            dp=dp,
-            deployment_key=key,
-            nodes=nodes,
-            gpus_per_node=_gpus(container),
-            gpu=_gpu(ctx, node, name, where),
-        )
-        pool, problems = build_pool(found)
-        ctx.problems.extend(problems)
-        if pool is not None:
-            ctx.pools.append(pool)
+        gpu = gpu_of(ctx.problems, gpu_node if gpu_node is not None else node, name, where)
+        built: list[tuple[Command | None, Pool]] = []
+        seen: set[tuple[Any, ...]] = set()
+        found_problems: list[Problem] = []
+        for launched, command in alternatives:
+            found = PoolInput(
+                role=role,
+                role_source=role_source,
+                name=name,
+                args=launched,
+                location=where,
+                env={**env, **(command.env if command is not None else {})},
+                model=model,
+                tp=tp,
+                dp=dp,
+                deployment_key=key,
+                nodes=nodes,
+                gpus_per_node=_gpus(container),
+                gpu=gpu,
+                vllm_version=version,
+            )
+            pool, problems = build_pool(found)
+            found_problems += [p for p in problems if p not in found_problems]
+            if pool is not None and signature(pool) not in seen:
+                seen.add(signature(pool))
+                built.append((command, pool))
+        if built and len(alternatives) > 1:  # as for scripts (kvalign.deploy.cmdline)
+            found_problems = [
+                dataclasses.replace(
+                    p, message=f"{p.message} (on another if/case path; not evaluated)",
+                    blocking=False,
+                ) if p.blocking else p
+                for p in found_problems
+            ]  # fmt: skip
+        if len(built) > 1:
+            commands = [c for c, _ in built if c is not None]
+            letters = "abcdefghijklmnopqrstuvwxyz"
+            named = [
+                dataclasses.replace(p, name=f"{name}.{letters[i % 26]}")
+                for i, (_, p) in enumerate(built)
+            ]
+            listing = "; ".join(
+                f"{p.name}: {d}" for p, d in zip(named, differences(commands), strict=True)
+            )
+            found_problems.append(
+                Problem(
+                    where,
+                    f"{name}: the if/case/loop alternatives in its script give {len(named)} "
+                    f"different pools, each evaluated: {listing}",
+                    blocking=False,
+                )
+            )
+            ctx.pools += named
+        else:
+            ctx.pools += [p for _, p in built]
+        ctx.problems.extend(found_problems)
         return
     ctx.problems.extend(not_read)
 
@@ -449,12 +524,49 @@ def _dynamo(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
 
 
 def _uri_model(uri: Any) -> str | None:
+    """The model id in a storage URI: ``hf://org/model`` → ``org/model``; a bare id or
+    path as is; ``None`` for ``pvc://`` / ``oci://`` / ``s3://`` / ``gs://`` (weights in
+    storage name no model id)."""
     if not isinstance(uri, str) or not uri:
         return None
-    for prefix in ("hf://", "pvc://", "oci://"):
-        if uri.startswith(prefix):
-            return uri[len(prefix) :] if prefix == "hf://" else None
+    if uri.startswith("hf://"):
+        return uri[len("hf://") :]
+    if "://" in uri:
+        return None
     return uri
+
+
+def _model(
+    ctx: _Context, artifacts: Mapping[str, Any], field: str, owner: str, where: Location
+) -> str | None:
+    """The model id from ``{uri, name}`` (KServe ``spec.model``, llm-d ``modelArtifacts``):
+    an ``hf://`` URI's id, else ``name`` when the weights are in storage (``pvc://``, a
+    note says so and which name was read), else ``None``; a URI in storage without a
+    name is a (blocking) problem naming the field to set."""
+    uri = artifacts.get("uri")
+    from_uri = _uri_model(uri)
+    if from_uri is not None:
+        return from_uri
+    name = artifacts.get("name")
+    if not isinstance(uri, str) or not uri:
+        return name.strip() if isinstance(name, str) and name.strip() else None
+    if isinstance(name, str) and name.strip():
+        ctx.problems.append(
+            Problem(
+                where,
+                f"{owner}: weights from {uri}; model config read for {field}.name {name.strip()}",
+                blocking=False,
+            )
+        )
+        return name.strip()
+    ctx.problems.append(
+        Problem(
+            where,
+            f"{owner}: {field}.uri {uri} holds the weights but names no model id: set "
+            f"{field}.name to the model id (e.g. org/model) or --model in the args",
+        )
+    )
+    return None
 
 
 def _tp(block: Mapping[str, Any]) -> tuple[int | None, int | None]:
@@ -463,27 +575,92 @@ def _tp(block: Mapping[str, Any]) -> tuple[int | None, int | None]:
     return (tp if isinstance(tp, int) else None, dp if isinstance(dp, int) else None)
 
 
+def _merge(base: Any, over: Any) -> Any:
+    """``over`` applied onto ``base`` as KServe merges an ``LLMInferenceServiceConfig``:
+    mappings key by key, ``containers`` by ``name``, ``env`` by ``name``, other lists
+    replaced."""
+    if isinstance(base, Mapping) and isinstance(over, Mapping):
+        merged = dict(base)
+        for key, value in over.items():
+            merged[key] = _merge(base[key], value) if key in base else value
+        return merged
+    if (
+        isinstance(base, list)
+        and isinstance(over, list)
+        and all(isinstance(i, Mapping) and "name" in i for i in (*base, *over))
+    ):
+        out = {str(i["name"]): i for i in base}
+        for item in over:
+            key = str(item["name"])
+            out[key] = _merge(out[key], item) if key in out else item
+        return list(out.values())
+    return over
+
+
 def _kserve(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
-    spec = _map(doc.get("spec"))
-    model = _uri_model(_map(spec.get("model")).get("uri"))
+    """An ``LLMInferenceService``: ``spec.prefill`` is the prefill pool, the top-level
+    spec the decode pool. ``baseRefs`` naming an ``LLMInferenceServiceConfig`` in the same
+    file are merged first. The controller launches vLLM in the ``main`` container (else
+    the first), whatever its image; with no container in the file (all in a config not in
+    it), the pool is read from ``parallelism`` and ``model`` with vLLM's defaults, and a
+    note says so."""
+    spec: Mapping[str, Any] = _map(doc.get("spec"))
     name = str(_map(doc.get("metadata")).get("name", "?"))
+    refs = [str(_map(r).get("name")) for r in _list(spec.get("baseRefs"))]
+    missing = [r for r in refs if r not in ctx.llmisvc_configs]
+    for ref in refs:
+        if ref in ctx.llmisvc_configs:
+            spec = _merge(ctx.llmisvc_configs[ref], spec)
     key = _object_key(doc, "LLMInferenceService")
+    where = ctx.where("model:", start)
+    model = _model(ctx, _map(spec.get("model")), "spec.model", name, where)
+    if model is None and any(p.blocking and p.location == where for p in ctx.problems):
+        return
     blocks: list[tuple[Role, Mapping[str, Any]]] = [("decode", spec)]
     if "prefill" in spec:
         blocks.insert(0, ("prefill", _map(spec["prefill"])))
     for role, block in blocks:
         tp, dp = _tp(block)
-        template = {"template": block.get("template"), "worker": block.get("worker")}
+        containers = [
+            c
+            for c in _list(_map(block.get("template")).get("containers"))
+            if isinstance(c, Mapping)
+        ]
+        main = [c for c in containers if c.get("name") == "main"]
+        ordered = main + [c for c in containers if c.get("name") != "main"]
+        pool_name = f"{name}-{role}"
+        if not ordered:
+            source = f"baseRefs {', '.join(missing)}" if missing else "the controller's default"
+            ctx.problems.append(
+                Problem(
+                    ctx.where("prefill:" if role == "prefill" else "spec:", start),
+                    f"{pool_name}: vLLM arguments come from {source} "
+                    "(LLMInferenceServiceConfig not in this file): vLLM's defaults are "
+                    "assumed for the flags it sets",
+                    blocking=False,
+                )
+            )
+            ordered = [{"name": "main"}]
+        template = {
+            "template": {**_map(block.get("template")), "containers": ordered},
+            "worker": block.get("worker"),
+        }
         _add_pool(
-            ctx, template, name=f"{name}-{role}", start=start, role=role,
+            ctx, template, name=pool_name, start=start, role=role,
             role_source="field", model=model, tp=tp, dp=dp,
-            needle="prefill:" if role == "prefill" else "template:", key=key,
+            needle="prefill:" if role == "prefill" else "template:", key=key, implied=True,
         )  # fmt: skip
     _router_sizes(ctx, spec.get("router"), start)
 
 
 def _modelservice(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
-    model = _uri_model(_map(doc.get("modelArtifacts")).get("uri"))
+    """llm-d ModelService values: ``prefill`` / ``decode`` blocks; ``modelArtifacts`` the
+    model; the role block's ``nodeSelector`` / ``affinity`` / ``acceleratorTypes`` the
+    GPU pin."""
+    model = _model(
+        ctx, _map(doc.get("modelArtifacts")), "modelArtifacts", "ModelService",
+        ctx.where("modelArtifacts:", start),
+    )  # fmt: skip
     role: Role
     for role in ("prefill", "decode"):
         block = _map(doc.get(role))
@@ -495,9 +672,11 @@ def _modelservice(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
             if container.get("modelCommand", "vllmServe") == "vllmServe":
                 # the chart launches `vllm serve MODEL` and appends the container's args
                 container["command"] = ["vllm", "serve"]
+            pin = {k: v for k, v in block.items() if k != "containers"}
             _add_pool(
                 ctx, {"containers": [container]}, name=role, start=start, role=role,
                 role_source="field", model=model, tp=tp, dp=dp, needle=f"{role}:",
+                gpu_node=pin,
             )  # fmt: skip
             break
     _router_sizes(ctx, doc.get("routing"), start)
@@ -523,10 +702,23 @@ def read(docs: list[tuple[int, Any]], text: str, file: str) -> Deployment:
             _kserve(ctx, doc, start)
         elif kind in ("ConfigMap", "EndpointPickerConfig"):
             _router_sizes(ctx, doc, start)
+    version = next(iter(ctx.versions), None)
+    if len(ctx.versions) > 1:
+        ctx.problems.append(
+            Problem(
+                Location(file),
+                f"containers use different vLLM images ({', '.join(ctx.versions.values())}); "
+                f"the release profile is taken from the first ({version})",
+                blocking=False,
+            )
+        )
     return Deployment(
         source=file,
         kind=KIND,
         pools=tuple(ctx.pools),
         components=tuple(ctx.components),
         problems=tuple(ctx.problems),
+        vllm_version=version,
+        version_source=f"image {ctx.versions[version]}" if version is not None else None,
+        launches=ctx.launches,
     )

@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
+from kvalign.deploy.bash import UNRESOLVED, shown
 from kvalign.deploy.model import Pool, Problem
 from kvalign.errors import KvalignError
 from kvalign.safeio import load_yaml, read_text
@@ -68,7 +69,19 @@ def apply(pools: Iterable[Pool], base: Path | None) -> tuple[list[Pool], list[Pr
         if raw is None or pool.args.lmcache_chunk_size is not None:
             out.append(pool)
             continue
-        where = f"{pool.label}: {VAR} {raw}"
+        where = f"{pool.label}: {VAR} {shown(raw)}"
+        refs = [m.group(1) for m in UNRESOLVED.finditer(raw)]
+        if refs:
+            problems.append(
+                Problem(
+                    pool.location,
+                    f"{where}: path not resolved ({', '.join(dict.fromkeys(refs))}); LMCache "
+                    "chunk_size not checked",
+                    blocking=False,
+                )
+            )
+            out.append(pool)
+            continue
         path = candidate(base, raw) if base is not None else None
         if path is None or not (path.exists() or path.is_symlink()):
             looked = f" (looked for {path})" if path is not None else ""

@@ -145,7 +145,12 @@ class Deployment:
         components: block sizes configured in other components.
         problems: what could not be read or resolved.
         ignores: in-file ignore comments.
-        vllm_version: the file's ``vllm_version`` (kvalign schema), if any.
+        vllm_version: the file's ``vllm_version`` (kvalign schema) or the release in a
+            vLLM image tag (``vllm/vllm-openai:v0.14.0``), if any.
+        version_source: where ``vllm_version`` was read when the file does not state it
+            (``image vllm/vllm-openai:v0.14.0``), for the note saying so.
+        launches: how many vLLM launches (commands, containers) the reader found, pool
+            or not: a file that launches vLLM but yields no pool is never skipped.
     """
 
     source: str
@@ -155,3 +160,5 @@ class Deployment:
     problems: tuple[Problem, ...] = ()
     ignores: tuple[Ignore, ...] = ()
     vllm_version: str | None = None
+    version_source: str | None = None
+    launches: int = 0

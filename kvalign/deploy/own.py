@@ -4,11 +4,13 @@
 model: nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16
 name: nano-pd                     # optional deployment name (--pair-by label)
 vllm_version: "0.33.0"            # optional
+gpu: H100                         # optional: GPU model of every pool (as --gpu)
 prefill: {tp: 8, dp: 1, args: "--block-size 64", env: {VAR: value}}
-decode:  {tp: 1, args: ["--block-size", "64"]}
+decode:  {tp: 1, args: ["--block-size", "64"], gpu: H200}   # a block's gpu wins
 router:  {block_size: 64}         # optional: router / indexer block size (tokens)
 ```
 
+Keys kvalign does not know are reported (a warning), never dropped silently.
 With a top-level ``name``, a file may hold only ``prefill:`` or only ``decode:``; files of
 the same directory with the same ``name`` form one deployment under ``--pair-by label``.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kvalign.backends import get_gpu
 from kvalign.deploy.common import PoolInput, build_pool, line_of
 from kvalign.deploy.model import (
     ComponentBlockSize,
@@ -28,9 +31,40 @@ from kvalign.deploy.model import (
     Problem,
     Role,
 )
-from kvalign.errors import InvalidConfig
+from kvalign.errors import InvalidConfig, KvalignError
 
 KIND = "kvalign"
+TOP_KEYS = frozenset({"model", "name", "vllm_version", "gpu", "prefill", "decode", "router"})
+BLOCK_KEYS = frozenset({"model", "name", "tp", "dp", "args", "env", "gpu"})
+
+
+def _gpu(value: Any, field: str, file: str) -> str | None:
+    """A ``gpu:`` value as kvalign's GPU name (``h100`` → ``H100``).
+
+    Raises:
+        InvalidConfig: not a GPU kvalign knows.
+    """
+    if value is None:
+        return None
+    try:
+        gpu = get_gpu(str(value))
+    except KvalignError:
+        raise InvalidConfig(
+            f"{file}: {field}: unknown GPU {value!r} (see `kvalign audit --help` --gpu)"
+        ) from None
+    return gpu.name if gpu is not None else None
+
+
+def _unknown(keys: Any, known: frozenset[str], where: str, text: str, file: str) -> list[Problem]:
+    return [
+        Problem(
+            Location(file, line_of(text, f"{key}:")),
+            f"{where}{key}: not a kvalign field (known: {', '.join(sorted(known))}); ignored",
+            blocking=False,
+        )
+        for key in keys
+        if str(key) not in known
+    ]
 
 
 def matches(doc: Any) -> bool:
@@ -69,8 +103,9 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
     version = doc.get("vllm_version")
     version = None if version is None else str(version)
     model = _model(doc["model"], "model", file)
+    gpu = _gpu(doc.get("gpu"), "gpu", file)
     pools: list[Pool] = []
-    problems: list[Problem] = []
+    problems: list[Problem] = _unknown(doc, TOP_KEYS, "", text, file)
     role: Role
     for role in ("prefill", "decode"):
         if role not in doc:
@@ -87,6 +122,7 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
             if not isinstance(env, Mapping):
                 raise InvalidConfig(f"{file}: {role}.env: expected a mapping")
             name = str(entry.get("name", role if len(entries) == 1 else f"{role}-{index}"))
+            problems += _unknown(entry, BLOCK_KEYS, f"{role}.", text, file)
             found = PoolInput(
                 role=role,
                 role_source="field",
@@ -99,6 +135,7 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
                 dp=_int(entry["dp"], f"{role}.dp", file) if "dp" in entry else None,
                 vllm_version=version,
                 deployment_key=key,
+                gpu=_gpu(entry["gpu"], f"{role}.gpu", file) if "gpu" in entry else gpu,
             )
             pool, found_problems = build_pool(found)
             problems += found_problems

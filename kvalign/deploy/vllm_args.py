@@ -14,7 +14,7 @@ import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvalign.errors import InvalidSettings
@@ -44,9 +44,23 @@ KNOWN: frozenset[str] = frozenset(
      "mamba-cache-mode", "mamba-block-size", "disable-hybrid-kv-cache-manager",
      "use-replayssm", "replayssm-buffer-len", "mamba-backend"}
 )  # fmt: skip
-#: an expansion kvalign could not resolve: Kubernetes ``$(VAR)`` left as written, or what
-#: :mod:`kvalign.deploy.shell` makes of an unset ``$VAR``, ``$1``, ``$(command)``.
-_VAR = re.compile(r"\$\(([^()]*)\)")
+#: an expansion kvalign could not resolve: Kubernetes ``$(VAR)`` left as written, or a
+#: shell expansion :mod:`kvalign.deploy.bash` marked unresolved (``$1``, ``${A[@]}``, …).
+_VAR = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_]*\)|\ue000[^\ue000\ue001]*\ue001")
+#: ``--kv-transfer-config`` fields that move sizing or the role; an unresolved value
+#: anywhere else in it (``kv_ip``, ``kv_port``, buffer sizes) is noted, not fatal.
+_TRANSFER_FIELDS = frozenset({"kv_role", "kv_connector", "chunk_size"})
+#: placeholder for an unresolved piece while a JSON value is parsed.
+_HOLE = "\ue002"
+
+
+def written(reference: str) -> str:
+    """An unresolved reference as the user wrote it (``$(POD_IP)``, ``$2``, ``${X[@]}``)."""
+    return reference.strip("\ue000\ue001")
+
+
+def _refs(value: str) -> list[str]:
+    return [written(m) for m in _VAR.findall(value)]
 
 
 @dataclass(frozen=True)
@@ -84,7 +98,10 @@ class VllmArgs:
         use_replayssm, replayssm_buffer_len, mamba_backend: ``--use-replayssm``,
             ``--replayssm-buffer-len``, ``--mamba-backend``.
         unknown: flags kvalign does not read (for ``--verbose``).
-        unresolved: ``$(VAR)`` references left in values kvalign reads.
+        unresolved: references kvalign cannot resolve in values it reads, as written
+            (``--model: $(MODEL_ID)``, ``argument: ${EXTRA_ARGS[@]}``), each once.
+        unresolved_noted: unresolved references in fields that cannot change sizing or
+            the role (``--kv-transfer-config kv_ip: $(POD_IP)``): noted, not fatal.
     """
 
     model: str | None = None
@@ -118,6 +135,7 @@ class VllmArgs:
     mamba_backend: str | None = None
     unknown: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = field(default=())
+    unresolved_noted: tuple[str, ...] = ()
 
 
 def split_command(text: str) -> list[str]:
@@ -142,6 +160,9 @@ def serve_arguments(words: Sequence[str]) -> list[str] | None:
             return list(words[i + 2 :])
         if word == "-m" and i + 1 < len(words):
             module = words[i + 1]
+            if module == "vllm.entrypoints.cli.main":
+                rest = list(words[i + 2 :])
+                return rest[1:] if rest[:1] == ["serve"] else rest
             if module.startswith("vllm.entrypoints") or module in ("dynamo.vllm",):
                 return list(words[i + 2 :])
     return None
@@ -279,16 +300,17 @@ def parse_vllm_args(
     values: dict[str, Any] = {}
     unknown: list[str] = []
     unresolved: list[str] = []
+    noted: list[str] = []
     for key, value in tokens:
         if key == "" and value is not None:
             if "model" in values:
                 if _VAR.search(value):  # e.g. an unset $COMMON: flags kvalign cannot see
-                    unresolved += [f"argument: $({m})" for m in _VAR.findall(value)]
+                    unresolved += [f"argument: {m}" for m in _refs(value)]
                 else:
                     unknown.append(value)  # vLLM takes one positional (MODEL)
                 continue
             if _VAR.search(value):
-                unresolved += [f"MODEL: $({m})" for m in _VAR.findall(value)]
+                unresolved += [f"MODEL: {m}" for m in _refs(value)]
                 values["model"] = None
             else:
                 values["model"] = value
@@ -297,9 +319,17 @@ def parse_vllm_args(
         bare = head.removeprefix("no-")
         if bare not in KNOWN:
             unknown.append("--" + key if not key.startswith("-") else key)
+            if value is not None and _VAR.search(value):  # e.g. --port $PORT
+                noted += [f"--{key}: {m}" for m in _refs(value)]
             continue
         if value is not None and _VAR.search(value):
-            unresolved += [f"--{key}: $({m})" for m in _VAR.findall(value)]
+            if head == "kv-transfer-config" and not dotted:
+                tolerated = _tolerable_json(value)
+                if tolerated is not None:
+                    values[head], ignored = tolerated
+                    noted += [f"--{key} {path}: {ref}" for path, ref in ignored]
+                    continue
+            unresolved += [f"--{key}: {m}" for m in _refs(value)]
             continue
         if dotted:
             nested = values.setdefault(head, {})
@@ -320,7 +350,44 @@ def parse_vllm_args(
             if value is None:
                 raise InvalidSettings(f"--{head}: missing value")
             values[head] = value
-    return _build(values, env, tuple(unknown), tuple(unresolved))
+    parsed = _build(values, env, tuple(unknown), tuple(dict.fromkeys(unresolved)))
+    if noted:
+        parsed = replace(parsed, unresolved_noted=tuple(dict.fromkeys(noted)))
+    return parsed
+
+
+def _tolerable_json(value: str) -> tuple[dict[str, Any], list[tuple[str, str]]] | None:
+    """``--kv-transfer-config`` JSON whose unresolved pieces sit only in fields that
+    cannot change sizing or the role (not :data:`_TRANSFER_FIELDS`): the parsed object
+    and ``(field path, reference)`` pairs; ``None`` when a piece sits in such a field or
+    the text is no JSON object even with the pieces filled in."""
+    refs = _refs(value)
+    filled = _VAR.sub(_HOLE, value)
+    try:
+        data = parse_json(filled)
+    except JsonProblem:
+        try:  # an unquoted piece, e.g. "kv_port": $PORT
+            data = parse_json(_VAR.sub('"' + _HOLE + '"', value))
+        except JsonProblem:
+            return None
+    if not isinstance(data, dict):
+        return None
+    paths: list[str] = []
+
+    def walk(node: Any, path: str) -> bool:
+        if isinstance(node, dict):
+            return all(walk(v, f"{path}.{k}" if path else str(k)) for k, v in node.items())
+        if isinstance(node, list):
+            return all(walk(v, f"{path}[{i}]") for i, v in enumerate(node))
+        if isinstance(node, str) and _HOLE in node:
+            if path.rsplit(".", 1)[-1] in _TRANSFER_FIELDS:
+                return False
+            paths.append(path)
+        return True
+
+    if not walk(data, "") or not paths:
+        return None
+    return data, [(path, refs[min(i, len(refs) - 1)]) for i, path in enumerate(paths)]
 
 
 def _truthy(value: str) -> bool:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from kvalign.report.audit.github import to_github
-from kvalign.report.audit.json_format import audit_to_dict, to_json
+from kvalign.report.audit.json_format import audit_to_dict, error_to_json, to_json
 from kvalign.report.audit.junit import to_junit
 from kvalign.report.audit.markdown import to_markdown
 from kvalign.report.audit.sarif import to_sarif
@@ -15,6 +15,7 @@ from kvalign.report.audit.table import FILE_WIDTH, to_table
 __all__ = [
     "FILE_WIDTH",
     "audit_to_dict",
+    "error_to_json",
     "to_github",
     "to_json",
     "to_junit",

@@ -122,3 +122,28 @@ def audit_to_dict(report: AuditReport) -> dict[str, Any]:
 def to_json(report: AuditReport) -> str:
     """Indented JSON text."""
     return json.dumps(audit_to_dict(report), indent=2)
+
+
+def error_to_json(message: str, exit_code: int, notes: list[Problem] | tuple[Problem, ...]) -> str:
+    """The JSON document ``audit --format json`` prints when it stops on a usage or input
+    error (exit 2): the same top-level keys as a report (empty), plus ``error`` with the
+    message, the exit code and the reasons collected so far (``notes``, e.g. a container
+    not read as a vLLM pool), so a CI consumer always has a document to parse."""
+    document: dict[str, Any] = {
+        "schema_version": 1,
+        "kvalign_version": __version__,
+        "error": {
+            "message": " ".join(message.split()),
+            "exit_code": exit_code,
+            "reasons": [_problem(p) for p in notes],
+        },
+        "files": [],
+        "groups": [],
+        "findings": [],
+        "suppressed": [],
+        "unevaluated": [],
+        "problems": [],
+        "skipped": [],
+        "summary": {"error": 0, "warning": 0, "info": 0},
+    }
+    return json.dumps(document, indent=2)

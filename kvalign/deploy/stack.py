@@ -1,0 +1,140 @@
+"""vLLM production-stack Helm values (``servingEngineSpec.modelSpec[]``).
+
+The chart (``helm/templates/deployment-vllm-multi.yaml``) runs, per ``modelSpec`` entry,
+``vllm serve MODEL_URL`` with flags made from ``vllmConfig`` and ``lmcacheConfig``. kvalign
+makes the same flags from the values (no Helm needed):
+
+* ``modelURL`` → MODEL; ``vllmConfig.tensorParallelSize`` → ``--tensor-parallel-size``;
+  ``maxModelLen``, ``dtype``; ``enablePrefixCaching`` → ``--enable-prefix-caching``, and
+  its absence → ``--no-enable-prefix-caching`` (the chart's rule); ``extraArgs`` as given.
+* ``lmcacheConfig.enabled`` → ``--kv-transfer-config`` with ``LMCacheConnectorV1`` and
+  ``kv_role`` = ``lmcacheConfig.kvRole`` (default ``kv_both``); ``kv_producer`` is the
+  prefill pool, ``kv_consumer`` the decode pool, else the role comes from the entry's
+  ``name`` / ``labels``.
+* ``repository:tag`` is the image (a ``vllm/vllm-openai:vX.Y.Z`` tag gives the release
+  profile); ``requestGPU`` the GPUs per pod; ``nodeSelectorTerms`` with
+  ``nvidia.com/gpu.product`` the GPU model; ``env`` the environment.
+
+All pools of one values file are one Helm release: they pair within the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from kvalign.deploy.common import (
+    PoolInput,
+    build_pool,
+    line_of,
+    role_from_text,
+    version_from_image,
+)
+from kvalign.deploy.k8s import gpu_of
+from kvalign.deploy.model import Deployment, DeploymentKey, Location, Pool, Problem
+from kvalign.errors import InvalidConfig
+
+KIND = "production-stack"
+
+
+def matches(doc: Any) -> bool:
+    """Helm values with ``servingEngineSpec.modelSpec`` (a list)."""
+    if not isinstance(doc, Mapping):
+        return False
+    spec = doc.get("servingEngineSpec")
+    return isinstance(spec, Mapping) and isinstance(spec.get("modelSpec"), list)
+
+
+def _flag_value(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, bool) else str(value)
+
+
+def _arguments(entry: Mapping[str, Any], file: str, where: str) -> list[str]:
+    model = entry.get("modelURL")
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidConfig(f"{file}: {where}.modelURL: expected a model id, got {model!r}")
+    words = [model.strip()]
+    config = entry.get("vllmConfig") or {}
+    if not isinstance(config, Mapping):
+        raise InvalidConfig(f"{file}: {where}.vllmConfig: expected a mapping")
+    words.append("--enable-prefix-caching" if config.get("enablePrefixCaching") else
+                 "--no-enable-prefix-caching")  # fmt: skip
+    for key, flag in (
+        ("maxModelLen", "--max-model-len"),
+        ("dtype", "--dtype"),
+        ("tensorParallelSize", "--tensor-parallel-size"),
+    ):
+        if key in config:
+            words += [flag, _flag_value(config[key])]
+    extra = config.get("extraArgs") or []
+    if not isinstance(extra, list):
+        raise InvalidConfig(f"{file}: {where}.vllmConfig.extraArgs: expected a list")
+    words += [str(w) for w in extra]
+    lmcache = entry.get("lmcacheConfig") or {}
+    if isinstance(lmcache, Mapping) and lmcache.get("enabled"):
+        role = str(lmcache.get("kvRole") or "kv_both")
+        words += [
+            "--kv-transfer-config",
+            json.dumps({"kv_connector": "LMCacheConnectorV1", "kv_role": role}),
+        ]
+    return words
+
+
+def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
+    """Read production-stack values: one pool per ``modelSpec`` entry with a P/D role.
+
+    Raises:
+        InvalidConfig: an entry that is not a mapping, no ``modelURL``, a malformed
+            ``vllmConfig`` / ``extraArgs``.
+    """
+    specs = doc["servingEngineSpec"]["modelSpec"]
+    pools: list[Pool] = []
+    problems: list[Problem] = []
+    versions: dict[str, str] = {}
+    for index, entry in enumerate(specs):
+        where = f"servingEngineSpec.modelSpec[{index}]"
+        if not isinstance(entry, Mapping):
+            raise InvalidConfig(f"{file}: {where}: expected a mapping")
+        name = str(entry.get("name", f"modelSpec-{index}"))
+        location = Location(file, line_of(text, f"name: {name}") or line_of(text, "modelSpec:"))
+        image = f"{entry.get('repository', '')}:{entry.get('tag', '')}"
+        version = version_from_image(image)
+        if version is not None:
+            versions.setdefault(version, image)
+        labels = entry.get("labels")
+        words = " ".join(str(v) for v in labels.values()) if isinstance(labels, Mapping) else ""
+        hint = name if role_from_text(name) else words
+        gpus = entry.get("requestGPU")
+        env = {
+            str(e.get("name")): str(e.get("value"))
+            for e in entry.get("env") or []
+            if isinstance(e, Mapping) and "value" in e
+        }
+        found = PoolInput(
+            role=None,
+            role_source="args",
+            name=name,
+            args=_arguments(entry, file, where),
+            location=location,
+            env=env,
+            name_hint=hint,
+            vllm_version=version,
+            gpus_per_node=gpus if isinstance(gpus, int) and not isinstance(gpus, bool) else None,
+            gpu=gpu_of(problems, entry, name, location),
+            deployment_key=DeploymentKey("production-stack values", file, single_object=True),
+        )
+        pool, found_problems = build_pool(found)
+        problems += found_problems
+        if pool is not None:
+            pools.append(pool)
+    version = next(iter(versions), None)
+    return Deployment(
+        source=file,
+        kind=KIND,
+        pools=tuple(pools),
+        problems=tuple(problems),
+        vllm_version=version,
+        version_source=f"image {versions[version]}" if version is not None else None,
+        launches=len(specs),
+    )

@@ -1,0 +1,8 @@
+#!/bin/bash
+# B2 (positive): the default keeps no quotes: MODEL is tiiuae/Falcon-H1-0.5B-Base.
+MODEL=${MODEL:-"tiiuae/Falcon-H1-0.5B-Base"}
+TP=${TP:-'2'}
+# prefill
+vllm serve "$MODEL" -tp "$TP" --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}' &
+# decode
+vllm serve "$MODEL" -tp "$TP" --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}'

@@ -1,0 +1,146 @@
+"""The deployment corpus (tests/deploy_corpus/): real-world shapes from llm-d, KServe, Dynamo,
+vLLM's examples, LMCache and production-stack, each read as its author meant it (issue 10).
+
+tests/deploy_corpus/expectations.yaml says, per input, the pools an operator reads from it
+(role, TP, GPU), the release profile, the pairs and the messages; this test runs
+``kvalign audit PATH --format json`` on each and compares. Every class of issue 10 has a
+positive and a negative case.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from kvalign.cli import app
+
+CORPUS = Path(__file__).parent / "deploy_corpus"
+EXPECTED: list[dict[str, Any]] = yaml.safe_load(
+    (CORPUS / "expectations.yaml").read_text(encoding="utf-8")
+)
+CLASSES = [
+    "A1",
+    "A2",
+    "A3",
+    "A4",
+    "A5",
+    "B1",
+    "B2",
+    "B3",
+    "B4",
+    "B5",
+    "C1",
+    "C2",
+    "D1",
+    "D2",
+    "D3",
+    "D4",
+    "R1",
+    "R2",
+    "G",
+]
+runner = CliRunner()
+
+
+def _audit(path: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    result = runner.invoke(app, ["audit", str(path), "--format", "json", *args])
+    assert "Traceback" not in result.stdout + result.stderr
+    return result.exit_code, json.loads(result.stdout)
+
+
+def _messages(report: dict[str, Any]) -> str:
+    lines = [p["message"] for key in ("problems", "unevaluated") for p in report[key]]
+    lines += report.get("assumptions", [])
+    error = report.get("error")
+    if error:
+        lines += [error["message"], *(r["message"] for r in error["reasons"])]
+    return "\n".join(lines)
+
+
+def _id(case: dict[str, Any]) -> str:
+    return " ".join([case["path"], *case.get("args", [])])
+
+
+@pytest.mark.parametrize("case", EXPECTED, ids=[_id(c) for c in EXPECTED])
+def test_corpus_input_is_read_as_its_author_meant(case: dict[str, Any]) -> None:
+    path = CORPUS / case["path"]
+    code, report = _audit(path, *case.get("args", []))
+    messages = _messages(report)
+    assert code == case["exit"], messages
+    pools = [
+        {"role": p["role"], "tp": p["tp"], "gpu": p["gpu"]}
+        for f in report["files"]
+        for p in f["pools"]
+    ]
+    assert pools == case["pools"], messages
+    if "profile" in case:
+        rules = {f["vllm_rules"] for f in report["files"]}
+        assert rules and all(f"vLLM {case['profile']} rules" in r for r in rules), rules
+    if "pairs" in case:
+        assert sum(len(g["pairs"]) for g in report["groups"]) == case["pairs"]
+    if "groups" in case:
+        assert len(report["groups"]) == case["groups"]
+    if "rules" in case:
+        assert sorted({f["rule"] for f in report["findings"]}) == case["rules"]
+    for text in case.get("says", []):
+        assert text in messages, messages
+    for text in case.get("once", []):
+        assert messages.count(text) == 1, messages
+    for text in case.get("never", []):
+        assert text not in messages, messages
+    if "skipped" in case:
+        assert sorted(str(Path(s).relative_to(path)) for s in report["skipped"]) == sorted(
+            case["skipped"]
+        )
+    if code == 2:  # D4: a JSON document even on a usage / input error
+        assert report["error"]["exit_code"] == 2 and report["findings"] == []
+    else:
+        assert "error" not in report
+
+
+def test_every_issue_class_has_a_positive_and_a_negative_case() -> None:
+    seen: dict[str, set[str]] = {name: set() for name in CLASSES}
+    for case in EXPECTED:
+        for name, kinds in case["covers"].items():
+            assert name in seen, name
+            seen[name].update([kinds] if isinstance(kinds, str) else kinds)
+    assert {name: sorted(kinds) for name, kinds in seen.items()} == {
+        name: ["negative", "positive"] for name in CLASSES
+    }
+
+
+def test_every_corpus_file_is_in_the_expectations() -> None:
+    named = {CORPUS / c["path"] for c in EXPECTED}
+    inputs = {
+        p
+        for p in CORPUS.rglob("*")
+        if p.is_file() and p.suffix in (".sh", ".yaml") and p.name != "expectations.yaml"
+    }
+    uncovered = {p for p in inputs if not any(p == n or n in p.parents for n in named)}
+    # LMCache config files are read through LMCACHE_CONFIG_FILE, not audited on their own
+    assert {p.name for p in uncovered} == {
+        "lmcache-prefiller-config.yaml",
+        "lmcache-decoder-config.yaml",
+    }
+
+
+def test_a_scan_of_the_whole_corpus_never_skips_a_vllm_launch() -> None:
+    # A5: the only files a scan skips are those that launch no vLLM at all
+    _, report = _audit(CORPUS)
+    skipped = sorted(Path(s).name for s in report["skipped"])
+    assert skipped == [
+        "bench.sh",
+        "deployment-not-vllm.yaml",
+        "docker_run_other.sh",
+        "expectations.yaml",
+        "lmcache-decoder-config.yaml",
+        "lmcache-prefiller-config.yaml",
+        "sglang_launch.sh",
+    ]
+    unevaluated = {Path(p["file"]).name for p in report["unevaluated"]}
+    assert {"serve.sh", "print_command.sh", "deploy-shell-script-file.yaml"} <= unevaluated
