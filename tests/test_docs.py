@@ -101,9 +101,6 @@ def test_reference_pages_are_linked_from_readme() -> None:
 
 
 #: pages linked before they exist: docs/inputs.md is written in parallel (issue 9).
-PENDING = {"docs/inputs.md"}
-
-
 def test_relative_links_point_at_files_and_headings() -> None:
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     for page in pages:
@@ -114,8 +111,6 @@ def test_relative_links_point_at_files_and_headings() -> None:
             path, _, anchor = target.partition("#")
             resolved = (page.parent / path).resolve() if path else page
             name = resolved.relative_to(ROOT).as_posix()
-            if name in PENDING and not resolved.exists():
-                continue
             assert resolved.is_file(), f"{page.name}: link to missing {target}"
             if anchor and resolved.suffix == ".md":
                 headings = re.findall(r"^#+ (.+)$", resolved.read_text("utf-8"), re.MULTILINE)
