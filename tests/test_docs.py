@@ -110,7 +110,6 @@ def test_relative_links_point_at_files_and_headings() -> None:
                 continue  # https: and the like
             path, _, anchor = target.partition("#")
             resolved = (page.parent / path).resolve() if path else page
-            name = resolved.relative_to(ROOT).as_posix()
             assert resolved.is_file(), f"{page.name}: link to missing {target}"
             if anchor and resolved.suffix == ".md":
                 headings = re.findall(r"^#+ (.+)$", resolved.read_text("utf-8"), re.MULTILINE)
