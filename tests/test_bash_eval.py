@@ -279,3 +279,46 @@ def test_each_call_of_a_function_is_a_command_of_its_own() -> None:
     assert (first.words[-1], second.words[-1]) == ("8100", "8200")
     assert (first.hints[0], second.hints[0]) == ("launch prefill 8100", "launch decode 8200")
     assert first.line == second.line == 2
+
+
+# ---- hostile scripts: bounded, never an exception (QA round 2) ---------------------------
+def test_a_long_and_chain_is_read_to_the_nesting_bound_without_recursion_error() -> None:
+    # tree-sitter-bash nests `a && b && c` leftwards, one level per operator; deciding the
+    # condition of 5 000 levels used to recurse past Python's stack (RecursionError)
+    script = evaluate(" && ".join(["true"] * 5000) + " && run x\n")
+    assert any("nested deeper than 100 levels" in note for _, note in script.notes)
+    negated = evaluate("if " + "! " * 5000 + "true; then run a; fi\n")  # ! ! ! …: no crash
+    assert "run" in [c.words[0] for c in negated.commands]
+    tests = evaluate("if [[ " + " && ".join(["-n x"] * 3000) + " ]]; then run b; fi\n")
+    assert [[shown(w) for w in c.words] for c in tests.commands] == [["run", "b"]]
+
+
+def test_a_doubling_variable_is_cut_off_as_unresolved() -> None:
+    # A="$A$A" 80 times is 2^81 characters: the value past MAX_WORD stays unresolved
+    script = evaluate("A=xx\n" + 'A="$A$A"\n' * 80 + 'run "$A"\n')
+    [(name, value)] = [[shown(w) for w in c.words] for c in script.commands]
+    assert name == "run" and value.startswith('"$A$A"')  # as written: unresolved
+    assert len(value) < 4 * 262144
+    assert any("expands to more than 262144 characters" in note for _, note in script.notes)
+    long_word = evaluate("A=" + "a" * 300_000 + "\nrun --x 1\n")  # written too long: same
+    assert [shown(w) for w in long_word.commands[0].words] == ["run", "--x", "1"]
+    assert any("expands to more than" in note for _, note in long_word.notes)
+
+
+def test_arithmetic_that_python_cannot_parse_or_divide_is_left_unresolved() -> None:
+    long_sum = "+".join(["1"] * 2000)  # ast.parse used to raise RecursionError
+    assert _words(f"T=$(( {long_sum} ))\nrun $T\n") == [["run", f"$(( {long_sum} ))"]]
+    big = "9" * 400  # true division of a 400-digit integer overflows a float
+    assert _words(f"run $(( {big} / 3 )) $(( -7 / 2 )) $(( 7 / -2 ))\n") == [
+        ["run", "3" * 400, "-3", "-3"]  # bash truncates toward zero
+    ]
+
+
+def test_many_commands_stop_at_the_bound_with_a_note() -> None:
+    from kvalign.deploy.bash import MAX_COMMANDS
+
+    script = evaluate("echo hi\n" * (MAX_COMMANDS + 10) + "run last\n")
+    # every line is a command of its own: the first MAX_COMMANDS are read, `run` is not
+    assert len(script.commands) == MAX_COMMANDS
+    assert {c.words for c in script.commands} == {("echo", "hi")}
+    assert any(f"more than {MAX_COMMANDS} commands" in note for _, note in script.notes)

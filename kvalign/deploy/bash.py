@@ -65,6 +65,14 @@ _MAX_DEPTH = 8  # eval / bash -c / function nesting
 #: syntax nesting (lists, subshells, substitutions) evaluated before kvalign gives up on a
 #: part of the script (noted): far beyond real scripts, well within Python's stack.
 MAX_NESTING = 100
+#: characters one expansion may build (a word, an assignment's value): far beyond any real
+#: argument; ``A="$A$A"`` repeated would otherwise double without bound (memory, time).
+MAX_WORD = 256 * 1024
+#: simple commands evaluated per file (loops and calls count each time): a script with
+#: more is not a deployment launcher; the rest is noted as not read (bounds the time).
+MAX_COMMANDS = 20_000
+_MAX_WORDS = 8 * 1024 * 1024  # characters of all the words of one command
+_MAX_ARITH = 1000  # characters of a $(( )) expression kvalign computes
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)\Z", re.DOTALL)
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash"})
@@ -218,13 +226,24 @@ class _Builder:
     def __init__(self) -> None:
         self.words: list[str] = []
         self.current: list[str] | None = None
+        self.size = 0  # characters of the current word
+        self.total = 0  # characters of every word
+        self.overflow = False  # a word or all of them grew too long (the rest dropped)
 
     def add(self, text: str) -> None:
+        if self.overflow:
+            return
+        self.size += len(text)
+        self.total += len(text)
+        if self.size > MAX_WORD or self.total > _MAX_WORDS:
+            self.overflow = True
+            return
         if self.current is None:
             self.current = []
         self.current.append(text)
 
     def end(self) -> None:
+        self.size = 0
         if self.current is not None:
             self.words.append("".join(self.current))
             self.current = None
@@ -298,10 +317,12 @@ def _arith(expr: str, env: _Env) -> str | None:
             raise ValueError(name)
         return got.strip()
 
+    if len(expr) > _MAX_ARITH:
+        return None  # Python's parser recurses per operator: far beyond real scripts
     try:
         text = re.sub(r"\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: value(m.group(1)), expr)
         tree = ast.parse(text.strip(), mode="eval")
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
         return None
 
     def calc(node: ast.AST) -> int:
@@ -321,7 +342,8 @@ def _arith(expr: str, env: _Env) -> str | None:
             if isinstance(node.op, ast.Mult) and abs(left * right) < 2**62:
                 return left * right
             if isinstance(node.op, (ast.Div, ast.FloorDiv)) and right:
-                return int(left / right)
+                quotient = abs(left) // abs(right)  # integers, truncated toward zero as in bash
+                return quotient if (left < 0) == (right < 0) else -quotient
             if isinstance(node.op, ast.Mod) and right:
                 return left % right
         raise ValueError(ast.dump(node))
@@ -349,6 +371,7 @@ class _Evaluator:
         self.called: set[str] = set()
         self.seen: set[tuple[tuple[int, ...], tuple[str, ...], tuple[tuple[str, str], ...]]] = set()
         self.level = 0  # current syntax nesting (run / expand)
+        self.commands = 0  # simple commands evaluated (bounded by MAX_COMMANDS)
         # unresolved pieces are kept as OPEN index CLOSE while evaluating, so that text
         # re-parsed by eval / sh -c never splits them; decoded when a command is recorded
         self.holes: dict[str, int] = {}
@@ -379,11 +402,23 @@ class _Evaluator:
         return True
 
     # ---- expansion ----------------------------------------------------------------------
+    def _too_long(self, node: Node) -> str:
+        """``node`` as written, unresolved, because its expansion exceeds :data:`MAX_WORD`."""
+        note = (node.start_point[0] + 1, f"expands to more than {MAX_WORD} characters: not read")
+        if note not in self.script.notes:
+            self.script.notes.append(note)
+        return self.hole(_text(node)[:200])
+
     def words(self, nodes: list[Node], env: _Env) -> list[str]:
         out = _Builder()
         for node in nodes:
+            before = len(out.words)
             self.expand(node, env, out, quoted=False)
             out.end()
+            if out.overflow:
+                del out.words[before:]
+                out.words.append(self._too_long(node))
+                out.overflow = False  # later nodes: still bounded by the total
         return out.words
 
     def joined(self, node: Node, env: _Env) -> str:
@@ -391,6 +426,8 @@ class _Evaluator:
         out = _Builder()
         self.expand(node, env, out, quoted=True, assignment=True)
         out.end()
+        if out.overflow:
+            return self._too_long(node)
         return "".join(out.words) if out.words else ""
 
     def expand(
@@ -585,11 +622,13 @@ class _Evaluator:
             if after and _text(child) != "}":
                 self.expand(child, env, inner, quoted=True)
         inner.end()
+        if inner.overflow:
+            return self._too_long(node)
         return "".join(inner.words)
 
     # ---- statements ---------------------------------------------------------------------
     def run(self, node: Node, envs: list[_Env], ctx: _Ctx) -> list[_Env]:
-        if not envs or self._too_deep(node):
+        if not envs or self.commands > MAX_COMMANDS or self._too_deep(node):
             return envs
         self.level += 1
         try:
@@ -602,6 +641,8 @@ class _Evaluator:
         if kind in ("program", "compound_statement", "do_group"):
             for child in node.named_children:
                 envs = self.run(child, envs, ctx)
+                if self.commands > MAX_COMMANDS:
+                    break
             return envs
         if kind == "subshell":
             copies = [e.copy() for e in envs]
@@ -675,7 +716,7 @@ class _Evaluator:
             out = _Builder()
             self.expand(value_node, env, out, quoted=False)
             out.end()
-            value = tuple(out.words)
+            value = tuple(out.words) if not out.overflow else self._too_long(value_node)
         else:
             value = self.joined(value_node, env)
         if append:
@@ -686,6 +727,8 @@ class _Evaluator:
                 value = left + right
             else:
                 value = old + value
+            if (len(value) if isinstance(value, str) else sum(map(len, value))) > MAX_WORD:
+                value = self._too_long(node)
         env.vars[name] = value
         if export:
             env.exported.add(name)
@@ -727,7 +770,17 @@ class _Evaluator:
         return self._cap(out, node)
 
     def _condition(self, node: Node, env: _Env) -> bool | None:
-        """Whether a condition holds on this path (``None``: cannot tell)."""
+        """Whether a condition holds on this path (``None``: cannot tell, also past
+        :data:`MAX_NESTING` levels: ``a && b && …`` nests one level per operator)."""
+        if self.level >= MAX_NESTING:
+            return None
+        self.level += 1
+        try:
+            return self._condition_at(node, env)
+        finally:
+            self.level -= 1
+
+    def _condition_at(self, node: Node, env: _Env) -> bool | None:
         if node.type == "test_command":
             exprs = node.named_children
             return self._expr(exprs[0], env) if len(exprs) == 1 else None
@@ -768,6 +821,17 @@ class _Evaluator:
         return None if OPEN in value else value
 
     def _expr(self, node: Node, env: _Env) -> bool | None:
+        """A ``[ … ]`` / ``[[ … ]]`` expression's truth (``None``: cannot tell, also past
+        :data:`MAX_NESTING` levels)."""
+        if self.level >= MAX_NESTING:
+            return None
+        self.level += 1
+        try:
+            return self._expr_at(node, env)
+        finally:
+            self.level -= 1
+
+    def _expr_at(self, node: Node, env: _Env) -> bool | None:
         if node.type == "parenthesized_expression" and node.named_children:
             return self._expr(node.named_children[0], env)
         if node.type == "unary_expression":
@@ -853,6 +917,7 @@ class _Evaluator:
         matcher: Any = None,
     ) -> list[_Env]:
         out: list[_Env] = []
+        merged = False
         hint_above = self._comments_above(node.start_point[0] + 1)
         for env in envs:
             remaining = [env]
@@ -873,7 +938,7 @@ class _Evaluator:
                         branch = path.copy()
                         branch.branch = (*branch.branch, header)
                         taken.append(branch)
-                        if cond is not None:
+                        if cond is not None and len(path.branch) < MAX_ALTERNATIVES:
                             path.branch = (*path.branch, f"not {header}")
                         rest.append(path)
                     elif decided:
@@ -884,10 +949,12 @@ class _Evaluator:
                 for statement in statements:
                     taken = self.run(statement, taken, inner)
                 out += taken
+                if len(out) > MAX_ALTERNATIVES:  # merge as we go: a 10 000-item case
+                    out, merged = self._cap(out, node), True
                 remaining = rest
             if not exhaustive:
                 out += remaining
-        return self._cap(out, node)
+        return self._cap(out, node, force=merged)
 
     def _case(self, node: Node, envs: list[_Env], ctx: _Ctx) -> list[_Env]:
         value_node = node.child_by_field_name("value")
@@ -979,6 +1046,15 @@ class _Evaluator:
         return tuple(found)
 
     def _command(self, node: Node, envs: list[_Env], ctx: _Ctx) -> list[_Env]:
+        self.commands += len(envs)
+        if self.commands > MAX_COMMANDS:
+            note = (
+                node.start_point[0] + 1,
+                f"more than {MAX_COMMANDS} commands: the rest not read",
+            )
+            if not any(n[1] == note[1] for n in self.script.notes):
+                self.script.notes.append(note)
+            return envs
         name_node = node.child_by_field_name("name")
         prefixes = [c for c in node.named_children if c.type == "variable_assignment"]
         if name_node is None:
@@ -1145,8 +1221,10 @@ class _Evaluator:
         finally:
             self.lines = saved
 
-    def _cap(self, envs: list[_Env], node: Node) -> list[_Env]:
-        if len(envs) <= MAX_ALTERNATIVES:
+    def _cap(self, envs: list[_Env], node: Node, force: bool = False) -> list[_Env]:
+        """More than :data:`MAX_ALTERNATIVES` paths (or ``force``: some already were) →
+        one path whose differing variables are unresolved (noted)."""
+        if len(envs) <= 1 or (len(envs) <= MAX_ALTERNATIVES and not force):
             return envs
         merged = envs[0].copy()
         names = set().union(*(e.vars for e in envs))
@@ -1155,13 +1233,13 @@ class _Evaluator:
             if len(values) > 1:
                 merged.vars[name] = self.hole(f"${name}")
         merged.branch = ()
-        self.script.notes.append(
-            (
-                node.start_point[0] + 1,
-                f"more than {MAX_ALTERNATIVES} if/case alternatives: variables that differ "
-                "between them are left unresolved",
-            )
+        note = (
+            node.start_point[0] + 1,
+            f"more than {MAX_ALTERNATIVES} if/case alternatives: variables that differ "
+            "between them are left unresolved",
         )
+        if note not in self.script.notes:
+            self.script.notes.append(note)
         return [merged]
 
 
@@ -1173,10 +1251,10 @@ def _same(a: Node | None, b: Node | None) -> bool:
 
 
 def _is_test(node: Node) -> bool:
+    while node.type == "negated_command" and node.named_children:  # iterative: ! ! ! …
+        node = node.named_children[0]
     if node.type == "test_command":
         return True
-    if node.type == "negated_command":
-        return any(_is_test(c) for c in node.named_children)
     if node.type == "command":
         name = node.child_by_field_name("name")
         return name is not None and _text(name) in ("test", "true", "false", ":")
