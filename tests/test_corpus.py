@@ -194,3 +194,38 @@ def test_whole_corpus_stays_within_memory(tmp_path: Path) -> None:
     )  # fmt: skip
     peak_kib = int(done.stdout.strip().splitlines()[-1])
     assert peak_kib < 400 * 1024, f"peak RSS {peak_kib // 1024} MiB"
+
+
+@pytest.mark.parametrize(
+    ("name", "prefix", "note"),
+    [
+        # `a && b && …` nests one level per operator (RecursionError before the bound)
+        ("and-chain.sh", "true && " * 3000, "nested deeper than 100 levels"),
+        ("test-chain.sh", "[[ " + " && ".join(["-n x"] * 3000) + " ]] && ", None),
+        # A="$A$A" 64 times: 2^65 characters (memory) before values were bounded
+        ("doubling.sh", "A=xx\n" + 'A="$A$A"\n' * 64 + 'echo "$A"\n', "expands to more than"),
+        # a 5 000-item case on an unknown subject (quadratic before paths were merged early)
+        (
+            "case.sh",
+            "case $X in\n" + "".join(f"  {i}) Y={i} ;;\n" for i in range(5000)) + "esac\n",
+            "more than 16 if/case alternatives",
+        ),
+    ],
+)
+def test_hostile_shell_scripts_are_bounded(
+    name: str, prefix: str, note: str | None, tmp_path: Path
+) -> None:
+    """The corpus's two-pool script behind a hostile prefix: still read (prefill TP 8 →
+    decode TP 1 is a block_size_ratio error, exit 1), the bound noted, no traceback."""
+    from tests.corpus.generate import SHELL
+
+    script = tmp_path / name
+    first = "vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 --tensor-parallel-size 8"
+    script.write_text(SHELL.replace(first, prefix + first), encoding="utf-8")
+    result = runner.invoke(app, ["audit", str(script), "--format", "json"])
+    assert result.exit_code == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert [p["tp"] for f in report["files"] for p in f["pools"]] == [8, 1]
+    if note is not None:
+        assert note in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr

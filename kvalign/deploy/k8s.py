@@ -72,6 +72,23 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def _malformed_argv(container: Mapping[str, Any]) -> str | None:
+    """What is wrong with a container's ``command`` / ``args`` shape, if anything: the
+    Kubernetes API takes lists of strings (a number is kept as written, like ``kubectl``'s
+    YAML users expect); a string, mapping or nested item is never what the author meant."""
+    for field_name in ("command", "args"):
+        value = container.get(field_name)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            return f"{field_name}: expected a list of strings, got {type(value).__name__}"
+        for index, item in enumerate(value):
+            if item is None or isinstance(item, (list, Mapping)):
+                kind = "null" if item is None else type(item).__name__
+                return f"{field_name}[{index}]: expected a string, got {kind}"
+    return None
+
+
 class _Context:
     """Per-file state: text, ConfigMaps, collected pools/components/problems."""
 
@@ -322,6 +339,13 @@ def _add_pool(
         return
     not_read: list[Problem] = []  # noted (--verbose) only when no container runs vLLM
     for index, container in enumerate(_containers(node)):
+        shape = _malformed_argv(container)
+        if shape is not None:
+            ctx.problems.append(
+                Problem(ctx.where(needle or f"name: {name}", start),
+                        f"{name}: container {container.get('name', '?')!r} {shape}")
+            )  # fmt: skip
+            return
         env = _env(container, ctx)
         alternatives = _launch(container, env, implied=implied and index == 0)
         image = str(container.get("image", ""))

@@ -72,8 +72,15 @@ def _arguments(entry: Mapping[str, Any], file: str, where: str) -> list[str]:
         raise InvalidConfig(f"{file}: {where}.vllmConfig.extraArgs: expected a list")
     words += [str(w) for w in extra]
     lmcache = entry.get("lmcacheConfig") or {}
-    if isinstance(lmcache, Mapping) and lmcache.get("enabled"):
-        role = str(lmcache.get("kvRole") or "kv_both")
+    if not isinstance(lmcache, Mapping):
+        raise InvalidConfig(f"{file}: {where}.lmcacheConfig: expected a mapping")
+    if lmcache.get("enabled"):
+        role = lmcache.get("kvRole") or "kv_both"
+        if not isinstance(role, str):
+            raise InvalidConfig(
+                f"{file}: {where}.lmcacheConfig.kvRole: expected kv_producer, kv_consumer or "
+                f"kv_both, got {role!r}"
+            )
         words += [
             "--kv-transfer-config",
             json.dumps({"kv_connector": "LMCacheConnectorV1", "kv_role": role}),

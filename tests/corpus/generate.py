@@ -472,6 +472,32 @@ def deployment_cases() -> dict[str, bytes]:
     for name, model in unknown.items():
         out[f"model--{name}.yaml"] = _own(model=f'"{model}"').encode()
     out["model--k8s-unknown-hub-id.yaml"] = K8S.replace(NANO, "example-org/unknown-hybrid").encode()
+    # hostile input, round 2: container argv of the wrong shape (a string, a mapping, a
+    # nested or null item) is named, never read as "no model given"
+    argv = f'args: ["vllm", "serve", "{NANO}", "--tensor-parallel-size", "8"]'
+    for name, bad in (
+        ("args-mapping", "args: {tp: 8}"),
+        ("command-number", "command: 5"),
+        ("args-null-item", f'args: ["vllm", "serve", "{NANO}", null]'),
+        ("args-nested-list", f'args: ["vllm", "serve", ["{NANO}"]]'),
+    ):
+        out[f"k8s--{name}.yaml"] = K8S.replace(argv, bad, 1).encode()
+    stack = (
+        "servingEngineSpec:\n  modelSpec:\n"
+        f"  - name: prefill\n    modelURL: {NANO}\n    vllmConfig: {{tensorParallelSize: 8}}\n"
+        "    lmcacheConfig: LMCACHE\n"
+        f"  - name: decode\n    modelURL: {NANO}\n    vllmConfig: {{tensorParallelSize: 1}}\n"
+    )
+    out["stack--lmcache-list.yaml"] = stack.replace("LMCACHE", "[enabled]").encode()
+    out["stack--lmcache-kvrole-number.yaml"] = stack.replace(
+        "LMCACHE", "{enabled: true, kvRole: 5}"
+    ).encode()
+    # shell scripts that used to crash (kvalign/deploy/bash.py bounds them; more in
+    # tests/test_corpus.py::test_hostile_shell_scripts_are_bounded)
+    first = f"vllm serve {NANO} --tensor-parallel-size 8"
+    out["shell--arith-2000-terms.sh"] = SHELL.replace(
+        first, "TP=$(( " + "+".join(["1"] * 2000) + " ))\n" + first.replace("8", "$TP")
+    ).encode()
     return out
 
 
