@@ -229,3 +229,54 @@ def test_hostile_shell_scripts_are_bounded(
     if note is not None:
         assert note in result.stderr
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_doubling_kubernetes_env_references_are_bounded(tmp_path: Path) -> None:
+    """``V2=$(V1)$(V1)`` … 3 000 times is 2^3000 characters (the process was killed for
+    memory): substitution past MAX_SUBSTITUTED keeps the text as written."""
+    from kvalign.deploy.common import MAX_SUBSTITUTED, substitute_k8s
+    from tests.corpus.generate import K8S
+
+    env = {"V1": "x" * 1000}
+    assert substitute_k8s("$(V1)-$(V2)", env) == "x" * 1000 + "-$(V2)"  # V2 unknown: kept
+    refs = "$(V1)" * (MAX_SUBSTITUTED // 1000 + 1)
+    assert substitute_k8s(refs, env) == refs  # would exceed the bound: as written
+    chain = "".join(
+        f"        - {{name: V{i}, value: '$(V{i - 1})$(V{i - 1})'}}\n" for i in range(1, 3000)
+    )
+    manifest = tmp_path / "env.yaml"
+    manifest.write_text(
+        K8S.replace("        args:", "        env:\n" + chain + "        args:", 1),
+        encoding="utf-8",
+    )
+    result = runner.invoke(app, ["audit", str(manifest), "--format", "json"])
+    assert "Traceback" not in result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert [p["tp"] for f in report["files"] for p in f["pools"]] == [8, 1]
+
+
+def test_line_numbers_of_a_manifest_with_thousands_of_containers(tmp_path: Path) -> None:
+    """line_of split the whole text once per container (quadratic: 55 s for 20 000
+    sidecars); it now splits once per text and must give the same lines as before."""
+    from kvalign.deploy.common import line_of
+    from tests.corpus.generate import K8S
+
+    lines_text = "a\r\nb\x0cname: x\u2028name: y\nname: x\n"
+    # lines as str.splitlines makes them: a | b\x0c → "b", "name: x" | "name: y" | "name: x"
+    found = [line_of(lines_text, "name: x"), line_of(lines_text, "name: x", 4)]
+    assert [*found, line_of(lines_text, "z")] == [
+        3, 5, None
+    ]  # fmt: skip
+    sidecars = "".join(
+        f"      - name: side{i}\n        image: busybox\n        args: [sleep, '1']\n"
+        for i in range(3000)
+    )
+    manifest = tmp_path / "sidecars.yaml"
+    text = K8S.replace("      containers:\n", "      containers:\n" + sidecars)
+    manifest.write_text(text, encoding="utf-8")
+    result = runner.invoke(app, ["audit", str(manifest), "--format", "json"])
+    report = json.loads(result.stdout)
+    lines = [p["line"] for f in report["files"] for p in f["pools"]]
+    # each pool at its Deployment's `name:` line: 4 and 18 in K8S, the decode one moved
+    # down by the prefill Deployment's 3 000 three-line sidecars
+    assert lines == [4, 18 + 9000], lines

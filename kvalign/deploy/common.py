@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from kvalign.deploy.model import DeploymentKey, Ignore, Location, Pool, Problem, Role
@@ -49,9 +51,36 @@ def key_from_labels(labels: Mapping[str, Any], namespace: str = "") -> Deploymen
     return None
 
 
+#: characters a ``$(VAR)`` substitution may produce: ``V2=$(V1)$(V1)``, ``V3=$(V2)$(V2)`` …
+#: doubles without bound (memory); a longer result keeps the text as written.
+MAX_SUBSTITUTED = 256 * 1024
+
+
+class _TooLong(Exception):
+    pass
+
+
 def substitute_k8s(text: str, env: Mapping[str, str]) -> str:
-    """Replace Kubernetes ``$(VAR)`` references whose value is known; others stay as is."""
-    return _K8S_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), text)
+    """Replace Kubernetes ``$(VAR)`` references whose value is known; others stay as is.
+
+    A result longer than :data:`MAX_SUBSTITUTED` characters leaves ``text`` as written
+    (its references then read as unresolved)."""
+    size = len(text)
+
+    def value(match: re.Match[str]) -> str:
+        nonlocal size
+        known = env.get(match.group(1))
+        if known is None:
+            return match.group(0)
+        size += len(known) - len(match.group(0))
+        if size > MAX_SUBSTITUTED:
+            raise _TooLong
+        return known
+
+    try:
+        return _K8S_VAR.sub(value, text)
+    except _TooLong:
+        return text
 
 
 def role_from_text(text: str) -> Role | None:
@@ -109,12 +138,35 @@ def ignores_in(text: str, file: str) -> tuple[list[Ignore], list[Problem]]:
     return ignores, problems
 
 
+#: what :meth:`str.splitlines` splits on
+_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+@lru_cache(maxsize=8)
+def _line_starts(text: str) -> tuple[int, ...]:
+    """Offset of each line of ``text`` (lines as :meth:`str.splitlines` makes them)."""
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    return tuple(starts[:-1]) if len(starts) > 1 else ()
+
+
 def line_of(text: str, needle: str, start: int = 1) -> int | None:
-    """1-based number of the first line at or after ``start`` containing ``needle``."""
-    for number, line in enumerate(text.splitlines()[start - 1 :], start=start):
-        if needle in line:
-            return number
-    return None
+    """1-based number of the first line at or after ``start`` containing ``needle``.
+
+    The lines are split once per text (readers call this once per pool or container: a
+    20 000-container manifest was quadratic)."""
+    if any(c in _LINE_BREAKS for c in needle):
+        for number, line in enumerate(text.splitlines()[start - 1 :], start=start):
+            if needle in line:
+                return number
+        return None
+    starts = _line_starts(text)
+    index = max(start, 1) - 1
+    if index >= len(starts):
+        return None
+    found = text.find(needle, starts[index])
+    return None if found < 0 else bisect_right(starts, found)
 
 
 @dataclass(frozen=True)
