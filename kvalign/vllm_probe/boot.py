@@ -235,7 +235,7 @@ def import_backend_module(module: str, absent: tuple[str, ...] = ("flashinfer",)
         _forget_flashinfer_presence()
 
 
-def _forget_flashinfer_presence() -> None:
+def _forget_flashinfer_presence() -> None:  # pragma: no cover - real vLLM only
     """Clear cached "flashinfer is installed" answers taken while placeholders existed."""
     utils = sys.modules.get("vllm.utils.flashinfer")
     if utils is None:
@@ -252,7 +252,7 @@ _BOOTED: dict[str, Any] = {}
 REGISTERED_CONFIGS: list[str] = []
 
 
-def _register_vllm_config_classes() -> None:
+def _register_vllm_config_classes() -> None:  # pragma: no cover - real vLLM only
     transformers: Any = importlib.import_module("transformers")
     auto: Any = importlib.import_module("transformers.models.auto.configuration_auto")
     configs: Any = importlib.import_module("vllm.transformers_utils.configs")
@@ -267,7 +267,7 @@ def _register_vllm_config_classes() -> None:
             REGISTERED_CONFIGS.append(model_type)
 
 
-def boot(gpu: AssumedGpu = H100) -> Any:
+def boot(gpu: AssumedGpu = H100) -> Any:  # pragma: no cover - real vLLM only
     """Make vLLM's configuration code runnable here; return the installed platform.
 
     Idempotent for the same ``gpu``. Must run before any vLLM module that binds

@@ -52,12 +52,16 @@ Align = Callable[[Any, Any, Any], tuple[str, ...]]
 Kernel = Callable[[Any, int, Any, Any], int]
 
 
-def _align_in_config_hook(platform: Any, vllm_config: Any, backend_cls: Any) -> tuple[str, ...]:
+def _align_in_config_hook(
+    platform: Any, vllm_config: Any, backend_cls: Any
+) -> tuple[str, ...]:  # pragma: no cover - real vLLM only
     """0.14–0.17: the hook already ran in ``VllmConfig.__post_init__``."""
     return ("alignment: HybridAttentionMambaModelConfig.verify_and_update_config",)
 
 
-def _align_hook_then_reset(platform: Any, vllm_config: Any, backend_cls: Any) -> tuple[str, ...]:
+def _align_hook_then_reset(
+    platform: Any, vllm_config: Any, backend_cls: Any
+) -> tuple[str, ...]:  # pragma: no cover - real vLLM only
     """0.18–0.19: hook in ``__post_init__``; ``update_block_size_for_backend`` only
     touches non-hybrid models (a hybrid's reset to 16 is undone when page sizes are
     unified, so the hook's block is final)."""
@@ -69,7 +73,9 @@ def _align_hook_then_reset(platform: Any, vllm_config: Any, backend_cls: Any) ->
     return ("alignment: HybridAttentionMambaModelConfig.verify_and_update_config",)
 
 
-def _with_backends(platform: Any, finder: str, backend_cls: Any) -> Any:
+def _with_backends(
+    platform: Any, finder: str, backend_cls: Any
+) -> Any:  # pragma: no cover - real vLLM only
     """A subclass of the probe platform whose layer discovery returns ``backend_cls``."""
     if finder == "_find_non_ssm_backends":
 
@@ -84,19 +90,23 @@ def _with_backends(platform: Any, finder: str, backend_cls: Any) -> Any:
 
 
 def _align_on_platform(finder: str) -> Align:
-    def align(platform: Any, vllm_config: Any, backend_cls: Any) -> tuple[str, ...]:
+    def align(
+        platform: Any, vllm_config: Any, backend_cls: Any
+    ) -> tuple[str, ...]:  # pragma: no cover - real vLLM only
         _with_backends(platform, finder, backend_cls).update_block_size_for_backend(vllm_config)
         return ("alignment: Platform.update_block_size_for_backend → _align_hybrid_block_size",)
 
     return align
 
 
-def _groups(backend_cls: Any) -> list[Any]:
+def _groups(backend_cls: Any) -> list[Any]:  # pragma: no cover - real vLLM only
     # the only attribute select_common_block_size reads from an AttentionGroup
     return [SimpleNamespace(backend=backend_cls)]
 
 
-def _kernel_runner_groups(vllm: Any, block: int, backend_cls: Any, spec: Any) -> int:
+def _kernel_runner_groups(
+    vllm: Any, block: int, backend_cls: Any, spec: Any
+) -> int:  # pragma: no cover - real vLLM only
     # its module (the GPU model runner) cannot be imported CPU-only: the one function
     select = release_function(
         "vllm.v1.worker.gpu_model_runner", "GPUModelRunner.select_common_block_size"
@@ -104,7 +114,9 @@ def _kernel_runner_groups(vllm: Any, block: int, backend_cls: Any, spec: Any) ->
     return int(select(block, _groups(backend_cls)))
 
 
-def _kernel_utils(vllm: Any, block: int, backend_cls: Any, spec: Any) -> int:
+def _kernel_utils(
+    vllm: Any, block: int, backend_cls: Any, spec: Any
+) -> int:  # pragma: no cover - real vLLM only
     from vllm.v1.worker import utils
 
     select = utils.select_common_block_size
