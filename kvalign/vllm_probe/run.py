@@ -1,7 +1,8 @@
 """The probe's one call sequence, the same for every release (glue in ``releases``).
 
-1. ``EngineArgs(**flags).create_engine_config()`` — what ``vllm serve`` does with its
-   flags: kv-cache dtype resolution (e.g. from the checkpoint's ``kv_cache_scheme``),
+1. ``EngineArgs(**flags).create_engine_config(UsageContext.OPENAI_API_SERVER)`` — what
+   ``vllm serve`` does with its flags (its usage context sets e.g. the default
+   ``max_num_batched_tokens``, which 0.17+ checks against the block in align mode): kv-cache dtype resolution (e.g. from the checkpoint's ``kv_cache_scheme``),
    the prefix-caching default, the Mamba cache mode, model-specific config hooks and,
    in 0.14–0.19, the hybrid alignment itself.
 2. The adapter's alignment step (from 0.20: ``Platform.update_block_size_for_backend``).
@@ -167,12 +168,14 @@ def vllm_answer(request: ProbeRequest) -> VllmAnswer:
                 ),
             )
     from vllm.engine.arg_utils import EngineArgs
+    from vllm.usage.usage_lib import UsageContext
 
     try:
         names = {f.name for f in dataclasses.fields(EngineArgs)}
         kwargs = _engine_kwargs(request, adapter.mamba_cache_mode, "swap_space" in names)
         engine_args = EngineArgs(**kwargs)
-        vllm_config = engine_args.create_engine_config()
+        # as `vllm serve` does (its defaults, e.g. max_num_batched_tokens, follow it)
+        vllm_config = engine_args.create_engine_config(UsageContext.OPENAI_API_SERVER)
     except Exception as exc:  # vLLM's verdict on the configuration
         return dataclasses.replace(base, valid=False, error=_one_line(exc))
     return _sizes(vllm_config, platform, adapter, request, base, notes)
