@@ -270,13 +270,12 @@ def _register_vllm_config_classes() -> None:  # pragma: no cover - real vLLM onl
 def boot(gpu: AssumedGpu = H100) -> Any:  # pragma: no cover - real vLLM only
     """Make vLLM's configuration code runnable here; return the installed platform.
 
-    Idempotent for the same ``gpu``. Must run before any vLLM module that binds
-    ``current_platform`` is imported (``import vllm`` alone is fine).
+    Idempotent for the same ``gpu``. Best run before vLLM is imported; modules that
+    already bound the platform vLLM detected (from 0.25 ``import vllm`` does) are rebound.
 
     Raises:
-        RuntimeError: vLLM already resolved another platform in this process, or the
-            probe was booted with another GPU (one assumption per process: vLLM caches
-            capability-derived answers).
+        RuntimeError: the probe was booted with another GPU in this process (one
+            assumption per process: vLLM caches capability-derived answers).
     """
     if _BOOTED:
         if _BOOTED["gpu"] != gpu:
@@ -300,11 +299,9 @@ def boot(gpu: AssumedGpu = H100) -> Any:  # pragma: no cover - real vLLM only
 
     torch.cuda.get_device_capability = _torch_capability
     torch.cuda.get_device_name = _torch_name
+    # from 0.25 ``import vllm`` itself (``vllm.env_override``) resolves the platform
     platforms: Any = importlib.import_module("vllm.platforms")
-    if getattr(platforms, "_current_platform", None) is not None:
-        raise RuntimeError(
-            "vLLM already chose a platform in this process; the probe must start first"
-        )
+    previous = getattr(platforms, "_current_platform", None)
     cuda: Any = importlib.import_module("vllm.platforms.cuda")
     interface: Any = importlib.import_module("vllm.platforms.interface")
     capability = interface.DeviceCapability(major=gpu.capability[0], minor=gpu.capability[1])
@@ -341,6 +338,14 @@ def boot(gpu: AssumedGpu = H100) -> Any:  # pragma: no cover - real vLLM only
     )
     platform = probe_cls()
     platforms._current_platform = platform
+    if previous is not None:
+        # modules imported so far bound the platform vLLM detected: rebind them
+        for module in list(sys.modules.values()):
+            try:
+                if vars(module).get("current_platform") is previous:
+                    vars(module)["current_platform"] = platform
+            except TypeError:  # not a module namespace
+                continue
     registry: Any = importlib.import_module("vllm.model_executor.models.registry")
 
     def _in_process(fn: Any) -> Any:

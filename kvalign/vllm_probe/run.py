@@ -2,7 +2,8 @@
 
 1. ``EngineArgs(**flags).create_engine_config(UsageContext.OPENAI_API_SERVER)`` — what
    ``vllm serve`` does with its flags (its usage context sets e.g. the default
-   ``max_num_batched_tokens``, which 0.17+ checks against the block in align mode): kv-cache dtype resolution (e.g. from the checkpoint's ``kv_cache_scheme``),
+   ``max_num_batched_tokens``, which 0.17+ checks against the block in align mode):
+   kv-cache dtype resolution (e.g. from the checkpoint's ``kv_cache_scheme``),
    the prefix-caching default, the Mamba cache mode, model-specific config hooks and,
    in 0.14–0.19, the hybrid alignment itself.
 2. The adapter's alignment step (from 0.20: ``Platform.update_block_size_for_backend``).

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import importlib
 import itertools
 import json
 import sys
@@ -126,13 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--append", action="store_true")
     args = parser.parse_args(argv)
 
-    import vllm
-
+    from kvalign.vllm_probe.boot import ASSUMABLE, boot
     from kvalign.vllm_probe.releases import adapter_for
     from kvalign.vllm_probe.run import vllm_answer
     from kvalign.vllm_probe.types import ProbeRequest
 
-    version = str(vllm.__version__)
+    boot(ASSUMABLE[args.gpu])  # before anything else imports vLLM
+    version = str(importlib.import_module("vllm").__version__)
     grid = settings_grid(args.gpu, adapter_for(version).mamba_cache_mode)
     started = time.monotonic()
     errors: collections.Counter[str] = collections.Counter()
