@@ -260,9 +260,10 @@ def test_adapters_by_release() -> None:
     assert adapter_for("0.14.0").name == "0.14"
     assert adapter_for("0.17.0").name == "0.15–0.17"
     assert adapter_for("0.19.1").name == "0.18–0.19"
-    assert adapter_for("0.20.0").name == "0.20–0.32"
-    assert adapter_for("0.32.3").name == "0.20–0.32"
-    assert adapter_for("0.33.1").name == "0.33"
+    assert adapter_for("0.20.0").name == "0.20–0.28"
+    assert adapter_for("0.28.9").name == "0.20–0.28"
+    assert adapter_for("0.31.0").name == "0.29–0.33"
+    assert adapter_for("0.33.1").name == "0.29–0.33"
     assert adapter_for("0.13.0").name == "0.14"  # nearest, and said to be outside
     assert not adapter_for("0.14.0").mamba_cache_mode and adapter_for("0.17.0").mamba_cache_mode
     assert [in_tested_range(v) for v in ("0.13.9", "0.14.0", "0.33.4", "0.34.0", "x")] == [

@@ -9,10 +9,12 @@ those (the shared sequence is in :mod:`kvalign.vllm_probe.run`):
   ``EngineArgs.create_engine_config``; from 0.20 after the model is built, in
   ``vllm/platforms/interface.py`` ``Platform.update_block_size_for_backend`` →
   ``_align_hybrid_block_size``, whose only layer-derived input — the attention backends
-  of the built layers (``_find_non_ssm_backend`` in 0.20–0.32, ``_find_non_ssm_backends``
-  in 0.33) — the adapter supplies. 0.18/0.19 already have
-  ``update_block_size_for_backend`` but it resets a hybrid's block to 16 and the hook's
-  block is re-established when page sizes are unified; the adapter keeps the hook's.
+  of the built layers (``_find_non_ssm_backend``: one class in 0.20–0.28;
+  ``_find_non_ssm_backends``: the distinct classes in 0.31 and 0.33; 0.29/0.30 were not
+  read, so the adapter uses whichever the release defines) — the adapter supplies.
+  0.18/0.19 already have ``update_block_size_for_backend`` but it resets a hybrid's block
+  to 16 and the hook's block is re-established when page sizes are unified; the adapter
+  keeps the hook's.
 * **how the kernel block size is chosen** — ``select_common_block_size``: a static
   method of ``GPUModelRunner`` over attention groups in 0.14, a function of
   ``vllm/v1/worker/utils.py`` over attention groups in 0.17, over backend classes from
@@ -66,37 +68,37 @@ def _align_hook_then_reset(
     touches non-hybrid models (a hybrid's reset to 16 is undone when page sizes are
     unified, so the hook's block is final)."""
     if not vllm_config.model_config.is_hybrid:
-        _with_backends(
-            platform, "_find_non_ssm_backend", backend_cls
-        ).update_block_size_for_backend(vllm_config)
-        return ("block size: Platform.update_block_size_for_backend",)
+        # it reads the built layers' backend itself; none are built: the default block
+        platform.update_block_size_for_backend(vllm_config)
+        return ("block size: Platform.update_block_size_for_backend (no layers built)",)
     return ("alignment: HybridAttentionMambaModelConfig.verify_and_update_config",)
 
 
-def _with_backends(
-    platform: Any, finder: str, backend_cls: Any
-) -> Any:  # pragma: no cover - real vLLM only
-    """A subclass of the probe platform whose layer discovery returns ``backend_cls``."""
-    if finder == "_find_non_ssm_backends":
+def _with_backends(platform: Any, backend_cls: Any) -> Any:  # pragma: no cover - real vLLM only
+    """A subclass of the probe platform whose layer discovery returns ``backend_cls``:
+    ``_find_non_ssm_backends`` (a list; 0.31, 0.33) where the release has it, else
+    ``_find_non_ssm_backend`` (one class; 0.20–0.28)."""
+    if hasattr(type(platform), "_find_non_ssm_backends"):
 
         def _find(cls: Any, vllm_config: Any) -> Any:
             return [backend_cls]
+
+        finder = "_find_non_ssm_backends"
     else:
 
         def _find(cls: Any, vllm_config: Any) -> Any:
             return backend_cls
 
+        finder = "_find_non_ssm_backend"
     return type("KvalignProbeLayers", (type(platform),), {finder: classmethod(_find)})
 
 
-def _align_on_platform(finder: str) -> Align:
-    def align(
-        platform: Any, vllm_config: Any, backend_cls: Any
-    ) -> tuple[str, ...]:  # pragma: no cover - real vLLM only
-        _with_backends(platform, finder, backend_cls).update_block_size_for_backend(vllm_config)
-        return ("alignment: Platform.update_block_size_for_backend → _align_hybrid_block_size",)
-
-    return align
+def _align_on_platform(
+    platform: Any, vllm_config: Any, backend_cls: Any
+) -> tuple[str, ...]:  # pragma: no cover - real vLLM only
+    """0.20 on: ``Platform.update_block_size_for_backend`` → ``_align_hybrid_block_size``."""
+    _with_backends(platform, backend_cls).update_block_size_for_backend(vllm_config)
+    return ("alignment: Platform.update_block_size_for_backend → _align_hybrid_block_size",)
 
 
 def _groups(backend_cls: Any) -> list[Any]:  # pragma: no cover - real vLLM only
@@ -133,7 +135,7 @@ class Adapter:
     """How one range of releases is driven.
 
     Attributes:
-        name: the range, e.g. ``"0.20–0.32"``.
+        name: the range, e.g. ``"0.20–0.28"``.
         first: first release of the range (inclusive).
         align: runs the release's alignment on a built ``VllmConfig``.
         kernel_block_size: the release's ``select_common_block_size`` for one backend.
@@ -147,17 +149,12 @@ class Adapter:
     mamba_cache_mode: bool
 
 
-_SINGLE = _align_on_platform("_find_non_ssm_backend")  # 0.20-0.32: one backend
-_SEVERAL = _align_on_platform("_find_non_ssm_backends")  # 0.33: the distinct backends
-
 ADAPTERS: tuple[Adapter, ...] = (
     Adapter("0.14", "0.14.0", _align_in_config_hook, _kernel_runner_groups, False),
     Adapter("0.15–0.17", "0.15.0", _align_in_config_hook, _kernel_utils, True),
     Adapter("0.18–0.19", "0.18.0", _align_hook_then_reset, _kernel_utils, True),
-    Adapter(
-        "0.20–0.32", "0.20.0", _align_on_platform("_find_non_ssm_backend"), _kernel_utils, True
-    ),
-    Adapter("0.33", "0.33.0", _align_on_platform("_find_non_ssm_backends"), _kernel_utils, True),
+    Adapter("0.20–0.28", "0.20.0", _align_on_platform, _kernel_utils, True),
+    Adapter("0.29–0.33", "0.29.0", _align_on_platform, _kernel_utils, True),
 )
 
 #: releases from TESTED_RELEASES[0] up to the last patch of the newest tested minor.

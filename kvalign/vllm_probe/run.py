@@ -259,7 +259,10 @@ def _sizes(
                 notes=tuple(notes),
             )
         assert backend_cls is not None  # attention layers exist past this point
-        notes.extend(adapter.align(platform, vllm_config, backend_cls))
+        try:
+            notes.extend(adapter.align(platform, vllm_config, backend_cls))
+        except Exception as exc:  # vLLM would stop at startup with this
+            return dataclasses.replace(base, valid=False, error="at startup: " + _one_line(exc))
         block = int(cache_config.block_size)
         kv_heads = int(model_config.get_num_kv_heads(parallel_config))
         cache_dtype = str(cache_config.cache_dtype)
@@ -286,7 +289,10 @@ def _sizes(
             return made
 
         a = int(spec(1).page_size_bytes)
-        kernel = adapter.kernel_block_size(None, block, backend_cls, spec(block))
+        try:
+            kernel = adapter.kernel_block_size(None, block, backend_cls, spec(block))
+        except ValueError as exc:  # the worker stops at startup with this
+            return dataclasses.replace(base, valid=False, error="at startup: " + _one_line(exc))
     padded = cache_config.mamba_page_size_padded
     return dataclasses.replace(
         base,
