@@ -46,10 +46,15 @@ def report(examples: int) -> str:
         found = list(disagreements(release))
         per_field: collections.Counter[str] = collections.Counter()
         samples: dict[str, list[str]] = collections.defaultdict(list)
+        seen: dict[str, set[str]] = collections.defaultdict(set)
         for row, diff in found:
+            # examples from different models and settings, not the same one at every TP
+            case = row["model"] + json.dumps(row["settings"], sort_keys=True)
             for field in diff:
                 per_field[field] += 1
-                if len(samples[field]) < examples:
+                model_seen = row["model"] in {c.split("{", 1)[0] for c in seen[field]}
+                if len(samples[field]) < examples and case not in seen[field] and not model_seen:
+                    seen[field].add(case)
                     ours, theirs = diff[field]
                     samples[field].append(
                         f"  - `{command(row, release)}`: kvalign {_short(ours)}, "
