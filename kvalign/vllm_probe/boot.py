@@ -32,6 +32,10 @@ What ``vllm serve`` needs a GPU for is replaced, nothing else:
   remote code, which is never executed here; vLLM ships its own copy of those classes in
   ``vllm.transformers_utils.configs``, and :func:`boot` registers each one transformers
   does not know with ``AutoConfig`` (:data:`REGISTERED_CONFIGS` lists them).
+* **no network; FlashInfer's cubins assumed present**: ``vllm.utils.flashinfer``'s
+  ``has_nvidia_artifactory`` (an HTTP request to NVIDIA's artifactory) answers ``True``,
+  as on a deployment with ``flashinfer-cubin`` installed; that is what lets the release's
+  own rules enable TRT-LLM paths (e.g. FlashInfer's ≥128-token pages on Blackwell).
 * **FlashInfer without flashinfer**: the FlashInfer backend module imports ``flashinfer``
   at module level. :func:`import_backend_module` lets it import against placeholder
   ``flashinfer`` modules that exist only during that import, so the backend class's
@@ -267,6 +271,10 @@ def _register_vllm_config_classes() -> None:  # pragma: no cover - real vLLM onl
             REGISTERED_CONFIGS.append(model_type)
 
 
+def _cubins_available() -> bool:
+    return True
+
+
 def boot(gpu: AssumedGpu = H100) -> Any:  # pragma: no cover - real vLLM only
     """Make vLLM's configuration code runnable here; return the installed platform.
 
@@ -356,6 +364,11 @@ def boot(gpu: AssumedGpu = H100) -> Any:  # pragma: no cover - real vLLM only
 
     registry._run_in_subprocess = _in_process
     _register_vllm_config_classes()
+    flashinfer_utils: Any = importlib.import_module("vllm.utils.flashinfer")
+    if hasattr(flashinfer_utils, "has_nvidia_artifactory"):
+        # it would probe NVIDIA's artifactory over the network; answer as a deployment
+        # with FlashInfer's cubins installed (what makes TRT-LLM paths usable)
+        flashinfer_utils.has_nvidia_artifactory = _cubins_available
     lazy = getattr(registry, "_LazyRegisteredModel", None)
     for name in ("_load_modelinfo_from_cache", "_save_modelinfo_to_cache"):
         if lazy is not None and hasattr(lazy, name):
