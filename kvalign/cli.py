@@ -1058,8 +1058,10 @@ def verify(
         VerifyFormat, typer.Option("--format", help="Output format.")
     ] = VerifyFormat.table,
 ) -> None:
-    """Compare kvalign's pages and block sizes with vLLM's own functions (needs vLLM
-    installed here: pip install 'kvalign[verify]'). No GPU, weights or model code.
+    """Compare kvalign's pages and block sizes with the installed vLLM's own functions,
+    run CPU-only as if on --gpu (default H100); needs vLLM importable here (pip install
+    'kvalign[verify]'). No GPU, weights or model code. Tested on vLLM 0.14.0-0.33.x;
+    says so plainly outside that range.
 
     Exit 0 when identical, 1 on any difference, 2 when vLLM is missing, raises, or on
     bad input.
