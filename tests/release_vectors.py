@@ -112,6 +112,8 @@ def compare(row: dict[str, Any], release: str) -> dict[str, tuple[Any, Any]]:
         unknown = bool(UNKNOWN_ARCHITECTURE.search(str(exc)))
         if expected.get("unknown_architecture"):
             return {} if unknown else {"unknown_architecture": (str(exc), True)}
+        if expected.get("valid") is False:
+            return {}  # both refuse the configuration (e.g. a Mamba dtype the release lacks)
         return {"valid": (f"error: {exc}", expected.get("valid"))}
     if expected.get("unknown_architecture"):
         return {"unknown_architecture": (False, True)}
