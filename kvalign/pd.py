@@ -306,6 +306,12 @@ def analyze(
             "--alignment tp-stable: the vLLM PR 45575 proposal, in no vLLM release; shown as "
             "a what-if next to vLLM's rules, which decide the verdict and the exit code"
         )
+    if geometry.is_hybrid and profile.nixl_hybrid and profile.kv_transfer_disables_hma:
+        notes.append(
+            f"vLLM {profile.name}: --kv-transfer-config turns the hybrid KV-cache manager off, "
+            "and NIXL then cannot serve this hybrid model: start both pools with "
+            "--no-disable-hybrid-kv-cache-manager (audit rule KVA012)"
+        )
     notes += economics_notes(ranks, engine)
     notes += max_model_len_notes(ranks, engine)
     report = Report(
