@@ -242,7 +242,8 @@ def test_no_block_size_when_the_release_cannot_pair_hybrids() -> None:
     assert rec["block_size"] is None and rec["change"] is None
     assert rec["blockers"] == [
         "vLLM 0.10's NIXL connector does not serve hybrid models: upgrade to vLLM 0.18.0 or "
-        "later (the first release with hybrid P/D over NIXL)"
+        "later (the first release with hybrid P/D over NIXL), then check again with "
+        "--vllm-version 0.18.0: a common block size may still be needed there"
     ]
     assert "--block-size" not in data["answer"][-1].replace("no --block-size can", "")
 
@@ -294,14 +295,40 @@ def test_equal_tp_release_limit_says_what_would_fix_it() -> None:
     data = _check(NANO, 8, 1, [], None, "0.19.1")
     assert data["recommendation"]["blockers"] == [
         "vLLM 0.18's NIXL connector pairs Mamba hybrids only at equal TP: use the same "
-        "prefill and decode TP, or upgrade to vLLM 0.20.0 or later"
+        "prefill and decode TP, or upgrade to vLLM 0.20.0 or later (then check again with "
+        "--vllm-version 0.20.0)"
     ]
     # 0.10 serves no hybrids at all: at different TPs the first release doing both is 0.20
     data = _check(NANO, 8, 1, [], None, "0.10.2")
     assert data["recommendation"]["blockers"][0].endswith(
         "upgrade to vLLM 0.20.0 or later (the first release with hybrid P/D over NIXL at "
-        "different prefill/decode TP)"
+        "different prefill/decode TP), then check again with --vllm-version 0.20.0: a "
+        "common block size may still be needed there"
     )
+
+
+def test_the_upgrade_advice_names_the_check_that_follows_it() -> None:
+    # vLLM 0.14 serves no hybrids over NIXL; the advice is 0.20.0 (first with different
+    # prefill/decode TP). On 0.20.0 the same pair still fails without a --block-size:
+    # hybrid prefix caching is off by default there, so the logical blocks are the
+    # 16-unit ones (TP 2: 2096, TP 4: 1056, see tests/test_survey.py), and FLASH_ATTN
+    # offers only 16/32/64-token kernel blocks for a float32 Mamba state: 2096 = 16 x 131
+    # -> 16, 1056 = 32 x 33 -> 32. 0.20's NIXL needs equal kernel blocks for hybrids, so
+    # the advice must not read as "upgrade and it works".
+    old = _check(NANO, 2, 4, [], None, "0.14.0")
+    assert old["recommendation"]["blockers"][0].endswith(
+        "then check again with --vllm-version 0.20.0: a common block size may still be needed there"
+    )
+    new = _check(NANO, 2, 4, [], None, "0.20.0")
+    pair = new["pairs"][0]
+    assert (pair["prefill_kernel_block_size"], pair["decode_kernel_block_size"]) == (16, 32)
+    assert pair["verdict"] == "incompatible" and new["exit_code"] == 1
+    assert pair["reason"] == (
+        "kernel block sizes differ (16 vs 32) and vLLM 0.20's NIXL connector requires equal "
+        "block sizes for hybrid models"
+    )
+    # the proven fix there: 2096 on both (TP 4's 1056 < 2096 is kept; kernel 16 on both)
+    assert new["recommendation"]["block_size"] == 2096
 
 
 def test_no_block_size_is_claimed_when_the_backends_differ(tmp_path: Path) -> None:
