@@ -417,3 +417,31 @@ def test_a_stricter_fail_on_never_passes_what_a_looser_one_fails(levels: list[st
     codes = [exit_code(levels, fail_on) for fail_on in ("error", "warning", "info")]
     assert codes == sorted(codes)
     assert codes[0] == int("error" in levels)
+
+
+def test_an_invalid_tp_does_not_hide_the_fix_for_the_valid_ones() -> None:
+    # matrix --tp 1,2,4,8,16 on Nemotron-3-Nano: TP 16 is invalid (n_groups 8), and the
+    # valid TPs size blocks 2096 / 2096 / 1056 / 528 (tests/test_survey.py). The common
+    # 2096 is kept on all of them: 2096 x 1024 B = 2,146,304 >= 2,134,016 (TP 1 page), and
+    # 2096 x 512 B covers the TP 2/4/8 pages; padding at TP 8 = (2096*512 - 266,752) /
+    # 266,752 = 302.30 %. It used to say only "no --block-size can fix this" (TP 16).
+    result = runner.invoke(app, ["matrix", NANO, "--tp", "1,2,4,8,16", "--format", "json"])
+    assert result.exit_code == 1  # the TP 16 pairs are invalid: the gate still fails
+    rec = json.loads(result.stdout)["recommendation"]
+    assert rec["block_size"] == 2096 and rec["only_tps"] == [1, 2, 4, 8]
+    assert rec["padding_pct"]["8"] == pytest.approx(302.30, abs=0.01)
+    assert len(rec["blockers"]) == 1 and rec["blockers"][0].startswith(
+        f"TP 16 is invalid for {NANO} (n_groups G = 8"
+    )
+    answer = json.loads(result.stdout)["answer"][-1]
+    assert answer.startswith("Fix: --block-size 2096 on every prefill and decode pool at TP 1, 2")
+    # fed back, the valid pools keep it and every valid pair is ok
+    back = _check(NANO, 1, 8, ["--block-size", "2096"], None, None)
+    assert back["exit_code"] == 0
+    assert [(p["prefill_block_size"], p["decode_block_size"]) for p in back["pairs"]] == [
+        (2096, 2096)
+    ]
+    # when the valid pairs need no fix (TP 1 and 2 both 2096), only the invalid TP is named
+    none = runner.invoke(app, ["matrix", NANO, "--tp", "1,2,16", "--format", "json"])
+    rec = json.loads(none.stdout)["recommendation"]
+    assert rec["block_size"] is None and rec["only_tps"] == []
