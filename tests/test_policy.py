@@ -445,3 +445,19 @@ def test_an_invalid_tp_does_not_hide_the_fix_for_the_valid_ones() -> None:
     none = runner.invoke(app, ["matrix", NANO, "--tp", "1,2,16", "--format", "json"])
     rec = json.loads(none.stdout)["recommendation"]
     assert rec["block_size"] is None and rec["only_tps"] == []
+
+
+@pytest.mark.parametrize(
+    ("version", "default"),
+    [("0.10.2", True), ("0.11.1", False), ("0.27.1", False), ("0.28.0", True)],
+)
+def test_policy_page_states_the_prefix_caching_defaults_check_resolves(
+    version: str, default: bool
+) -> None:
+    # docs/versions.md: hybrid prefix caching is off by default from 0.11.1 (0.11.0 and 0.10
+    # keep it on) and on again from 0.28.0. docs/policy.md said "0.10: off", which is the
+    # opposite of what check resolves for 0.10.2.
+    page = (Path(__file__).parent.parent / "docs" / "policy.md").read_text()
+    assert "0.11.1–0.27: off for\nhybrid models" in page and "0.10: off" not in page
+    data = _check(NANO, 1, 1, [], None, version)
+    assert [d["prefix_caching"] for d in data["deployments"]] == [default, default]
