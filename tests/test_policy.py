@@ -461,3 +461,19 @@ def test_policy_page_states_the_prefix_caching_defaults_check_resolves(
     assert "0.11.1–0.27: off for\nhybrid models" in page and "0.10: off" not in page
     data = _check(NANO, 1, 1, [], None, version)
     assert [d["prefix_caching"] for d in data["deployments"]] == [default, default]
+
+
+def test_commands_page_states_the_spec_decoding_floor_check_prints() -> None:
+    # Nemotron-3-Nano TP 1 is 2096 tokens with or without one speculative token (the conv
+    # state grows by one row, 6144 x 1 x 2 B = 12,288 B: m = 2,146,304 B, exactly 2096 x
+    # 1024 B, so 16 x ceil(131.0) = 2096 still), so the floor is 2 x 2096 = 4,192 tokens
+    # with spec decoding, 2,096 without.
+    page = (Path(__file__).parent.parent / "docs" / "commands.md").read_text()
+    assert "two blocks with\n`--num-speculative-tokens`" in page
+    spec = _check(NANO, 1, 1, ["--num-speculative-tokens", "1"], None, None)
+    assert spec["deployments"][0]["block_size"] == 2096
+    assert any(
+        "smallest prefix that gives a hit 4,192 tokens (2 blocks" in n for n in spec["notes"]
+    )
+    plain = _check(NANO, 1, 1, [], None, None)
+    assert any("smallest prefix that gives a hit 2,096 tokens," in n for n in plain["notes"])
