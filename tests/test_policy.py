@@ -516,3 +516,20 @@ def test_audit_notes_a_block_size_raised_on_another_gpu_class_as_check_does(
     pinned = runner.invoke(app, ["audit", str(script), "--format", "json", "--gpu", "H200"])
     doc = json.loads(pinned.stdout)
     assert [f["rule"] for f in doc["findings"]] == ["KVA004", "KVA004"] and doc["notes"] == []
+
+
+def test_matrix_with_every_tp_invalid_fails_the_gate_like_check() -> None:
+    # Falcon-H1-0.5B has 8 attention heads: TP 3 and 5 do not divide them (vLLM's
+    # verify_with_parallel_config). check exits 1 with verdict invalid; matrix does too,
+    # and each invalid TP is named once with the valid choices (1, 2, 4, 8)
+    model = "tiiuae/Falcon-H1-0.5B-Base"
+    check = runner.invoke(app, ["check", model, "--prefill-tp", "3", "--decode-tp", "5"])
+    matrix = runner.invoke(app, ["matrix", model, "--tp", "3,5", "--format", "json"])
+    assert check.exit_code == matrix.exit_code == 1
+    data = json.loads(matrix.stdout)
+    assert {pair["verdict"] for pair in data["pairs"]} == {"invalid"}
+    assert data["recommendation"]["blockers"] == [
+        f"prefill TP {tp}, decode TP {tp}: TP {tp} is invalid for {model} (heads not "
+        "divisible by tensor parallel size): use a valid TP (1, 2, 4, 8)"
+        for tp in (3, 5)
+    ]
