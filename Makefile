@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint format bench docs clean
+.PHONY: install demo test lint format bench docs clean verify-releases release-disagreements
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,28 @@ bench: $(STAMP)  ## wall time and peak RSS of the main commands (writes BENCHMAR
 
 docs: $(STAMP)  ## regenerate the command output in docs/why.md and docs/*.svg
 	HF_HUB_OFFLINE=1 $(BIN)/python docs/build.py
+
+# ---- per-release golden vectors (needs the vLLM environment; never part of `make test`) ----
+# Build it once: ../shared/tools/vllm-release-env.sh $(VLLM_ENV) $(VLLM_RELEASES)
+VLLM_ENV      ?= /root/vllm-env
+VLLM_RELEASES ?= 0.14.0 0.17.0 0.18.1 0.20.0 0.21.0 0.25.0 0.27.1 0.28.0 0.31.0 0.33.0
+VLLM_GPUS     ?= B200
+VLLM_RUN = VLLM_PLUGINS="" VLLM_LOGGING_LEVEL=ERROR HF_HUB_OFFLINE=1 PYTHONPATH=$(VLLM_ENV)/$(1) \
+	$(VLLM_ENV)/venv/bin/python tests/golden/build_release_vectors.py
+
+tests/golden/vllm-%.jsonl: tests/golden/build_release_vectors.py kvalign/vllm_probe/*.py
+	$(call VLLM_RUN,$*) --gpu H100 --out $@.tmp
+	for gpu in $(VLLM_GPUS); do $(call VLLM_RUN,$*) --gpu $$gpu --append --out $@.tmp || exit 1; done
+	mv $@.tmp $@
+
+verify-releases:  ## rebuild tests/golden/vllm-X.Y.Z.jsonl with each release's own code (make -j2 ok)
+	@test -x $(VLLM_ENV)/venv/bin/python || { echo "no $(VLLM_ENV): run ../shared/tools/vllm-release-env.sh $(VLLM_ENV) $(VLLM_RELEASES)"; exit 2; }
+	$(VLLM_ENV)/venv/bin/python -m pip install --quiet --no-deps -e .
+	$(MAKE) $(foreach v,$(VLLM_RELEASES),tests/golden/vllm-$(v).jsonl)
+
+DISAGREEMENTS ?= /work/notes/release-disagreements.md
+release-disagreements: $(STAMP)  ## kvalign vs every release's vectors, per field (also written to $(DISAGREEMENTS))
+	HF_HUB_OFFLINE=1 $(BIN)/python tests/golden/release_disagreements.py --out $(DISAGREEMENTS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info

@@ -18,6 +18,7 @@ from kvalign.backends import AUTO_BACKEND, get_gpu, platform_note
 from kvalign.deploy.model import Deployment, Ignore, Location, Pool, Problem
 from kvalign.engine import create_engine_config
 from kvalign.errors import InvalidSettings, KvalignError
+from kvalign.fixes import FixPool, raised_block_sizes
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import PairBy, group_pools
 from kvalign.pd import analyze_pair
@@ -206,6 +207,21 @@ def assumptions(files: tuple[FileResult, ...] | list[FileResult]) -> tuple[str, 
             for line in lines:
                 counts[line] = counts.get(line, 0) + 1
     return tuple(f"{line} [{n} pool(s)]" for line, n in counts.items())
+
+
+def _raised_elsewhere(group: GroupResult) -> list[str]:
+    """Where vLLM would raise a pool's own ``--block-size`` on a GPU class the pool may run
+    on although not on the one assumed (no ``--gpu`` / node label): a note, as ``check``'s
+    "Your --block-size" line (KVA004 covers the assumed GPU; this never fails the gate)."""
+    pools = [
+        FixPool(r.geometry, r.pool.settings, r.pool.tp, r.pool.label)
+        for r in group.pools
+        if r.rank.valid and not r.rank.block_size_overridden
+    ]
+    return [
+        f"{line} (GPU not given: pass --gpu or a node label to check the one it runs on)"
+        for line in raised_block_sizes(pools)
+    ]
 
 
 def _version_notes(deployment: Deployment, version: str | None) -> list[str]:
@@ -401,6 +417,7 @@ def run_audit(
                     f"{' → '.join(pair_labels(outcome))} ({outcome.prefill.pool.model}): "
                     f"nothing to align: {outcome.pair.reason}"
                 )
+        notes += _raised_elsewhere(group)
     return AuditReport(
         notes=tuple(dict.fromkeys(notes)),
         fail_on=fail_on,

@@ -541,8 +541,8 @@ def matrix(
     """Full prefill × decode grid for a runbook. TP sizes the model rejects show as invalid.
 
     Exit 0 when the gate passes, 1 when a cell fails it (the same policy as check and
-    audit: docs/policy.md, --fail-on), 2 on bad input (including when no requested TP
-    size is valid).
+    audit: docs/policy.md, --fail-on; a TP the model rejects is an ``invalid`` cell, as
+    in check), 2 on bad input.
     """
 
     from kvalign.pd import analyze
@@ -551,11 +551,6 @@ def matrix(
     def run() -> int:
         tps = parse_tp_list(tp, "--tp")
         report = analyze(source.load(model), settings, tps, tps)
-        if len(report.invalid_tps) == len(report.ranks):  # nothing valid to show
-            details = "; ".join(f"TP {r.tp}: {r.problem}" for r in report.invalid_tps)
-            raise InvalidSettings(
-                f"{report.geometry.model_id}: no valid tensor parallel size ({details})"
-            )
         return _emit(report, output_format, matrix_table, matrix_markdown, fail_on)
 
     raise typer.Exit(_guarded(run))
@@ -1058,8 +1053,10 @@ def verify(
         VerifyFormat, typer.Option("--format", help="Output format.")
     ] = VerifyFormat.table,
 ) -> None:
-    """Compare kvalign's pages and block sizes with vLLM's own functions (needs vLLM
-    installed here: pip install 'kvalign[verify]'). No GPU, weights or model code.
+    """Compare kvalign's pages and block sizes with the installed vLLM's own functions,
+    run CPU-only as if on --gpu (default H100); needs vLLM importable here (pip install
+    'kvalign[verify]'). No GPU, weights or model code. Tested on vLLM 0.14.0-0.33.x;
+    says so plainly outside that range.
 
     Exit 0 when identical, 1 on any difference, 2 when vLLM is missing, raises, or on
     bad input.

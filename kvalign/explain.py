@@ -152,7 +152,8 @@ def _attention_steps(geometry: ModelGeometry, engine: EngineConfig, rank: RankRe
             "attention page per token (a)",
             a if a is not None else 0,
             "bytes",
-            f"{heads} heads × ({att.head_size} + {v}) × {kv_bytes} B = {a}",
+            f"{heads} {'head' if heads == 1 else 'heads'} × ({att.head_size} + {v}) × "
+            f"{kv_bytes} B = {a}",
             (),
             f"{_SPEC} {'MLAAttentionSpec' if att.use_mla else 'FullAttentionSpec'}.page_size_bytes",
         )

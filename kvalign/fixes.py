@@ -188,16 +188,20 @@ def prove_fix(pools: list[FixPool], pairs: list[tuple[int, int]], profile: Profi
     own = [
         analyze_rank(p.geometry, create_engine_config(p.geometry, p.settings), p.tp) for p in pools
     ]
-    blockers: list[str] = []
+    # one line per invalid (model, TP), naming every pool that uses it
+    invalid: dict[tuple[str, int, str, str], list[str]] = {}
     for pool, rank in zip(pools, own, strict=True):
         if not rank.usable:
             choices = ", ".join(map(str, valid_tps(pool.geometry, pool.settings))) or "none"
-            line = (
-                f"{pool.label}: TP {pool.tp} is invalid for {pool.geometry.model_id} "
-                f"({rank.problem}): use a valid TP ({choices})"
-            )
-            if line not in blockers:
-                blockers.append(line)
+            key = (pool.geometry.model_id, pool.tp, rank.problem, choices)
+            labels = invalid.setdefault(key, [])
+            if pool.label not in labels:
+                labels.append(pool.label)
+    blockers = [
+        f"{', '.join(labels)}: TP {tp} is invalid for {model} ({problem}): use a valid TP "
+        f"({choices})"
+        for (model, tp, problem, choices), labels in invalid.items()
+    ]
     for p, d in pairs:
         limit = blocking_limit(profile, own[p], own[d])
         if limit and limit not in blockers:

@@ -52,6 +52,9 @@ class Recommendation:
         proven_on: GPU classes the block size was re-checked on.
         blockers: what would fix the pairs when no block size can.
         raised: where vLLM raises the user's own ``--block-size`` (one line each).
+        only_tps: when some requested TP sizes are invalid for the model, the valid TP
+            sizes ``block_size`` was proven for (``blockers`` then names the invalid ones);
+            empty when it holds for every requested TP.
     """
 
     block_size: int | None
@@ -61,6 +64,7 @@ class Recommendation:
     proven_on: tuple[str, ...] = ()
     blockers: tuple[str, ...] = ()
     raised: tuple[str, ...] = ()
+    only_tps: tuple[int, ...] = ()
 
     @property
     def change(self) -> str:
@@ -89,11 +93,18 @@ class Report:
     notes: tuple[str, ...] = field(default=())
     tp_stable_pairs: tuple[PairResult, ...] | None = None
 
-    def levels(self) -> list[Level | None]:
+    def levels(self, among: set[int] | None = None) -> list[Level | None]:
         """Severity of every pair's verdict, plus :data:`~kvalign.policy.OVERRIDE_LEVEL`
-        for each requested TP whose ``--block-size`` hybrid alignment raises."""
-        levels: list[Level | None] = [pair.level for pair in self.pairs]
+        for each requested TP whose ``--block-size`` hybrid alignment raises; with
+        ``among``, only pairs (and TPs) whose TP sizes are all in it."""
+        levels: list[Level | None] = [
+            pair.level
+            for pair in self.pairs
+            if among is None or (pair.prefill_tp in among and pair.decode_tp in among)
+        ]
         requested = set(self.prefill_tps) | set(self.decode_tps)
+        if among is not None:
+            requested &= among
         levels += [
             OVERRIDE_LEVEL
             for tp, rank in sorted(self.ranks.items())
@@ -187,8 +198,38 @@ def _padding_text(padding: dict[int, float]) -> str:
 
 
 def _recommend(report_levels: list[Level | None], geometry: ModelGeometry, engine: EngineConfig,
-               prefill_tps: list[int], decode_tps: list[int]) -> Recommendation:  # fmt: skip
+               prefill_tps: list[int], decode_tps: list[int],
+               report: Report | None = None) -> Recommendation:  # fmt: skip
     settings = engine.settings
+    invalid = {tp for tp, r in (report.ranks if report else {}).items() if not r.usable}
+    good_p = [tp for tp in prefill_tps if tp not in invalid]
+    good_d = [tp for tp in decode_tps if tp not in invalid]
+    if invalid and good_p and good_d:
+        # TP sizes the model rejects: no block size fixes those, but the valid pools still
+        # get the block size that fixes their pairs (an invalid TP must not hide it)
+        whole = _recommend(report_levels, geometry, engine, prefill_tps, decode_tps)
+        assert report is not None
+        good = set(good_p) | set(good_d)
+        part = _recommend(report.levels(good), geometry, engine, good_p, good_d)
+        if part.block_size is None:
+            return whole
+        tps = tuple(sorted(set(good_p) | set(good_d)))
+        only = ", ".join(map(str, tps))
+        # "prefill TP 16: TP 16 is invalid …" and "decode TP 16: …" say the same thing once
+        blockers = tuple(
+            dict.fromkeys(
+                b.split(": ", 1)[1] if b.startswith(("prefill TP ", "decode TP ")) else b
+                for b in whole.blockers
+            )
+        )
+        return dataclasses.replace(
+            part,
+            text=f"{part.text.replace(' pool (', f' pool at TP {only} (', 1)}; "
+            + "; ".join(blockers),
+            blockers=blockers,
+            raised=whole.raised,
+            only_tps=tps,
+        )
     pools = [FixPool(geometry, settings, tp, f"prefill TP {tp}") for tp in prefill_tps]
     pools += [FixPool(geometry, settings, tp, f"decode TP {tp}") for tp in decode_tps]
     pairs = [
@@ -306,6 +347,12 @@ def analyze(
             "--alignment tp-stable: the vLLM PR 45575 proposal, in no vLLM release; shown as "
             "a what-if next to vLLM's rules, which decide the verdict and the exit code"
         )
+    if geometry.is_hybrid and profile.nixl_hybrid and profile.kv_transfer_disables_hma:
+        notes.append(
+            f"vLLM {profile.name}: --kv-transfer-config turns the hybrid KV-cache manager off, "
+            "and NIXL then cannot serve this hybrid model: start both pools with "
+            "--no-disable-hybrid-kv-cache-manager (audit rule KVA012)"
+        )
     notes += economics_notes(ranks, engine)
     notes += max_model_len_notes(ranks, engine)
     report = Report(
@@ -320,5 +367,5 @@ def analyze(
         notes=tuple(notes),
         tp_stable_pairs=what_if,
     )
-    rec = _recommend(report.levels(), geometry, engine, prefill_tps, decode_tps)
+    rec = _recommend(report.levels(), geometry, engine, prefill_tps, decode_tps, report)
     return dataclasses.replace(report, recommendation=rec)

@@ -189,8 +189,8 @@ def release_limit(
     ):
         what = "every model" if profile.nixl_equal_blocks_all else "hybrid models"
         return (
-            f"block sizes differ ({p_kernel} vs {d_kernel}) and vLLM {name}'s NIXL connector "
-            f"requires equal block sizes for {what}"
+            f"kernel block sizes differ ({p_kernel} vs {d_kernel}) and vLLM {name}'s NIXL "
+            f"connector requires equal block sizes for {what}"
         )
     return ""
 
@@ -210,13 +210,15 @@ def blocking_limit(profile: Profile, prefill: RankResult, decode: RankResult) ->
             what = "hybrid P/D over NIXL at different prefill/decode TP"
         return (
             f"vLLM {profile.name}'s NIXL connector does not serve hybrid models: upgrade to "
-            f"vLLM {first} or later (the first release with {what})"
+            f"vLLM {first} or later (the first release with {what}), then check again with "
+            f"--vllm-version {first}: a common block size may still be needed there"
         )
     if hybrid and not profile.nixl_hetero_tp_mamba and prefill.tp != decode.tp:
         first = first_release("nixl_hetero_tp_mamba")
         return (
             f"vLLM {profile.name}'s NIXL connector pairs Mamba hybrids only at equal TP: use "
-            f"the same prefill and decode TP, or upgrade to vLLM {first} or later"
+            f"the same prefill and decode TP, or upgrade to vLLM {first} or later (then check "
+            f"again with --vllm-version {first})"
         )
     return ""
 

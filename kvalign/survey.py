@@ -93,6 +93,9 @@ class ModelSurvey:
             (``check``'s recommendation), tokens; ``None`` when none applies.
         fix_padding_pct: Mamba padding % per valid TP at ``fix_block_size``.
         note: why the row has no counts, or ``""``.
+        fix_needed: whether some valid pair is at warning level or above under vLLM's
+            alignment (the rule ``check`` uses before it prints a fix); when ``False`` the
+            common block size is shown as "none needed", as ``check`` says.
     """
 
     model_id: str
@@ -105,6 +108,7 @@ class ModelSurvey:
     fix_block_size: int | None
     fix_padding_pct: tuple[tuple[int, float], ...]
     note: str = ""
+    fix_needed: bool = False
 
     def by_alignment(self, alignment: str) -> AlignmentStats | None:
         """The stats for ``alignment``, or ``None`` when the row has no counts."""
@@ -209,6 +213,12 @@ def survey_model(geometry: ModelGeometry, settings: Settings, tps: Sequence[int]
     every_pair = [(i, j) for i in range(len(usable)) for j in range(len(usable))]
     fix = prove_fix(fix_pools, every_pair, reports[0].engine.profile) if usable else Fix(None)
     note = "" if valid else "no valid TP size among those requested"
+    vllm_grid = reports[0].pairs
+    fix_needed = any(
+        p.level in ("warning", "error")
+        for p in vllm_grid
+        if p.prefill_tp in valid and p.decode_tp in valid
+    )
     return ModelSurvey(
         model_id=geometry.model_id,
         model_type=geometry.model_type,
@@ -220,6 +230,7 @@ def survey_model(geometry: ModelGeometry, settings: Settings, tps: Sequence[int]
         fix_block_size=fix.block_size,
         fix_padding_pct=tuple(sorted((int(tp), pct) for tp, pct in fix.padding_pct)),
         note=note,
+        fix_needed=fix_needed,
     )
 
 

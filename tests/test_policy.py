@@ -242,7 +242,8 @@ def test_no_block_size_when_the_release_cannot_pair_hybrids() -> None:
     assert rec["block_size"] is None and rec["change"] is None
     assert rec["blockers"] == [
         "vLLM 0.10's NIXL connector does not serve hybrid models: upgrade to vLLM 0.18.0 or "
-        "later (the first release with hybrid P/D over NIXL)"
+        "later (the first release with hybrid P/D over NIXL), then check again with "
+        "--vllm-version 0.18.0: a common block size may still be needed there"
     ]
     assert "--block-size" not in data["answer"][-1].replace("no --block-size can", "")
 
@@ -294,14 +295,40 @@ def test_equal_tp_release_limit_says_what_would_fix_it() -> None:
     data = _check(NANO, 8, 1, [], None, "0.19.1")
     assert data["recommendation"]["blockers"] == [
         "vLLM 0.18's NIXL connector pairs Mamba hybrids only at equal TP: use the same "
-        "prefill and decode TP, or upgrade to vLLM 0.20.0 or later"
+        "prefill and decode TP, or upgrade to vLLM 0.20.0 or later (then check again with "
+        "--vllm-version 0.20.0)"
     ]
     # 0.10 serves no hybrids at all: at different TPs the first release doing both is 0.20
     data = _check(NANO, 8, 1, [], None, "0.10.2")
     assert data["recommendation"]["blockers"][0].endswith(
         "upgrade to vLLM 0.20.0 or later (the first release with hybrid P/D over NIXL at "
-        "different prefill/decode TP)"
+        "different prefill/decode TP), then check again with --vllm-version 0.20.0: a "
+        "common block size may still be needed there"
     )
+
+
+def test_the_upgrade_advice_names_the_check_that_follows_it() -> None:
+    # vLLM 0.14 serves no hybrids over NIXL; the advice is 0.20.0 (first with different
+    # prefill/decode TP). On 0.20.0 the same pair still fails without a --block-size:
+    # hybrid prefix caching is off by default there, so the logical blocks are the
+    # 16-unit ones (TP 2: 2096, TP 4: 1056, see tests/test_survey.py), and FLASH_ATTN
+    # offers only 16/32/64-token kernel blocks for a float32 Mamba state: 2096 = 16 x 131
+    # -> 16, 1056 = 32 x 33 -> 32. 0.20's NIXL needs equal kernel blocks for hybrids, so
+    # the advice must not read as "upgrade and it works".
+    old = _check(NANO, 2, 4, [], None, "0.14.0")
+    assert old["recommendation"]["blockers"][0].endswith(
+        "then check again with --vllm-version 0.20.0: a common block size may still be needed there"
+    )
+    new = _check(NANO, 2, 4, [], None, "0.20.0")
+    pair = new["pairs"][0]
+    assert (pair["prefill_kernel_block_size"], pair["decode_kernel_block_size"]) == (16, 32)
+    assert pair["verdict"] == "incompatible" and new["exit_code"] == 1
+    assert pair["reason"] == (
+        "kernel block sizes differ (16 vs 32) and vLLM 0.20's NIXL connector requires equal "
+        "block sizes for hybrid models"
+    )
+    # the proven fix there: 2096 on both (TP 4's 1056 < 2096 is kept; kernel 16 on both)
+    assert new["recommendation"]["block_size"] == 2096
 
 
 def test_no_block_size_is_claimed_when_the_backends_differ(tmp_path: Path) -> None:
@@ -390,3 +417,119 @@ def test_a_stricter_fail_on_never_passes_what_a_looser_one_fails(levels: list[st
     codes = [exit_code(levels, fail_on) for fail_on in ("error", "warning", "info")]
     assert codes == sorted(codes)
     assert codes[0] == int("error" in levels)
+
+
+def test_an_invalid_tp_does_not_hide_the_fix_for_the_valid_ones() -> None:
+    # matrix --tp 1,2,4,8,16 on Nemotron-3-Nano: TP 16 is invalid (n_groups 8), and the
+    # valid TPs size blocks 2096 / 2096 / 1056 / 528 (tests/test_survey.py). The common
+    # 2096 is kept on all of them: 2096 x 1024 B = 2,146,304 >= 2,134,016 (TP 1 page), and
+    # 2096 x 512 B covers the TP 2/4/8 pages; padding at TP 8 = (2096*512 - 266,752) /
+    # 266,752 = 302.30 %. It used to say only "no --block-size can fix this" (TP 16).
+    result = runner.invoke(app, ["matrix", NANO, "--tp", "1,2,4,8,16", "--format", "json"])
+    assert result.exit_code == 1  # the TP 16 pairs are invalid: the gate still fails
+    rec = json.loads(result.stdout)["recommendation"]
+    assert rec["block_size"] == 2096 and rec["only_tps"] == [1, 2, 4, 8]
+    assert rec["padding_pct"]["8"] == pytest.approx(302.30, abs=0.01)
+    assert len(rec["blockers"]) == 1 and rec["blockers"][0].startswith(
+        f"TP 16 is invalid for {NANO} (n_groups G = 8"
+    )
+    answer = json.loads(result.stdout)["answer"][-1]
+    assert answer.startswith("Fix: --block-size 2096 on every prefill and decode pool at TP 1, 2")
+    # fed back, the valid pools keep it and every valid pair is ok
+    back = _check(NANO, 1, 8, ["--block-size", "2096"], None, None)
+    assert back["exit_code"] == 0
+    assert [(p["prefill_block_size"], p["decode_block_size"]) for p in back["pairs"]] == [
+        (2096, 2096)
+    ]
+    # when the valid pairs need no fix (TP 1 and 2 both 2096), only the invalid TP is named
+    none = runner.invoke(app, ["matrix", NANO, "--tp", "1,2,16", "--format", "json"])
+    rec = json.loads(none.stdout)["recommendation"]
+    assert rec["block_size"] is None and rec["only_tps"] == []
+
+
+@pytest.mark.parametrize(
+    ("version", "default"),
+    [("0.10.2", True), ("0.11.1", False), ("0.27.1", False), ("0.28.0", True)],
+)
+def test_policy_page_states_the_prefix_caching_defaults_check_resolves(
+    version: str, default: bool
+) -> None:
+    # docs/versions.md: hybrid prefix caching is off by default from 0.11.1 (0.11.0 and 0.10
+    # keep it on) and on again from 0.28.0. docs/policy.md said "0.10: off", which is the
+    # opposite of what check resolves for 0.10.2.
+    page = (Path(__file__).parent.parent / "docs" / "policy.md").read_text()
+    assert "0.11.1–0.27: off for\nhybrid models" in page and "0.10: off" not in page
+    data = _check(NANO, 1, 1, [], None, version)
+    assert [d["prefix_caching"] for d in data["deployments"]] == [default, default]
+
+
+def test_commands_page_states_the_spec_decoding_floor_check_prints() -> None:
+    # Nemotron-3-Nano TP 1 is 2096 tokens with or without one speculative token (the conv
+    # state grows by one row, 6144 x 1 x 2 B = 12,288 B: m = 2,146,304 B, exactly 2096 x
+    # 1024 B, so 16 x ceil(131.0) = 2096 still), so the floor is 2 x 2096 = 4,192 tokens
+    # with spec decoding, 2,096 without.
+    page = (Path(__file__).parent.parent / "docs" / "commands.md").read_text()
+    assert "two blocks with\n`--num-speculative-tokens`" in page
+    spec = _check(NANO, 1, 1, ["--num-speculative-tokens", "1"], None, None)
+    assert spec["deployments"][0]["block_size"] == 2096
+    assert any(
+        "smallest prefix that gives a hit 4,192 tokens (2 blocks" in n for n in spec["notes"]
+    )
+    plain = _check(NANO, 1, 1, [], None, None)
+    assert any("smallest prefix that gives a hit 2,096 tokens," in n for n in plain["notes"])
+
+
+def test_audit_notes_a_block_size_raised_on_another_gpu_class_as_check_does(
+    tmp_path: Path,
+) -> None:
+    # Qwen3.5-397B with --block-size 2096 and no GPU given: on A100 (checkpoint alignment 1)
+    # both pools keep 2096 (2096 x 1024 B covers the TP 8 page, 2096 x 2048 B = 4,292,608
+    # covers the TP 1 page 4,268,032), but on H100/H200/B200/... the FlashInfer GDN prefill
+    # aligns to lcm(2096, 64) = 64 x 131 = 8384. check says so ("Your --block-size: ..."),
+    # audit said nothing. It is a note (never gates), so both still exit alike.
+    model = "Qwen/Qwen3.5-397B-A17B"
+    script = tmp_path / "pd.sh"
+    script.write_text(
+        "".join(
+            f"vllm serve {model} -tp {tp} --block-size 2096 --kv-transfer-config "
+            f'\'{{"kv_connector":"NixlConnector","kv_role":"{role}"}}\' &\n'
+            for tp, role in ((8, "kv_producer"), (1, "kv_consumer"))
+        )
+    )
+    where = "H100/H200 (SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120)"
+    for fail_on in ("error", "warning", "info"):
+        audit = runner.invoke(app, ["audit", str(script), "--format", "json", "--fail-on", fail_on])
+        check = _check(model, 8, 1, ["--block-size", "2096", "--fail-on", fail_on], None, None)
+        assert audit.exit_code == check["exit_code"] == 0
+    report = json.loads(audit.stdout)
+    assert report["findings"] == []
+    assert report["notes"] == [
+        f"{pool}: vLLM raises --block-size 2096 to 8,384 on {where} (GPU not given: pass "
+        "--gpu or a node label to check the one it runs on)"
+        for pool in ("prefill/command-1", "decode/command-2")
+    ]
+    assert check["recommendation"]["raised"] == [
+        f"{who}: vLLM raises --block-size 2096 to 8,384 on {where}"
+        for who in ("prefill TP 8", "decode TP 1")
+    ]
+    # on a named H200 it is KVA004 (a warning) instead, and no note
+    pinned = runner.invoke(app, ["audit", str(script), "--format", "json", "--gpu", "H200"])
+    doc = json.loads(pinned.stdout)
+    assert [f["rule"] for f in doc["findings"]] == ["KVA004", "KVA004"] and doc["notes"] == []
+
+
+def test_matrix_with_every_tp_invalid_fails_the_gate_like_check() -> None:
+    # Falcon-H1-0.5B has 8 attention heads: TP 3 and 5 do not divide them (vLLM's
+    # verify_with_parallel_config). check exits 1 with verdict invalid; matrix does too,
+    # and each invalid TP is named once with the valid choices (1, 2, 4, 8)
+    model = "tiiuae/Falcon-H1-0.5B-Base"
+    check = runner.invoke(app, ["check", model, "--prefill-tp", "3", "--decode-tp", "5"])
+    matrix = runner.invoke(app, ["matrix", model, "--tp", "3,5", "--format", "json"])
+    assert check.exit_code == matrix.exit_code == 1
+    data = json.loads(matrix.stdout)
+    assert {pair["verdict"] for pair in data["pairs"]} == {"invalid"}
+    assert data["recommendation"]["blockers"] == [
+        f"prefill TP {tp}, decode TP {tp}: TP {tp} is invalid for {model} (heads not "
+        "divisible by tensor parallel size): use a valid TP (1, 2, 4, 8)"
+        for tp in (3, 5)
+    ]

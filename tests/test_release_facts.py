@@ -453,3 +453,19 @@ def test_survey_skips_architectures_the_release_does_not_know() -> None:
     result = runner.invoke(app, ["survey", "--vllm-version", "0.14.0", "--format", "json"])
     assert result.exit_code == 0, result.stderr
     assert "vLLM 0.14.0 does not know this architecture" in result.stdout
+
+
+def test_check_says_how_to_keep_the_hybrid_kv_cache_manager_on_0_18_to_0_21() -> None:
+    # issue 11: P TP4 / D TP4 pairs on 0.18.1 once --no-disable-hybrid-kv-cache-manager is
+    # given; check says so (audit enforces it as KVA012); 0.22 no longer needs the flag
+    from typer.testing import CliRunner
+
+    from kvalign.cli import app
+
+    nano = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+    runner = CliRunner()
+    for version, expected in (("0.18.1", True), ("0.21.0", True), ("0.22.0", False)):
+        argv = ["check", nano, "--prefill-tp", "4", "--decode-tp", "4", "--vllm-version", version]
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 0, result.output
+        assert ("--no-disable-hybrid-kv-cache-manager" in result.output) is expected, version

@@ -166,3 +166,31 @@ def test_empty_inputs_are_refused() -> None:
         survey([], Settings(), [1])
     with pytest.raises(InvalidSettings):
         survey([load_model(NANO)], Settings(), [])
+
+
+# --- the fix column says "none" when no pair needs one (as check's "Fix: none needed") ----
+# LFM2-1.2B (short conv only, no alignment growth): conv (C/TP) x (L-1) = (2048/TP) x 2 x 2 B
+# is 8,192 B at TP 1, always below one 16-token attention page (8 KV heads x 128 x 2 B x 16
+# = 32,768 B at TP 1), so vLLM keeps the 16-token block at every TP: 0 of 9 pairs differ and
+# check prints "Fix: none needed". The common block size is still 16 (JSON keeps it), but
+# the table, CSV and markdown must not print it as a fix (it used to show "16, 700 %").
+# Nemotron-3-Nano over TP 1,2,4 needs one: TP 4 is 1056 vs 2096 (comment above) -> 2096.
+def test_survey_fix_not_needed_when_every_pair_works() -> None:
+    from kvalign.report.survey import model_cells, survey_csv, survey_to_dict
+
+    lfm = load_model("LiquidAI/LFM2-1.2B")
+    nano = load_model(NANO)
+    result = survey([lfm, nano], Settings(), [1, 2, 4])
+    lfm_row, nano_row = result.models
+    vllm = lfm_row.by_alignment("vllm")
+    assert vllm is not None and vllm.pairs == 9 and vllm.block_size_differs == 0
+    assert lfm_row.fix_block_size == 16 and lfm_row.fix_needed is False
+    assert nano_row.fix_block_size == 2096 and nano_row.fix_needed is True
+    assert model_cells(lfm_row)[-3:-1] == ["none", "–"]
+    assert model_cells(nano_row)[-3] == "2096"
+    rows = survey_csv(result).splitlines()
+    lfm_csv = next(r for r in rows if r.startswith("LiquidAI/LFM2-1.2B,"))
+    assert lfm_csv.split(",")[-3:-1] == ["", ""]
+    doc = survey_to_dict(result)["models"]
+    assert doc[0]["fix"]["block_size"] == 16 and doc[0]["fix"]["needed"] is False
+    assert doc[1]["fix"]["block_size"] == 2096 and doc[1]["fix"]["needed"] is True

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
+from kvalign.cli import app
 from kvalign.deploy.vllm_args import parse_vllm_args
 from kvalign.errors import InvalidSettings
+
+runner = CliRunner()
 
 
 def test_spellings_aliases_and_json() -> None:
@@ -100,3 +107,43 @@ def test_replayssm_flags() -> None:
         "flashinfer",
     )
     assert not args.unknown
+
+
+def test_equals_form_keeps_the_json_value_as_written() -> None:
+    # `--kv-transfer-config='{"kv_role":"kv_consumer"}'` is one word after quote removal:
+    # --kv-transfer-config={"kv_role":...}. Only the flag name is normalised (_ → -); the
+    # value used to become {"kv-role":"kv-consumer", ...} and the decode pool lost its role
+    # (audit then checked no pair and exited 0). A dot inside the value ("10.0.0.1") must not
+    # be read as a dotted flag either; -tp=4 is argparse's alias form.
+    args = parse_vllm_args(
+        [
+            "vllm", "serve", "M", "-tp=4", "--max_model_len=8k", "--block_size=32",
+            '--kv-transfer-config={"kv_connector":"NixlConnector","kv_role":"kv_consumer",'
+            '"kv_ip":"10.0.0.1"}',
+        ]
+    )  # fmt: skip
+    assert args.kv_role == "kv_consumer" and args.kv_connector == "NixlConnector"
+    assert args.tensor_parallel_size == 4
+    assert args.max_model_len == 8000 and args.block_size == 32
+
+
+def test_equals_form_script_is_paired_and_gated_like_check(tmp_path: Path) -> None:
+    # Falcon-H1-0.5B, bf16: TP 1 -> 800 (spec §4, public report), TP 4 -> 400
+    # (tests/test_cli.py matrix); 400 is not a multiple of 800 -> split, an error: check
+    # exits 1, so must audit on the same two pools written with `=`.
+    model = "tiiuae/Falcon-H1-0.5B-Base"
+    script = tmp_path / "pd.sh"
+    script.write_text(
+        f"vllm serve {model} -tp=1 "
+        '--kv-transfer-config=\'{"kv_connector":"NixlConnector","kv_role":"kv_producer"}\' &\n'
+        f"vllm serve {model} --tensor-parallel-size=4 "
+        '--kv-transfer-config=\'{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}\' &\n'
+    )
+    audit = runner.invoke(app, ["audit", str(script), "--format", "json"])
+    check = runner.invoke(app, ["check", model, "--prefill-tp", "1", "--decode-tp", "4"])
+    assert audit.exit_code == check.exit_code == 1, audit.stderr
+    pools = json.loads(audit.stdout)["files"][0]["pools"]
+    assert [(p["role"], p["tp"], p["block_size"]) for p in pools] == [
+        ("prefill", 1, 800),
+        ("decode", 4, 400),
+    ]

@@ -187,10 +187,13 @@ def config_to_args(config: Mapping[str, Any]) -> list[str]:
 def _normalise(word: str) -> str:
     if word in ALIASES:
         return "--" + ALIASES[word]
+    flag, eq, value = word.partition("=")
+    if eq and flag in ALIASES:  # -tp=4, as argparse reads it
+        return "--" + ALIASES[flag] + eq + value
     if not word.startswith("--"):
-        return word
-    head, dot, rest = word[2:].partition(".")
-    return "--" + head.replace("_", "-") + dot + rest
+        return word  # only the flag's name: the value stays as written
+    head, dot, rest = flag[2:].partition(".")
+    return "--" + head.replace("_", "-") + dot + rest + eq + value
 
 
 def _json(value: str, flag: str) -> dict[str, Any]:

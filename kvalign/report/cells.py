@@ -235,9 +235,10 @@ def answer_lines(report: Report, fail_on: str = "error") -> list[str]:
     for line in rec.raised:
         lines.append(f"Your --block-size: {line}")
     if rec.block_size is not None:
+        at = f" at TP {', '.join(map(str, rec.only_tps))}" if rec.only_tps else ""
         lines.append(
-            f"Fix: {rec.change} on every prefill and decode pool (holds on "
-            f"{', '.join(rec.proven_on)})"
+            f"Fix: {rec.change} on every prefill and decode pool{at} (holds on "
+            f"{', '.join(rec.proven_on)})" + "".join(f"; {b}" for b in rec.blockers)
         )
     elif rec.blockers:
         lines.append("Fix: no --block-size can fix this; " + "; ".join(rec.blockers))

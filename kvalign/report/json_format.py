@@ -99,6 +99,7 @@ def report_to_dict(report: Report, fail_on: str = "error") -> dict[str, Any]:
             "proven_on": list(rec.proven_on),
             "blockers": list(rec.blockers),
             "raised": list(rec.raised),
+            "only_tps": list(rec.only_tps),
         },
         "tp_stable_pairs": (
             None if what_if is None else [_pair(pair, fail_on) for pair in what_if]

@@ -32,7 +32,11 @@ def _plain(cell: str | Text) -> str:
     return cell.plain if isinstance(cell, Text) else cell
 
 
-def needed_width(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]]) -> int:
+def needed_width(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str | Text]],
+    min_text_width: int = MIN_TEXT_WIDTH,
+) -> int:
     """Narrowest table width (characters) that shows every fixed column whole and gives
     each free-text column :data:`MIN_TEXT_WIDTH` (rich's box: one border per column plus
     one, one space of padding each side)."""
@@ -42,7 +46,7 @@ def needed_width(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]]
             longest = max([len(column.header)] + [len(_plain(row[index])) for row in rows])
         else:
             longest = min(
-                MIN_TEXT_WIDTH,
+                min_text_width,
                 max([len(column.header)] + [len(_plain(row[index])) for row in rows]),
             )
         total += longest + 3
@@ -54,9 +58,11 @@ def section(
     columns: Sequence[Column],
     rows: Sequence[Sequence[str | Text]],
     width: int | None,
+    min_text_width: int = MIN_TEXT_WIDTH,
 ) -> RenderableType:
-    """A table when it fits in ``width`` (``None``: unlimited), else one block per row."""
-    if width is None or needed_width(columns, rows) <= width:
+    """A table when it fits in ``width`` (``None``: unlimited), else one block per row;
+    free-text columns fold down to ``min_text_width`` characters first."""
+    if width is None or needed_width(columns, rows, min_text_width) <= width:
         table = Table(title=title, title_justify="left")
         for column in columns:
             if column.fixed:
@@ -67,7 +73,7 @@ def section(
                     justify=column.justify,  # type: ignore[arg-type]
                 )
             else:
-                table.add_column(column.header, overflow="fold", min_width=MIN_TEXT_WIDTH)
+                table.add_column(column.header, overflow="fold", min_width=min_text_width)
         for row in rows:
             table.add_row(*row)
         return table

@@ -63,7 +63,8 @@ SURVEY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (
         "Fix --block-size",
         "fix\n--block-size",
-        "smallest common --block-size that makes every valid TP agree (check's recommendation)",
+        "smallest common --block-size that makes every valid TP agree (check's recommendation; "
+        "none when every pair already works)",
     ),
     ("Fix: pad max %", "fix\npad max%", "largest Mamba page padding that fix costs"),
     ("Note", "Note", "why a row has no counts; TP sizes vLLM rejects"),
@@ -111,14 +112,26 @@ def model_cells(row: ModelSurvey) -> list[str]:
         _count(vllm, vllm.pairs if vllm else None),
         *_alignment_cells(vllm, median=False),
         *_alignment_cells(stable, median=True),
-        "–" if row.fix_block_size is None else str(row.fix_block_size),
-        _pct(row.fix_padding_max_pct),
+        _fix_cell(row),
+        _pct(row.fix_padding_max_pct) if row.fix_needed else "–",
         _note(row),
     ]
 
 
+def _fix_cell(row: ModelSurvey) -> str:
+    """The fix ``--block-size`` cell: "none" when no pair needs one (``check`` then says
+    "Fix: none needed"), "–" when no block size applies."""
+    if row.fix_block_size is None:
+        return "–"
+    return str(row.fix_block_size) if row.fix_needed else "none"
+
+
 def _fix_max(result: Survey) -> float | None:
-    values = [m.fix_padding_max_pct for m in result.models if m.fix_padding_max_pct is not None]
+    values = [
+        m.fix_padding_max_pct
+        for m in result.models
+        if m.fix_needed and m.fix_padding_max_pct is not None
+    ]
     return max(values) if values else None
 
 
@@ -184,8 +197,11 @@ def _stacked_block(cells: list[str], width: int, style: str = "bold") -> Text:
         lines.append(("TP-stable", f"differ {s_differ}, ratio≠1 {s_ratio}, not div "
                                    f"{s_notdiv}, pad max {_pct_cell(s_pad)}, "
                                    f"med {_pct_cell(s_med)}"))  # fmt: skip
-        fix_text = "" if fix == "–" else f"--block-size {fix}, "
-        lines.append(("fix", f"{fix_text}pad max {_pct_cell(fix_pad)}"))
+        if fix == "none":
+            lines.append(("fix", "none needed"))
+        else:
+            fix_text = "" if fix == "–" else f"--block-size {fix}, "
+            lines.append(("fix", f"{fix_text}pad max {_pct_cell(fix_pad)}"))
     if note:
         lines.append(("note", note))
     text = Text(model, style=style)
@@ -210,7 +226,7 @@ def _stacked(result: Survey, needed: int, width: int) -> list[RenderableType]:
     legend = [
         "vLLM: vLLM's per-rank alignment; TP-stable: the TP-stable proposal (vLLM PR 45575, "
         "in no release); fix: smallest common --block-size that makes every valid TP agree "
-        "(check's recommendation)",
+        "(check's recommendation; none when every pair already works)",
         f"differ: {meaning['differ']}; ratio≠1: {meaning['ratio≠1']}; not div: "
         f"{meaning['not div']}",
         "pad max / med: largest / median Mamba page padding over the valid TPs",
@@ -317,8 +333,8 @@ def survey_csv(result: Survey) -> str:
             " ".join(str(tp) for tp, _ in row.invalid_tps),
             "" if first is None else str(first.pairs),
             *(c for a in ALIGNMENTS for c in _csv_stats(row.by_alignment(a))),
-            "" if row.fix_block_size is None else str(row.fix_block_size),
-            _csv_pct(row.fix_padding_max_pct), _note(row),
+            "" if row.fix_block_size is None or not row.fix_needed else str(row.fix_block_size),
+            _csv_pct(row.fix_padding_max_pct if row.fix_needed else None), _note(row),
         ])  # fmt: skip
     writer.writerow([
         "ALL", "", "", "", " ".join(map(str, result.tps)), "",
@@ -362,6 +378,7 @@ def survey_to_dict(result: Survey) -> dict[str, Any]:
             "alignments": {s.alignment: _stats_dict(s, per_tp=True) for s in row.stats},
             "fix": {
                 "block_size": row.fix_block_size,
+                "needed": row.fix_needed,
                 "padding_pct": {str(tp): _round(p) for tp, p in row.fix_padding_pct},
                 "padding_max_pct": _round(row.fix_padding_max_pct),
             },

@@ -13,7 +13,7 @@ from kvalign import __version__
 from kvalign.report.cells import config_origin
 from kvalign.verify import FieldCheck, Verification
 
-VERIFY_SCHEMA_VERSION = 1
+VERIFY_SCHEMA_VERSION = 2
 
 
 def _show(value: object) -> str:
@@ -37,6 +37,7 @@ def _header(result: Verification) -> list[str]:
         f"kvalign: {result.profile_note}; vLLM {result.vllm_version} on "
         f"{result.platform or 'this machine'}",
         f"Attention backend {result.settings.attention_backend}",
+        ("" if result.tested else "WARNING: ") + result.range_note,
     ]
 
 
@@ -46,13 +47,13 @@ def verify_table(result: Verification) -> RenderableType:
     for column in ("TP", "quantity", "kvalign", "vLLM", ""):
         table.add_column(column, justify="right" if column in ("TP", "kvalign", "vLLM") else "left")
     for rank in result.ranks:
-        if rank.rejected:
-            both = bool(rank.vllm_error)
+        if rank.rejected or rank.vllm_error:
+            both = rank.identical
             table.add_row(
                 str(rank.tp),
-                "tensor parallel size",
-                f"invalid: {rank.rejected}",
-                rank.vllm_error or "accepted",
+                "configuration",
+                f"invalid: {rank.rejected}" if rank.rejected else "accepted",
+                f"refused: {rank.vllm_error}" if rank.vllm_error else "accepted",
                 Text("same" if both else "DIFFERENT", style="green" if both else "bold red"),
             )
             continue
@@ -71,16 +72,22 @@ def verify_table(result: Verification) -> RenderableType:
             f"{_differences(result)} difference(s) between kvalign and vLLM", style="bold red"
         )
     )
-    parts: list[RenderableType] = [Text(line) for line in _header(result)]
+    parts: list[RenderableType] = [
+        Text(line, style="" if result.tested or line != result.range_note else "bold yellow")
+        for line in _header(result)
+        if line
+    ]
     parts += [table, verdict]
-    parts += [Text("Note: " + note, style="dim") for note in result.notes]
+    parts += [
+        Text("Note: " + note, style="dim") for note in result.notes if note != result.range_note
+    ]
     return Group(*parts)
 
 
 def _differences(result: Verification) -> int:
     count = 0
     for rank in result.ranks:
-        if rank.rejected:
+        if rank.rejected or rank.vllm_error:
             count += 0 if rank.identical else 1
         else:
             count += sum(1 for check in rank.fields if not check.same)
@@ -104,7 +111,11 @@ def _field(check: FieldCheck) -> dict[str, Any]:
 
 
 def verify_json(result: Verification) -> str:
-    """``{schema_version, model, settings, vllm, identical, differences, tps, notes}``."""
+    """``{schema_version, model, settings, vllm, identical, differences, tps, notes}``.
+
+    ``vllm`` is ``{version, platform, tested_release_range, range_note}``: whether the
+    installed release lies in the range verify was tested on, and that in words.
+    """
     s = result.settings
     payload = {
         "schema_version": VERIFY_SCHEMA_VERSION,
@@ -123,10 +134,17 @@ def verify_json(result: Verification) -> str:
             "mamba_ssm_cache_dtype": s.mamba_ssm_cache_dtype,
             "attention_backend": s.attention_backend,
             "gpu": s.gpu,
+            "num_speculative_tokens": s.num_speculative_tokens,
+            "gdn_prefill_backend": s.gdn_prefill_backend,
             "vllm_version": s.vllm_version,
         },
         "kvalign_rules": result.profile_note,
-        "vllm": {"version": result.vllm_version, "platform": result.platform},
+        "vllm": {
+            "version": result.vllm_version,
+            "platform": result.platform,
+            "tested_release_range": result.tested,
+            "range_note": result.range_note,
+        },
         "identical": result.identical,
         "differences": _differences(result),
         "tps": [

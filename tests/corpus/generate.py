@@ -519,10 +519,8 @@ def cli_cases() -> list[dict[str, Any]]:
     }
     model_named = ("indivisible", "all-indivisible")
     for name, value in bad_tps.items():
-        names = NANO if name in model_named else None
-        # a TP the model rejects is a finding for check (verdict invalid, exit 1, the
-        # same as audit's KVA010: docs/policy.md), not bad input; matrix with no valid
-        # TP at all has nothing to show and stays exit 2
+        # a TP the model rejects is a finding for check and matrix (verdict invalid, exit
+        # 1, the same as audit's KVA010: docs/policy.md), not bad input
         if name not in model_named:
             cases.append(
                 {"id": f"check-prefill-tp-{name}",
@@ -532,10 +530,11 @@ def cli_cases() -> list[dict[str, Any]]:
                 {"id": f"check-decode-tp-{name}",
                  "argv": ["check", NANO, f"--decode-tp={value}"], "names": "--decode-tp"}
             )  # fmt: skip
-        cases.append(
-            {"id": f"matrix-tp-{name}", "argv": ["matrix", NANO, f"--tp={value}"],
-             "names": names or "--tp"}
-        )  # fmt: skip
+        if name not in model_named:
+            cases.append(
+                {"id": f"matrix-tp-{name}", "argv": ["matrix", NANO, f"--tp={value}"],
+                 "names": "--tp"}
+            )  # fmt: skip
         if name not in ("indivisible", "huge", "all-indivisible"):
             cases.append(
                 {"id": f"survey-tp-{name}", "argv": ["survey", NANO, f"--tp={value}"],

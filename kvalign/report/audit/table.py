@@ -8,14 +8,13 @@ terminal, the section is printed as one block per row (``key: value`` lines) tha
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from kvalign.audit import AuditReport
 from kvalign.deploy.model import Pool
+from kvalign.report.layout import Column, section
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 #: width of a table written with ``--output`` (no terminal to fit).
@@ -24,59 +23,19 @@ FILE_WIDTH = 400
 MIN_TEXT_WIDTH = 16
 
 
-@dataclass(frozen=True)
-class _Column:
-    header: str
-    fixed: bool  # never truncated (locations, labels, numbers); else folds
-
-
 def _where(pool: Pool) -> str:
     return f"{pool.label} ({pool.location})"
 
 
-def _cell_text(cell: str | Text) -> str:
-    return cell.plain if isinstance(cell, Text) else cell
-
-
-def _needed(columns: Sequence[_Column], rows: Sequence[Sequence[str | Text]]) -> int:
-    """Narrowest table width that shows every fixed column whole (rich's heavy-head box:
-    one border per column plus one, one space of padding each side)."""
-    total = 1
-    for index, column in enumerate(columns):
-        if column.fixed:
-            longest = max([len(column.header)] + [len(_cell_text(r[index])) for r in rows])
-        else:
-            longest = MIN_TEXT_WIDTH
-        total += longest + 3
-    return total
-
-
 def _section(
     title: str,
-    columns: Sequence[_Column],
+    columns: Sequence[Column],
     rows: Sequence[Sequence[str | Text]],
     width: int | None,
 ) -> RenderableType:
-    """A table when its fixed columns fit in ``width``, else one block per row."""
-    if width is None or _needed(columns, rows) <= width:
-        table = Table(title=title, title_justify="left")
-        for column in columns:
-            if column.fixed:
-                table.add_column(column.header, no_wrap=True, overflow="ignore")
-            else:
-                table.add_column(column.header, overflow="fold", min_width=MIN_TEXT_WIDTH)
-        for row in rows:
-            table.add_row(*row)
-        return table
-    blocks: list[RenderableType] = [Text(title, style="italic")]
-    for row in rows:
-        lines = Text()
-        for index, (column, cell) in enumerate(zip(columns, row, strict=True)):
-            prefix = "" if index == 0 else "\n  "
-            lines.append(f"{prefix}{column.header}: ")
-            lines.append(cell if isinstance(cell, Text) else Text(cell))
-        blocks.append(lines)
-    return Group(*blocks)
+    """A table when its fixed columns fit in ``width``, else one block per row
+    (:func:`kvalign.report.layout.section`, free-text columns down to 16 characters)."""
+    return section(title, columns, rows, width, min_text_width=MIN_TEXT_WIDTH)
 
 
 def _version_lines(report: AuditReport) -> list[Text]:
@@ -111,7 +70,7 @@ def to_table(report: AuditReport, width: int | None = None) -> RenderableType:
             for r in file.pools
         ]
         columns = [
-            _Column(name, True)
+            Column(name, True)
             for name in ("File", "Pool", "Model", "TP", "Block size", "Kernel block")
         ]
         parts.append(_section("Pools", columns, rows, width))
@@ -129,10 +88,10 @@ def to_table(report: AuditReport, width: int | None = None) -> RenderableType:
                 cells = (_where(r.pool), "-") if r.pool.role == "prefill" else ("-", _where(r.pool))
                 pair_rows.append([group.grouping.how, *cells, Text("not paired", style="yellow")])
         pair_columns = [
-            _Column("Grouped by", False),
-            _Column("Prefill", True),
-            _Column("Decode", True),
-            _Column("Verdict", True),
+            Column("Grouped by", False),
+            Column("Prefill", True),
+            Column("Decode", True),
+            Column("Verdict", True),
         ]
         parts.append(
             _section(f"Pairs (--pair-by {report.pair_by})", pair_columns, pair_rows, width)
@@ -150,12 +109,12 @@ def to_table(report: AuditReport, width: int | None = None) -> RenderableType:
             for f in report.findings
         ]
         finding_columns = [
-            _Column("Rule", True),
-            _Column("Severity", True),
-            _Column("Location", True),
-            _Column("Pools", False),
-            _Column("Message", False),
-            _Column("Fix", False),
+            Column("Rule", True),
+            Column("Severity", True),
+            Column("Location", True),
+            Column("Pools", False),
+            Column("Message", False),
+            Column("Fix", False),
         ]
         parts.append(_section("Findings", finding_columns, finding_rows, width))
     parts += [Text(f"note: {note}", style="dim") for note in report.notes]
