@@ -20,6 +20,7 @@ Where the block-size alignment lives:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
@@ -428,8 +429,12 @@ def profile_named(name: str) -> Profile:
     raise KeyError(name)
 
 
+@lru_cache(maxsize=64)
 def resolve(version: str | None) -> Resolved:
     """The profile for ``--vllm-version`` (``None`` → the newest profile).
+
+    Cached: a pure function of the string, called once per pool per what-if (an audit of
+    hundreds of pools in one group called it tens of thousands of times).
 
     Versions newer than every profile use the newest with a warning note; versions older
     than every profile are refused.
