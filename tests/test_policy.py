@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -533,3 +534,37 @@ def test_matrix_with_every_tp_invalid_fails_the_gate_like_check() -> None:
         "divisible by tensor parallel size): use a valid TP (1, 2, 4, 8)"
         for tp in (3, 5)
     ]
+
+
+def test_a_group_is_proven_once_however_many_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 6 prefill x 6 decode pools in one file (one group): 36 pairs, many findings, all
+    # naming the same fix (Nemotron-3-Nano TP 1/2/4/8 → 2096 covers TP 1's 2096)
+    import kvalign.rules.kva001 as kva001
+
+    calls: list[int] = []
+    real = kva001.prove_fix
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(kva001, "prove_fix", counting)
+    lines = ["#!/bin/bash"]
+    for role, port in (("kv_producer", 8000), ("kv_consumer", 9000)):
+        for i, tp in enumerate((1, 2, 4, 8, 1, 2)):
+            lines.append(
+                f"vllm serve {NANO} --tensor-parallel-size {tp} --port {port + i} "
+                f"--kv-transfer-config '{_KV % role}' &"
+            )
+    path = tmp_path / "pd.sh"
+    path.write_text("\n".join(lines) + "\n")
+    code, out = _audit(path, None, None)
+    findings = json.loads(out)["findings"]
+    assert code == 1 and len(findings) > 6
+    assert {f["remediation"] for f in findings if f["rule"] in ("KVA001", "KVA003")} == {
+        "set --block-size 2096 on every prefill and decode pool (holds on A100 (SM80), "
+        "H100/H200 (SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120))"
+    }
+    assert len(calls) == 1

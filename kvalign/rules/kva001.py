@@ -33,7 +33,22 @@ FIX = (
 )
 
 
+#: the last group's recommendation: every finding of a group names the same fix, and
+#: rules run group by group, so one entry (matched by identity) proves each group once.
+_LAST: list[tuple[GroupResult, str]] = []
+
+
 def recommend(group: GroupResult) -> str:
+    """:func:`_recommend` for ``group``, proven once per group (findings of one group
+    share it: an audit of 24 prefill x 24 decode pools in one group proved it 720 times)."""
+    if _LAST and _LAST[0][0] is group:
+        return _LAST[0][1]
+    text = _recommend(group)
+    _LAST[:] = [(group, text)]
+    return text
+
+
+def _recommend(group: GroupResult) -> str:
     """The proven fix (:func:`kvalign.fixes.prove_fix`): ``--block-size B`` that every
     pool keeps, with its own settings, on every GPU class it may run on (its
     ``nodeSelector`` GPU or ``--gpu``, else each class), or what would fix the pairs
