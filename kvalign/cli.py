@@ -142,6 +142,24 @@ def _guarded(action: Callable[[], T]) -> T:
         )
 
 
+def _json_on_error(action: Callable[[], int], output_format: Enum) -> Callable[[], int]:
+    """``action``, printing a JSON error document on stdout before a typed error when
+    ``--format json`` was asked for (a CI consumer always gets a document to parse; the
+    one-line message still goes to stderr and the exit code is unchanged)."""
+
+    def run() -> int:
+        try:
+            return action()
+        except KvalignError as exc:
+            if output_format.value == "json":
+                from kvalign.report.json_format import error_to_json
+
+                typer.echo(error_to_json(str(exc), exc.exit_code))
+            raise
+
+    return run
+
+
 def parse_tp_list(text: str, option: str) -> list[int]:
     """``"1,2,4"`` → ``[1, 2, 4]`` (order kept, duplicates dropped).
 
@@ -523,7 +541,7 @@ def check(
         report = analyze(source.load(model), settings, prefill, decode)
         return _emit(report, output_format, check_table, check_markdown, fail_on)
 
-    raise typer.Exit(_guarded(run))
+    raise typer.Exit(_guarded(_json_on_error(run, output_format)))
 
 
 @app.command()
@@ -553,7 +571,7 @@ def matrix(
         report = analyze(source.load(model), settings, tps, tps)
         return _emit(report, output_format, matrix_table, matrix_markdown, fail_on)
 
-    raise typer.Exit(_guarded(run))
+    raise typer.Exit(_guarded(_json_on_error(run, output_format)))
 
 
 @app.command()

@@ -568,3 +568,18 @@ def test_a_group_is_proven_once_however_many_findings(
         "H100/H200 (SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120))"
     }
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("command", ["check", "matrix"])
+def test_json_error_document_on_bad_input(command: str, tmp_path: Path) -> None:
+    # a config that is not JSON: exit 2, one line on stderr, and a JSON document on stdout
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json")
+    result = runner.invoke(app, [command, str(bad), "--format", "json"])
+    assert result.exit_code == 2
+    data = json.loads(result.stdout)
+    assert data["schema_version"] == 1
+    assert data["error"]["exit_code"] == 2
+    assert str(bad) in data["error"]["message"]
+    assert result.stderr.startswith("kvalign: error: ")
+    assert bad.read_text() == "{not json"  # nothing the user gave is modified

@@ -134,6 +134,18 @@ def _settings_json(settings: Settings) -> dict[str, object]:
     return data
 
 
+def error_to_json(message: str, exit_code: int) -> str:
+    """The JSON document ``check``/``matrix --format json`` print when they stop on bad
+    input (exit 2): ``schema_version``, ``kvalign_version`` and ``error`` (the one-line
+    message and the exit code)."""
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "kvalign_version": __version__,
+        "error": {"message": " ".join(message.split()), "exit_code": exit_code},
+    }
+    return json.dumps(document, indent=2)
+
+
 def to_json(report: Report, fail_on: str = "error") -> str:
     """``report`` as indented JSON text."""
     return json.dumps(report_to_dict(report, fail_on), indent=2)
