@@ -30,6 +30,7 @@ from kvalign.deploy.common import (
     PoolInput,
     build_pool,
     is_vllm_image,
+    off_path,
     role_from_text,
     version_from_image,
 )
@@ -168,13 +169,7 @@ def read(
         if built and len(alternatives) > 1:
             # another alternative of this command was evaluated: one that cannot be (an
             # unresolved $2 on the path where the script's default is not taken) is noted
-            site_problems = [
-                dataclasses.replace(
-                    p, message=f"{p.message} (on another if/case path; not evaluated)",
-                    blocking=False,
-                ) if p.blocking else p
-                for p in site_problems
-            ]  # fmt: skip
+            site_problems = off_path(site_problems)
         problems += site_problems
         if len(built) > 1:
             letters = "abcdefghijklmnopqrstuvwxyz"

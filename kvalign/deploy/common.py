@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
@@ -318,3 +319,18 @@ def version_from_image(image: str) -> str | None:
         return None
     match = _IMAGE_VERSION.search(image.strip())
     return match.group(1) if match else None
+
+
+def off_path(problems: list[Problem]) -> list[Problem]:
+    """``problems`` of a command with several if/case alternatives, one of which was
+    evaluated: a blocking problem of another alternative (an unresolved ``$2`` on the path
+    where the script's default is not taken) becomes a note, since that path was not the
+    one evaluated."""
+    return [
+        dataclasses.replace(
+            p, message=f"{p.message} (on another if/case path; not evaluated)", blocking=False
+        )
+        if p.blocking
+        else p
+        for p in problems
+    ]

@@ -27,6 +27,7 @@ from kvalign.deploy.common import (
     is_vllm_image,
     key_from_labels,
     line_of,
+    off_path,
     role_from_labels,
     role_from_text,
     substitute_k8s,
@@ -394,13 +395,7 @@ def _add_pool(
                 seen.add(signature(pool))
                 built.append((command, pool))
         if built and len(alternatives) > 1:  # as for scripts (kvalign.deploy.cmdline)
-            found_problems = [
-                dataclasses.replace(
-                    p, message=f"{p.message} (on another if/case path; not evaluated)",
-                    blocking=False,
-                ) if p.blocking else p
-                for p in found_problems
-            ]  # fmt: skip
+            found_problems = off_path(found_problems)
         if len(built) > 1:
             commands = [c for c, _ in built if c is not None]
             letters = "abcdefghijklmnopqrstuvwxyz"
