@@ -3,7 +3,7 @@
 One module per input kind, each with a :class:`~kvalign.deploy.interface.Reader`
 (:mod:`.templated` unrendered Helm templates, :mod:`.own` kvalign YAML, :mod:`.stack`
 production-stack values, :mod:`.k8s` Kubernetes manifests and llm-d / KServe / Dynamo
-resources, :mod:`.cmdline` shell scripts and command lines, evaluated by :mod:`.bash`);
+resources, :mod:`.cmdline` shell scripts and command lines, evaluated by :mod:`kvalign.shell`);
 :func:`read_paths` gives each file to the first reader of
 :data:`~kvalign.deploy.registry.READERS` that takes it (docs/inputs.md lists what each
 reads), then applies what is common to all (LMCache config files, ignore comments). The

@@ -19,8 +19,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kvalign.backends import gpu_from_product
-from kvalign.deploy.bash import Command, evaluate, shell_script
-from kvalign.deploy.cmdline import differences, launch_arguments, signature
+from kvalign.deploy.cmdline import differences, evaluate, launch_arguments, signature
 from kvalign.deploy.common import (
     PoolInput,
     build_pool,
@@ -46,6 +45,7 @@ from kvalign.deploy.model import (
 from kvalign.deploy.vllm_args import parse_vllm_args, serve_arguments, split_command
 from kvalign.errors import KvalignError
 from kvalign.safeio import load_yaml
+from kvalign.shell import Command, shell_script
 
 KIND = "kubernetes"
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "Pod", "Job"})
@@ -145,7 +145,7 @@ def _launch(
     entry per ``if``/``case`` alternative of its launch.
 
     ``command``/``args`` that run a shell (``/bin/bash -exc SCRIPT``, ``sh -c``; options
-    may be combined) are evaluated as a script (:mod:`kvalign.deploy.bash`) with the
+    may be combined) are evaluated as a script (:mod:`kvalign.shell`) with the
     container's ``env``; the first vLLM launch in it counts, with each of its
     alternatives. A container without ``command`` runs its image's entrypoint: ``vllm
     serve`` for a vLLM image, or when ``implied`` (the reader knows the controller launches
