@@ -13,13 +13,11 @@ import dataclasses
 from dataclasses import dataclass
 from fnmatch import fnmatch
 
-from kvalign.alignment import analyze_rank
 from kvalign.backends import get_gpu, platform_note
 from kvalign.deploy.model import Deployment, Ignore, Location, Pool, Problem
 from kvalign.deploy.vllm_args import settings_from_args
-from kvalign.engine import EngineCache
 from kvalign.errors import InvalidSettings, KvalignError
-from kvalign.fixes import FixPool, GroupFix, raised_block_sizes
+from kvalign.fixes import FixPool, GroupFix, RunCache, raised_block_sizes
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import PairBy, group_pools
 from kvalign.pd import analyze_pair
@@ -115,7 +113,7 @@ def _evaluate(
     cache: dict[str, ModelGeometry],
     use_cache: bool = False,
     platform: Platform | None = None,
-    engines: EngineCache | None = None,
+    engines: RunCache | None = None,
 ) -> tuple[FileResult | None, list[Problem]]:
     """Load every pool's model and predict its rank under the file's version assumption.
 
@@ -129,7 +127,7 @@ def _evaluate(
         label. One unevaluable pool never hides the others (issue 10, D2).
     """
     platform = platform or Platform()
-    engines = engines if engines is not None else EngineCache()
+    engines = engines if engines is not None else RunCache()
     chosen = version or deployment.vllm_version
     try:
         resolved = resolve(chosen)
@@ -162,7 +160,7 @@ def _evaluate(
             pool = dataclasses.replace(pool, settings=settings)
             engine = engines.resolve(cache[key], settings)
             results.append(
-                PoolResult(pool, cache[key], analyze_rank(cache[key], engine, pool.tp), engine)
+                PoolResult(pool, cache[key], engines.rank(cache[key], engine, pool.tp), engine)
             )
         except KvalignError as exc:
             errors.append(Problem(pool.location, f"{pool.label}: {exc}"))
@@ -200,7 +198,7 @@ def assumptions(files: tuple[FileResult, ...] | list[FileResult]) -> tuple[str, 
     return tuple(f"{line} [{n} pool(s)]" for line, n in counts.items())
 
 
-def _raised_elsewhere(group: GroupResult, engines: EngineCache) -> list[str]:
+def _raised_elsewhere(group: GroupResult, engines: RunCache) -> list[str]:
     """Where vLLM would raise a pool's own ``--block-size`` on a GPU class the pool may run
     on although not on the one assumed (no ``--gpu`` / node label): a note, as ``check``'s
     "Your --block-size" line (KVA004 covers the assumed GPU; this never fails the gate)."""
@@ -237,7 +235,7 @@ def _groups(
     pair_by: PairBy,
     version: str | None,
     partial: set[str] | frozenset[str] = frozenset(),
-    engines: EngineCache | None = None,
+    engines: RunCache | None = None,
 ) -> tuple[list[GroupResult], list[Problem]]:
     """Group the evaluated pools (:func:`kvalign.grouping.group_pools`) and pair them.
 
@@ -246,7 +244,7 @@ def _groups(
     Unpaired pools are reported as non-blocking problems. Each group carries its fix
     (:class:`kvalign.fixes.GroupFix`), proven once when a rule first reads it.
     """
-    engines = engines if engines is not None else EngineCache()
+    engines = engines if engines is not None else RunCache()
     flat = [(f.deployment, r) for f in files for r in f.pools]
     groups: list[GroupResult] = []
     problems: list[Problem] = []
@@ -361,7 +359,7 @@ def run_audit(
     if platform is not None:
         get_gpu(platform.gpu)
     cache: dict[str, ModelGeometry] = {}
-    engines = EngineCache()  # each (model, settings, GPU class) resolved once per run
+    engines = RunCache()  # each (model, settings, GPU class) resolved once per run
     files: list[FileResult] = []
     unevaluated: list[Problem] = []
     problems: list[Problem] = []

@@ -857,6 +857,10 @@ class EngineCache:
         self._seen: dict[tuple[int, Settings], EngineConfig | KvalignError] = {}
         self._models: dict[int, ModelGeometry] = {}  # keeps each id() valid for the run
 
+    def keep(self, geometry: ModelGeometry) -> None:
+        """Hold ``geometry`` for the run, so that its ``id()`` in a key stays its own."""
+        self._models.setdefault(id(geometry), geometry)
+
     def resolve(self, geometry: ModelGeometry, settings: Settings) -> EngineConfig:
         """:func:`create_engine_config` for ``(geometry, settings)``, once.
 
@@ -866,7 +870,7 @@ class EngineCache:
         key = (id(geometry), settings)
         found = self._seen.get(key)
         if found is None:
-            self._models.setdefault(id(geometry), geometry)
+            self.keep(geometry)
             try:
                 found = create_engine_config(geometry, settings)
             except KvalignError as exc:

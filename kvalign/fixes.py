@@ -67,6 +67,31 @@ PLATFORM_CLASSES: dict[str, tuple[GpuClass, ...]] = {
 }
 
 
+class RunCache(EngineCache):
+    """One run's memo (a ``check``, an ``audit``): each (model, settings) resolved once
+    (:class:`~kvalign.engine.EngineCache`), each (model, settings, TP) analysed once, and
+    each distinct set of pools and pairs proven once (an audit of many copies of one
+    deployment proves its fix once). Pure: every entry is a function of its key."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ranks: dict[tuple[int, Settings, int], RankResult] = {}
+        self._fixes: dict[tuple[object, ...], Fix] = {}
+
+    def rank(self, geometry: ModelGeometry, engine: EngineConfig, tp: int) -> RankResult:
+        """:func:`kvalign.alignment.analyze_rank`, once per (model, settings, TP).
+
+        Raises:
+            InvalidSettings: as :func:`kvalign.alignment.analyze_rank`.
+        """
+        key = (id(geometry), engine.settings, tp)
+        found = self._ranks.get(key)
+        if found is None:
+            self.keep(geometry)
+            found = self._ranks[key] = analyze_rank(geometry, engine, tp)
+        return found
+
+
 def gpu_classes(settings: Settings) -> tuple[GpuClass, ...]:
     """The GPU classes a pool with ``settings`` may run on: its ``--gpu`` alone, else every
     class of the platform its backend runs on (an unspecified GPU is a CUDA GPU unless the
@@ -148,12 +173,11 @@ def _gpu_name(settings: Settings) -> str:
 Scenario = tuple[str, list[EngineConfig | None]]
 
 
-def scenarios(pools: list[FixPool], cache: EngineCache | None = None) -> list[Scenario]:
+def scenarios(pools: list[FixPool], cache: EngineCache) -> list[Scenario]:
     """``(label, per-pool config)`` for each GPU class the unpinned pools may share;
     pinned pools keep their own config. A pool whose backend cannot run on a class gets
     ``None`` there (it cannot be deployed on it). Each (pool settings, class) is resolved
     once through ``cache``."""
-    cache = cache if cache is not None else EngineCache()
     unpinned = [p for p in pools if p.settings.gpu is None]
     classes = gpu_classes(unpinned[0].settings) if unpinned else (None,)
     pinned = sorted({_gpu_name(p.settings) for p in pools if p.settings.gpu})
@@ -176,7 +200,7 @@ def scenarios(pools: list[FixPool], cache: EngineCache | None = None) -> list[Sc
 
 
 def _ranks(
-    pools: list[FixPool], per_pool: list[EngineConfig | None], block: int | None
+    pools: list[FixPool], per_pool: list[EngineConfig | None], block: int | None, cache: RunCache
 ) -> list[RankResult | None]:
     """Each pool's rank on one GPU class, with ``--block-size block`` (``None``: its own)."""
     ranks: list[RankResult | None] = []
@@ -186,7 +210,7 @@ def _ranks(
             continue
         if block is not None:
             engine = engine.with_block_size(block)
-        ranks.append(analyze_rank(pool.geometry, engine, pool.tp))
+        ranks.append(cache.rank(pool.geometry, engine, pool.tp))
     return ranks
 
 
@@ -194,7 +218,7 @@ def prove_fix(
     pools: list[FixPool],
     pairs: list[tuple[int, int]],
     profile: Profile,
-    cache: EngineCache | None = None,
+    cache: RunCache | None = None,
 ) -> Fix:
     """The smallest ``--block-size`` every pool keeps on every GPU class it may run on and
     that makes every pair ``ok``, or what would fix the pairs when no block size can.
@@ -207,7 +231,24 @@ def prove_fix(
         InvalidSettings, NotModelled: a pool's settings are rejected (as
             :func:`kvalign.alignment.analyze_rank`).
     """
-    own = [analyze_rank(p.geometry, p.engine, p.tp) for p in pools]
+    cache = cache if cache is not None else RunCache()
+    key = (
+        tuple((id(p.geometry), p.settings, p.tp, p.label) for p in pools),
+        tuple(pairs),
+        profile.name,
+    )
+    found = cache._fixes.get(key)
+    if found is None:
+        for pool in pools:
+            cache.keep(pool.geometry)
+        found = cache._fixes[key] = _prove_fix(pools, pairs, profile, cache)
+    return found
+
+
+def _prove_fix(
+    pools: list[FixPool], pairs: list[tuple[int, int]], profile: Profile, cache: RunCache
+) -> Fix:
+    own = [cache.rank(p.geometry, p.engine, p.tp) for p in pools]
     # one line per invalid (model, TP), naming every pool that uses it
     invalid: dict[tuple[str, int, str, str], list[str]] = {}
     for pool, rank in zip(pools, own, strict=True):
@@ -242,7 +283,7 @@ def prove_fix(
         kept, verdicts_ok, why = True, True, ""
         padding: dict[str, float] = {}
         for label, per_pool in classes:
-            ranks = _ranks(pools, per_pool, block)
+            ranks = _ranks(pools, per_pool, block, cache)
             for pool, result in zip(pools, ranks, strict=True):
                 if result is None:
                     continue
@@ -286,7 +327,7 @@ def prove_fix(
     return Fix(None, unproven=f"no --block-size up to {block - unit} is kept by every pool")
 
 
-def raised_block_sizes(pools: list[FixPool], cache: EngineCache | None = None) -> list[str]:
+def raised_block_sizes(pools: list[FixPool], cache: RunCache | None = None) -> list[str]:
     """Where vLLM would raise a pool's own ``--block-size`` (hybrid alignment), one line
     per pool and resulting size naming the GPU classes, e.g. ``prefill TP 8: vLLM raises
     --block-size 2096 to 8,384 on H100/H200 (SM90), B200 (SM100)``. ``cache`` as in
@@ -294,9 +335,10 @@ def raised_block_sizes(pools: list[FixPool], cache: EngineCache | None = None) -
     mine = [p for p in pools if p.settings.block_size is not None]
     if not mine:
         return []
+    cache = cache if cache is not None else RunCache()
     found: dict[tuple[str, int, int], list[str]] = {}
     for label, per_pool in scenarios(mine, cache):
-        for pool, rank in zip(mine, _ranks(mine, per_pool, None), strict=True):
+        for pool, rank in zip(mine, _ranks(mine, per_pool, None, cache), strict=True):
             asked = pool.settings.block_size
             assert asked is not None
             if rank is None or not rank.usable or rank.block_size in (None, asked):
@@ -330,7 +372,7 @@ class GroupFix:
         pools: list[FixPool],
         pairs: list[tuple[int, int]],
         profile: Profile,
-        cache: EngineCache,
+        cache: RunCache,
         settings_differ: bool = False,
     ) -> None:
         self._pools, self._pairs, self._profile = pools, pairs, profile

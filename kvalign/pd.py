@@ -9,10 +9,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from kvalign.alignment import RankResult, analyze_rank
+from kvalign.alignment import RankResult
 from kvalign.backends import platform_note
-from kvalign.engine import EngineCache, EngineConfig
-from kvalign.fixes import Fix, FixPool, prove_fix, raised_block_sizes
+from kvalign.engine import EngineConfig
+from kvalign.fixes import Fix, FixPool, RunCache, prove_fix, raised_block_sizes
 from kvalign.geometry import ModelGeometry
 from kvalign.policy import (
     DEFAULT_FAIL_ON,
@@ -198,7 +198,7 @@ def _padding_text(padding: dict[int, float]) -> str:
 
 
 def _recommend(report_levels: list[Level | None], geometry: ModelGeometry, engine: EngineConfig,
-               prefill_tps: list[int], decode_tps: list[int], cache: EngineCache,
+               prefill_tps: list[int], decode_tps: list[int], cache: RunCache,
                report: Report | None = None) -> Recommendation:  # fmt: skip
     invalid = {tp for tp, r in (report.ranks if report else {}).items() if not r.usable}
     good_p = [tp for tp in prefill_tps if tp not in invalid]
@@ -279,11 +279,11 @@ def analyze(
     Raises:
         InvalidSettings, NotModelled: see :func:`kvalign.alignment.analyze_rank`.
     """
-    cache = EngineCache()
+    cache = RunCache()
     engine = cache.resolve(geometry, settings)
     profile = engine.profile
     tps = sorted(set(prefill_tps) | set(decode_tps))
-    ranks = {tp: analyze_rank(geometry, engine, tp) for tp in tps}
+    ranks = {tp: cache.rank(geometry, engine, tp) for tp in tps}
     pairs = tuple(
         analyze_pair(ranks[p], ranks[d], "vllm", profile) for p in prefill_tps for d in decode_tps
     )

@@ -9,8 +9,8 @@ from typing import Literal
 from kvalign.alignment import RankResult
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool
 from kvalign.dtypes import resolve_model_dtype
-from kvalign.engine import EngineCache, EngineConfig
-from kvalign.fixes import GroupFix
+from kvalign.engine import EngineConfig
+from kvalign.fixes import GroupFix, RunCache
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import Grouping
 from kvalign.pd import PairResult
@@ -93,7 +93,7 @@ class GroupResult:
     grouping: Grouping
     components: tuple[ComponentBlockSize, ...]
     fix: GroupFix = field(
-        default_factory=lambda: GroupFix([], [], DEFAULT_PROFILE, EngineCache()), compare=False
+        default_factory=lambda: GroupFix([], [], DEFAULT_PROFILE, RunCache()), compare=False
     )
 
     @property
