@@ -25,10 +25,11 @@ from kvalign.audit import run_audit
 from kvalign.backends import gpu_from_product
 from kvalign.cli import app
 from kvalign.deploy import read_paths, read_text
-from kvalign.deploy.bash import evaluate, shown
+from kvalign.deploy.cmdline import evaluate
 from kvalign.errors import InvalidConfig
 from kvalign.safeio import load_yaml_documents
 from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS
+from kvalign.shell import shown
 from tests.resolve import rank_of
 
 ROOT = Path(__file__).resolve().parents[1]

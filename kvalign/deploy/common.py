@@ -191,6 +191,24 @@ class PoolInput:
     gpu: str | None = None
 
 
+#: a Hugging Face cache snapshot folder: ``…/models--ORG--NAME/snapshots/REVISION``
+#: (huggingface_hub's cache layout, ``repo_folder_name``: ``/`` in the repo id is ``--``).
+_SNAPSHOT = re.compile(r"(?:^|/)models--([^/]+?)--([^/]+)/snapshots/[^/]+/?\Z")
+
+
+def snapshot_hub_id(model: str) -> str | None:
+    """The Hub id (``ORG/NAME``) of a model path that is a Hugging Face cache snapshot
+    (``/root/.cache/huggingface/hub/models--ORG--NAME/snapshots/REV``), else ``None``.
+
+    vLLM loads such a folder as a local path; its config is that of the Hub model at that
+    revision, so kvalign reads it as the Hub id (bundled, or from the local cache).
+    """
+    match = _SNAPSHOT.search(model)
+    if match is None:
+        return None
+    return f"{match.group(1)}/{match.group(2)}"
+
+
 def build_pool(
     found: PoolInput,
     config_files: Mapping[str, Mapping[str, Any]] | None = None,
@@ -242,6 +260,17 @@ def build_pool(
     model = found.model or args.model
     if not model:
         return None, [Problem(found.location, f"{role}/{found.name}: no model given")]
+    hub_id = snapshot_hub_id(model)
+    if hub_id is not None:
+        notes.append(
+            Problem(
+                found.location,
+                f"{role}/{found.name}: model {model} is a Hugging Face cache snapshot: read as "
+                f"{hub_id}",
+                blocking=False,
+            )
+        )
+        model = hub_id
     # (what, value, smallest, largest): the bounds `check` applies to the same settings
     sizes = (
         ("tensor parallel size (manifest field)", found.tp, 1, MAX_TP),

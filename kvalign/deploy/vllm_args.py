@@ -47,7 +47,7 @@ KNOWN: frozenset[str] = frozenset(
      "use-replayssm", "replayssm-buffer-len", "mamba-backend"}
 )  # fmt: skip
 #: an expansion kvalign could not resolve: Kubernetes ``$(VAR)`` left as written, or a
-#: shell expansion :mod:`kvalign.deploy.bash` marked unresolved (``$1``, ``${A[@]}``, …).
+#: shell expansion :mod:`kvalign.shell` marked unresolved (``$1``, ``${A[@]}``, …).
 _VAR = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_]*\)|\ue000[^\ue000\ue001]*\ue001")
 #: ``--kv-transfer-config`` fields that move sizing or the role; an unresolved value
 #: anywhere else in it (``kv_ip``, ``kv_port``, buffer sizes) is noted, not fatal.
@@ -152,9 +152,23 @@ def split_command(text: str) -> list[str]:
         raise InvalidSettings(f"cannot split command line: {exc}") from None
 
 
+#: Dynamo's vLLM worker launcher modules (``python -m dynamo.vllm``, and the unified entry
+#: point ``python -m dynamo.vllm.unified_main``): their arguments are vLLM engine flags.
+DYNAMO_VLLM_MODULES = frozenset({"dynamo.vllm", "dynamo.vllm.unified_main"})
+
+
+def dynamo_worker(words: Sequence[str]) -> bool:
+    """Whether ``words`` launch a Dynamo vLLM worker (:data:`DYNAMO_VLLM_MODULES`)."""
+    return any(
+        word == "-m" and i + 1 < len(words) and words[i + 1] in DYNAMO_VLLM_MODULES
+        for i, word in enumerate(words)
+    )
+
+
 def serve_arguments(words: Sequence[str]) -> list[str] | None:
     """The arguments after ``vllm serve`` / ``python -m vllm.entrypoints.openai.api_server`` /
-    ``python -m dynamo.vllm`` in ``words`` (``None`` when no vLLM launch is found).
+    ``python -m dynamo.vllm`` (:data:`DYNAMO_VLLM_MODULES`) in ``words`` (``None`` when no
+    vLLM launch is found).
     """
     for i, word in enumerate(words):
         base = word.rsplit("/", 1)[-1]
@@ -165,7 +179,7 @@ def serve_arguments(words: Sequence[str]) -> list[str] | None:
             if module == "vllm.entrypoints.cli.main":
                 rest = list(words[i + 2 :])
                 return rest[1:] if rest[:1] == ["serve"] else rest
-            if module.startswith("vllm.entrypoints") or module in ("dynamo.vllm",):
+            if module.startswith("vllm.entrypoints") or module in DYNAMO_VLLM_MODULES:
                 return list(words[i + 2 :])
     return None
 
