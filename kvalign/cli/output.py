@@ -15,7 +15,7 @@ from kvalign.cli.options import FailOn, OutputFormat
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from kvalign.pd import Report
+    from kvalign.pd import CheckReport
 
 
 def _stdout() -> Console:
@@ -32,10 +32,10 @@ def _stdout() -> Console:
 
 
 def _emit(
-    report: Report,
+    report: CheckReport,
     output_format: OutputFormat,
-    table: Callable[[Report, int | None, str], Any],
-    markdown: Callable[[Report, str], str],
+    table: Callable[[CheckReport, int | None, str], Any],
+    markdown: Callable[[CheckReport, str], str],
     fail_on: FailOn,
 ) -> int:
     """Print ``report`` in ``output_format``; the exit code is the gate

@@ -1,4 +1,4 @@
-"""Formatters: each turns the same :class:`~kvalign.pd.Report` into one output format.
+"""Formatters: each turns the same :class:`~kvalign.pd.CheckReport` into one output format.
 
 Only this package and ``kvalign.cli`` use rich.
 """
