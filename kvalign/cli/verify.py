@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import EXIT_FLAGGED, EXIT_OK, _guarded
+from kvalign.cli.exit import guarded
 from kvalign.cli.options import ModelArg, ModelSource, parse_tp_list, sizing_options
-from kvalign.cli.output import _stdout
+from kvalign.cli.output import VERIFY, VerifyFormat
+from kvalign.exitcodes import ExitCode
 from kvalign.settings import Settings
-
-
-# ---- verify (issue 4) ---------------------------------------------------------------------
-class VerifyFormat(str, Enum):
-    """``verify --format`` values."""
-
-    table = "table"
-    json = "json"
 
 
 @sizing_options(alignment=False, trust=False)
@@ -39,16 +31,12 @@ def verify(
     Exit 0 when identical, 1 on any difference, 2 when vLLM is missing, raises, or on
     bad input.
     """
-    from kvalign.report.verify_format import verify_json, verify_table
     from kvalign.verify import verify as run_verify
 
     def run() -> int:
         tps = parse_tp_list(tp, "--tp")
         result = run_verify(source.load(model), settings, tps, hf_overrides=source.overrides())
-        if output_format is VerifyFormat.json:
-            typer.echo(verify_json(result))
-        else:
-            _stdout().print(verify_table(result))
-        return EXIT_OK if result.identical else EXIT_FLAGGED
+        VERIFY.emit(result, output_format)
+        return ExitCode.OK if result.identical else ExitCode.FLAGGED
 
-    raise typer.Exit(_guarded(run))
+    raise typer.Exit(guarded(run))
