@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import guarded
+from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import ModelArg, ModelSource, sizing_options
 from kvalign.cli.output import EXPLAIN, ExplainFormat
 from kvalign.exitcodes import ExitCode
@@ -35,4 +35,4 @@ def explain(
         EXPLAIN.emit(build_explanation(geometry, settings, tp), output_format)
         return ExitCode.OK
 
-    raise typer.Exit(guarded(run))
+    raise typer.Exit(guarded(json_on_error(run, output_format)))

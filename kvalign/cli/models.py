@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kvalign.cli.exit import guarded
+from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import FormatOpt
 from kvalign.cli.output import MODELS, OutputFormat
 from kvalign.exitcodes import ExitCode
@@ -21,4 +21,4 @@ def models(
         MODELS.emit(with_model_types(), output_format)
         return ExitCode.OK
 
-    raise typer.Exit(guarded(run))
+    raise typer.Exit(guarded(json_on_error(run, output_format)))

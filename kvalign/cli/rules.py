@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import guarded
+from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import FormatOpt
 from kvalign.cli.output import RULE, RULES, OutputFormat
 from kvalign.exitcodes import ExitCode
@@ -36,4 +36,4 @@ def rules(
             RULES.emit(rule_docs(), output_format)
         return ExitCode.OK
 
-    raise typer.Exit(guarded(run))
+    raise typer.Exit(guarded(json_on_error(run, output_format)))

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import guarded
+from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import ModelSource, parse_tp_list, sizing_options
 from kvalign.cli.output import SURVEY, SurveyFormat
 from kvalign.errors import InvalidSettings
@@ -70,4 +70,4 @@ def survey(
             sys.stderr.write(f"kvalign: wrote {plot}\n")
         return ExitCode.OK
 
-    raise typer.Exit(guarded(run))
+    raise typer.Exit(guarded(json_on_error(run, output_format)))

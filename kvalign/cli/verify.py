@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import guarded
+from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import ModelArg, ModelSource, parse_tp_list, sizing_options
 from kvalign.cli.output import VERIFY, VerifyFormat
 from kvalign.exitcodes import ExitCode
@@ -35,8 +37,12 @@ def verify(
 
     def run() -> int:
         tps = parse_tp_list(tp, "--tp")
-        result = run_verify(source.load(model), settings, tps, hf_overrides=source.overrides())
+        geometry = source.load(model)
+        # vLLM logs to stdout (its handler binds at import, inside this block): stderr,
+        # so that stdout holds only the result (e.g. one JSON document)
+        with contextlib.redirect_stdout(sys.stderr):
+            result = run_verify(geometry, settings, tps, hf_overrides=source.overrides())
         VERIFY.emit(result, output_format)
         return ExitCode.OK if result.identical else ExitCode.FLAGGED
 
-    raise typer.Exit(guarded(run))
+    raise typer.Exit(guarded(json_on_error(run, output_format)))
