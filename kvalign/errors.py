@@ -36,4 +36,4 @@ class NotModelled(KvalignError):
 
 
 class MissingDependency(KvalignError):
-    """An optional extra is not installed (e.g. matplotlib for ``--plot``: ``kvalign[plot]``)."""
+    """An optional extra is not installed (e.g. matplotlib for ``--plot``: the ``plot`` extra)."""

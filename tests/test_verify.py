@@ -169,7 +169,7 @@ def test_vllm_missing_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
     result = runner.invoke(app, ["verify", NANO, "--tp", "1"])
     assert result.exit_code == 2
     assert result.stdout == ""
-    assert "pip install 'kvalign[verify]'" in result.stderr
+    assert "pip install '.[verify]' in a kvalign checkout" in result.stderr
     assert "tested on vLLM 0.14.0–0.33.x" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 

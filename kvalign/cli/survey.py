@@ -38,7 +38,7 @@ def survey(
         typer.Option(
             "--plot",
             metavar="FILE.svg",
-            help="Also write the prefill × decode grids as an SVG heatmap (needs kvalign[plot]).",
+            help="Also write the prefill × decode grids as an SVG heatmap (needs the plot extra).",
         ),
     ] = None,
 ) -> None:

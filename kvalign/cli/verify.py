@@ -27,7 +27,7 @@ def verify(
 ) -> None:
     """Compare kvalign's pages and block sizes with the installed vLLM's own functions,
     run CPU-only as if on --gpu (default H100); needs vLLM importable here (pip install
-    'kvalign[verify]'). No GPU, weights or model code. Tested on vLLM 0.14.0-0.33.x;
+    '.[verify]' from a checkout). No GPU, weights or model code. Tested on vLLM 0.14.0-0.33.x;
     says so plainly outside that range.
 
     Exit 0 when identical, 1 on any difference, 2 when vLLM is missing, raises, or on
