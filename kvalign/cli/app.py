@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -61,8 +62,11 @@ def main(argv: list[str] | None = None) -> None:
     """
     from typer._click.exceptions import NoArgsIsHelpError  # typer vendors click
 
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        code = app(args=argv, standalone_mode=False)
+        code = _fast(args)
+        if code is None:
+            code = app(args=args, standalone_mode=False)
     except BrokenPipeError:
         try:
             stdout_closed()
@@ -80,3 +84,23 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write(f"kvalign: error: {one_line} (see `{command} --help`)\n")
         sys.exit(int(getattr(exc, "exit_code", ExitCode.USAGE)))
     sys.exit(code if isinstance(code, int) else ExitCode.OK)
+
+
+def _fast(args: list[str]) -> int | None:
+    """Run a plain ``check``/``matrix`` command line without typer's parsing
+    (:mod:`kvalign.cli.fast`); ``None``: typer parses it."""
+    from kvalign.cli.fast import FAST_COMMANDS, parse
+
+    if not args or args[0] not in FAST_COMMANDS:
+        return None
+    commands: dict[str, Callable[..., None]] = {"check": check, "matrix": matrix}
+    command = commands[args[0]]
+    kwargs = parse(command, args[1:])
+    if kwargs is None:
+        return None
+    _root(version=False)  # the app callback, as typer calls it before a command
+    try:
+        command(**kwargs)
+    except typer.Exit as stop:
+        return stop.exit_code
+    return ExitCode.OK
