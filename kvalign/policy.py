@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kvalign.alignment import RankResult
+from kvalign.exitcodes import ExitCode
 from kvalign.versions import DEFAULT_PROFILE, PROFILES, Profile
 
 Verdict = Literal["ok", "drift", "ratio", "split", "incompatible", "invalid", "nothing-to-align"]
@@ -62,7 +63,7 @@ DEFAULT_FAIL_ON: Level = "error"
 OVERRIDE_LEVEL: Level = "warning"
 
 #: exit codes of the gate.
-EXIT_PASS, EXIT_FAIL = 0, 1
+EXIT_PASS, EXIT_FAIL = ExitCode.OK, ExitCode.FLAGGED
 
 _FIXED_LEVEL: dict[str, Level | None] = {
     "ok": None,

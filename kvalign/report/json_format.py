@@ -135,9 +135,9 @@ def _settings_json(settings: Settings) -> dict[str, object]:
 
 
 def error_to_json(message: str, exit_code: int) -> str:
-    """The JSON document ``check``/``matrix --format json`` print when they stop on bad
-    input (exit 2): ``schema_version``, ``kvalign_version`` and ``error`` (the one-line
-    message and the exit code)."""
+    """The JSON document every command but ``audit`` prints with ``--format json`` when
+    it stops on bad input (exit 2): ``schema_version``, ``kvalign_version`` and ``error``
+    (the one-line message and the exit code)."""
     document = {
         "schema_version": SCHEMA_VERSION,
         "kvalign_version": __version__,
