@@ -11,9 +11,9 @@ from functools import lru_cache
 from typing import Any
 
 from kvalign.deploy.model import DeploymentKey, Ignore, Location, Pool, Problem, Role
-from kvalign.deploy.vllm_args import VllmArgs, parse_vllm_args
+from kvalign.deploy.vllm_args import VllmArgs, parse_vllm_args, settings_from_args
 from kvalign.errors import KvalignError
-from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP, Settings
+from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP
 
 _K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 _IGNORE = re.compile(r"#\s*kvalign:\s*ignore=([A-Z0-9, ]+?)(?:\s+reason=(.*))?$")
@@ -297,18 +297,7 @@ def build_pool(
             ]
     tp = found.tp or args.tensor_parallel_size or 1
     dp = found.dp or args.data_parallel_size or 1
-    settings = Settings(
-        dtype=args.dtype or "auto",
-        kv_cache_dtype=args.kv_cache_dtype or "auto",
-        block_size=args.block_size,
-        enable_prefix_caching=args.enable_prefix_caching,
-        mamba_cache_dtype=args.mamba_cache_dtype or "auto",
-        mamba_ssm_cache_dtype=args.mamba_ssm_cache_dtype or "auto",
-        num_speculative_tokens=args.num_speculative_tokens or 0,
-        attention_backend=(args.attention_backend or "FLASH_ATTN").upper(),
-        gpu=found.gpu,
-        vllm_version=found.vllm_version,
-    )
+    settings = settings_from_args(args, gpu=found.gpu, vllm_version=found.vllm_version)
     pool = Pool(
         role=role,
         name=found.name,
