@@ -32,3 +32,19 @@ def test_raised_only_on_other_gpu_classes_is_a_note() -> None:
     head = result.stdout.splitlines()[0]
     assert head.startswith("PASS with a note (exit 0, --fail-on error): every pair works")
     assert "give --gpu to check yours" in head
+
+
+def test_nixl_rule_is_stated_as_nixl_applies_it() -> None:
+    # Nemotron 3 Nano: kernel block 2096 at TP 1, 528 at TP 8 (tests/snapshots/check-nano-8-1-*)
+    import json
+
+    nano = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+    result = runner.invoke(
+        app, ["check", nano, "--prefill-tp", "1", "--decode-tp", "8", "--format", "json"]
+    )
+    (pair,) = json.loads(result.stdout)["pairs"]
+    assert pair["divisible"] is False  # the decode block (528) must be the multiple
+    assert pair["reason"].startswith(
+        "NIXL needs the decode kernel block to be a multiple of the prefill one: "
+        "528 is not a multiple of 2096 (here prefill's is the larger)"
+    )

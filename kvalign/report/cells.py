@@ -57,7 +57,7 @@ PAIR_COLUMNS = (
     "Blocks P→D",
     "Kernel P→D",
     "block_size_ratio",
-    "Divides",
+    "Decode multiple of prefill",
     "Prefix drift",
     "Verdict",
     "Why",
