@@ -56,8 +56,6 @@ VERDICTS: tuple[Verdict, ...] = (
     "invalid",
     "nothing-to-align",
 )
-#: ``--fail-on`` levels, lowest first.
-LEVELS: tuple[Level, ...] = ("info", "warning", "error")
 LEVEL_RANK: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
 #: the default ``--fail-on``.
 DEFAULT_FAIL_ON: Level = "error"

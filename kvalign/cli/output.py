@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from kvalign.audit import AuditReport
     from kvalign.explain import Explanation
-    from kvalign.pd import Report
+    from kvalign.pd import CheckReport
     from kvalign.rules import RuleDoc
     from kvalign.sources.catalog import CatalogEntry
     from kvalign.survey import Survey
@@ -155,32 +155,32 @@ class Formats(Generic[R]):
                 Console(file=handle, width=view.width, no_color=True).print(rendered)
 
 
-# ---- check and matrix: kvalign.pd.Report ---------------------------------------------------
-def _report_json(report: Report, view: View) -> str:
+# ---- check and matrix: kvalign.pd.CheckReport ---------------------------------------------------
+def _report_json(report: CheckReport, view: View) -> str:
     from kvalign.report.json_format import to_json
 
     return to_json(report, view.fail_on)
 
 
-def _check_table(report: Report, view: View) -> Any:
+def _check_table(report: CheckReport, view: View) -> Any:
     from kvalign.report.table import check_table
 
     return check_table(report, view.width, view.fail_on)
 
 
-def _check_markdown(report: Report, view: View) -> str:
+def _check_markdown(report: CheckReport, view: View) -> str:
     from kvalign.report.markdown import check_markdown
 
     return check_markdown(report, view.fail_on)
 
 
-def _matrix_table(report: Report, view: View) -> Any:
+def _matrix_table(report: CheckReport, view: View) -> Any:
     from kvalign.report.table import matrix_table
 
     return matrix_table(report, view.width, view.fail_on)
 
 
-def _matrix_markdown(report: Report, view: View) -> str:
+def _matrix_markdown(report: CheckReport, view: View) -> str:
     from kvalign.report.markdown import matrix_markdown
 
     return matrix_markdown(report, view.fail_on)
@@ -282,10 +282,10 @@ def _verify(name: str) -> Renderer[Verification]:
     return render
 
 
-CHECK: Formats[Report] = Formats(
+CHECK: Formats[CheckReport] = Formats(
     OutputFormat, {"table": _check_table, "json": _report_json, "markdown": _check_markdown}
 )
-MATRIX: Formats[Report] = Formats(
+MATRIX: Formats[CheckReport] = Formats(
     OutputFormat, {"table": _matrix_table, "json": _report_json, "markdown": _matrix_markdown}
 )
 MODELS: Formats[Models] = Formats(

@@ -1,4 +1,4 @@
-"""Formatters: each turns the same :class:`~kvalign.pd.Report` into one output format.
+"""Formatters: each turns the same :class:`~kvalign.pd.CheckReport` into one output format.
 
 Only this package and ``kvalign.cli`` use rich. The names below load on first use, so
 that a JSON renderer (``kvalign.report.json_format``) never imports the rich tables.
