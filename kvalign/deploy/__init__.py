@@ -1,6 +1,6 @@
 """Deployment readers: files → :class:`~kvalign.deploy.model.Deployment` objects.
 
-One module per input kind (:mod:`.own` kvalign YAML, :mod:`.stack` production-stack values,
+One module per input kind (:mod:`.own` kvalign YAML, :mod:`.stack` production-stack values, :mod:`.compose` Docker Compose files,
 :mod:`.k8s` Kubernetes manifests and llm-d / KServe / Dynamo resources, :mod:`.cmdline`
 shell scripts and command lines, evaluated by :mod:`.bash`); :func:`read_paths` picks the
 reader by content (docs/inputs.md lists what each reads). The only audit layer that reads
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kvalign.deploy import cmdline, k8s, lmcache, own, stack
+from kvalign.deploy import cmdline, compose, k8s, lmcache, own, stack
 from kvalign.deploy.common import ignores_in
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
 from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
@@ -77,7 +77,7 @@ INPUT_KINDS = (
     "docker run vllm/vllm-openai), Kubernetes Deployment/StatefulSet/Pod/Job, "
     "LeaderWorkerSet, llm-d ModelService values and DisaggregatedSet, KServe "
     "LLMInferenceService, NVIDIA Dynamo DynamoGraphDeployment, production-stack Helm values "
-    "(servingEngineSpec.modelSpec)"
+    "(servingEngineSpec.modelSpec), Docker Compose files running a vLLM image"
 )
 _VLLM_IMAGE_TEXT = re.compile(r"image:\s*['\"]?[^\s'\"]*\bvllm(-openai)?[:@\s'\"]|vllm/vllm-openai")
 _SHELL_SUFFIXES = (".sh", ".bash")
@@ -121,6 +121,8 @@ def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Depl
         deployment = own.read(plain[0], text, file)
     elif len(plain) == 1 and stack.matches(plain[0]):
         deployment = stack.read(plain[0], text, file)
+    elif len(plain) == 1 and compose.matches(plain[0]):
+        deployment = compose.read(plain[0], text, file)
     elif k8s.matches(plain):
         deployment = k8s.read(docs, text, file)
     elif file.endswith(_SHELL_SUFFIXES) or cmdline.matches(
