@@ -25,7 +25,7 @@ from packaging.version import Version
 from kvalign.alignment import RankResult, analyze_rank
 from kvalign.engine import EngineConfig, create_engine_config
 from kvalign.errors import InvalidSettings, KvalignError
-from kvalign.fixes import TP_CHOICES, Fix, FixPool, gpu_classes, prove_fix
+from kvalign.fixes import Fix, FixPool, gpu_classes, prove_fix
 from kvalign.geometry import ModelGeometry
 from kvalign.pd import hit_floor_blocks
 from kvalign.policy import analyze_pair
@@ -393,30 +393,39 @@ def _candidates(
             continue
         if fix.block_size is None:
             continue
-        if answer is None or answer.block_size is None:
-            if len(proposals) < 2:
-                proposals.append(
-                    f"prefill TP {p}, decode TP {d}: --block-size {fix.block_size} holds "
-                    f"({fix.holds_on})"
-                )
+        if (answer is None or answer.block_size is None) and len(proposals) < 2:
+            proposals.append(
+                f"prefill TP {p}, decode TP {d}: --block-size {fix.block_size} holds "
+                f"({fix.holds_on})"
+            )
         pad = _max_padding(fix)
         if pad < limit and (best is None or pad < best[0]):
             best = (
                 pad,
                 Candidate(
-                    "lower-padding", p, d, fix.block_size, f"--block-size {fix.block_size}",
-                    _roles(fix), f"prefill TP {p}, decode TP {d}: Mamba padding at most "
+                    "lower-padding",
+                    p,
+                    d,
+                    fix.block_size,
+                    f"--block-size {fix.block_size}",
+                    _roles(fix),
+                    f"prefill TP {p}, decode TP {d}: Mamba padding at most "
                     f"{pad:.2f}% ({fix.holds_on})",
                 ),
-            )  # fmt: skip
+            )
         if agree is None:
             own = _agree_without_block_size(geometry, settings, p, d)
             if own is not None:
                 agree = Candidate(
-                    "tp-change", p, d, own, "", _roles(fix),
+                    "tp-change",
+                    p,
+                    d,
+                    own,
+                    "",
+                    _roles(fix),
                     f"prefill TP {p}, decode TP {d}: both pools pick {own:,} with no "
                     "--block-size on every GPU class",
-                )  # fmt: skip
+                )
     if best is not None:
         out.append(best[1])
     if agree is not None:
@@ -437,10 +446,15 @@ def _candidates(
         )
         out.append(
             Candidate(
-                "tp-stable", prefill, decode, rp.tp_stable_block_size if same else None,
-                "", pads, text + "; in no vLLM release, for comparison only",
+                "tp-stable",
+                prefill,
+                decode,
+                rp.tp_stable_block_size if same else None,
+                "",
+                pads,
+                text + "; in no vLLM release, for comparison only",
             )
-        )  # fmt: skip
+        )
     return out, proposals
 
 
@@ -481,71 +495,87 @@ def _dependent(
     if mnbt is not None:
         out.append(
             DependentSetting(
-                "vLLM (both pools)", "--max-num-batched-tokens", str(mnbt),
+                "vLLM (both pools)",
+                "--max-num-batched-tokens",
+                str(mnbt),
                 f">= {block} (vLLM {profile.name} asserts block_size <= max_num_batched_tokens "
                 f"in Mamba cache mode align); a multiple of {block} at or above {MNBT_FLOOR:,} "
                 "is a recommendation (production-stack issue 1059), not a vLLM rule",
                 "vllm/config/vllm.py VllmConfig, Mamba cache align-mode check (0.17.0-0.26.x)",
             )
-        )  # fmt: skip
+        )
     else:
         out.append(
             DependentSetting(
-                "vLLM (both pools)", "--max-num-batched-tokens", "",
+                "vLLM (both pools)",
+                "--max-num-batched-tokens",
+                "",
                 f"no constraint relative to the block size on vLLM {profile.name} (the "
                 "align-mode check is in 0.17.0-0.26.x only)",
                 "vllm/config/vllm.py VllmConfig, Mamba cache align-mode check",
             )
-        )  # fmt: skip
+        )
     if lmcache:
         chunk = lmcache_chunk_size(block)
         out.append(
             DependentSetting(
-                "LMCache", "chunk_size (LMCACHE_CHUNK_SIZE)", str(chunk),
+                "LMCache",
+                "chunk_size (LMCACHE_CHUNK_SIZE)",
+                str(chunk),
                 f"a multiple of {block}, the nearest to LMCache's default "
                 f"{LMCACHE_DEFAULT_CHUNK} (audit rule KVA007)",
                 "LMCache lmcache/v1/config.py _CONFIG_DEFINITIONS (chunk_size, default 256)",
             )
-        )  # fmt: skip
+        )
     if stack in ("llm-d", "kserve"):
         epp = "llm-d inference scheduler EndpointPickerConfig (llm-d docs; as audit KVA006 reads)"
         out += [
             DependentSetting(
                 "llm-d EPP precise-prefix-cache-scorer",
-                "indexerConfig.tokenProcessorConfig.blockSize", str(block),
-                "equal to the engines' block size, or the indexer drops every KV event", epp,
+                "indexerConfig.tokenProcessorConfig.blockSize",
+                str(block),
+                "equal to the engines' block size, or the indexer drops every KV event",
+                epp,
             ),
             DependentSetting(
-                "llm-d EPP prefix-cache-scorer", "blockSizeTokens", str(block),
-                "equal to the engines' block size (prefix hashes on the engines' grid)", epp,
+                "llm-d EPP prefix-cache-scorer",
+                "blockSizeTokens",
+                str(block),
+                "equal to the engines' block size (prefix hashes on the engines' grid)",
+                epp,
             ),
-        ]  # fmt: skip
+        ]
     if stack == "dynamo":
         out.append(
             DependentSetting(
-                "Dynamo frontend (KV router)", "--kv-cache-block-size / DYN_KV_CACHE_BLOCK_SIZE",
-                str(block), "equal to the engines' block size, or the router drops every event",
+                "Dynamo frontend (KV router)",
+                "--kv-cache-block-size / DYN_KV_CACHE_BLOCK_SIZE",
+                str(block),
+                "equal to the engines' block size, or the router drops every event",
                 "Dynamo frontend/router options (Dynamo docs; as audit KVA006 reads)",
             )
-        )  # fmt: skip
+        )
     if stack == "production-stack":
         out.append(
             DependentSetting(
-                "production-stack values", "servingEngineSpec.modelSpec[].vllmConfig.extraArgs",
+                "production-stack values",
+                "servingEngineSpec.modelSpec[].vllmConfig.extraArgs",
                 f"--block-size {block}",
                 "the chart has no block-size value: the flag goes in extraArgs; "
                 "enablePrefixCaching is set explicitly (the chart turns it off when absent)",
                 "production-stack helm/templates/deployment-vllm-multi.yaml",
             )
-        )  # fmt: skip
+        )
         out.append(
             DependentSetting(
-                "production-stack router", "routerSpec.routingLogic", "disaggregated_prefill",
+                "production-stack router",
+                "routerSpec.routingLogic",
+                "disaggregated_prefill",
                 "the router takes no block size kvalign could confirm; the cache server's "
                 "chunk size is the LMCache chunk_size above",
                 "production-stack helm/values.yaml routerSpec",
             )
-        )  # fmt: skip
+        )
     return out
 
 
@@ -578,12 +608,27 @@ def plan(
     fix = _prove(geometry, base, prefill_tp, decode_tp)
     notes = [engine.profile_note]
     kva012 = geometry.is_hybrid and profile.nixl_hybrid and profile.kv_transfer_disables_hma
-    common = dict(
-        model=geometry.model_id, release=profile.name, release_first=profile.first,
-        stack=stack, lmcache=lmcache, settings=base, prefill_tp=prefill_tp,
-        decode_tp=decode_tp, hybrid_kv_cache_manager_flag=kva012,
+    empty = Plan(
+        model=geometry.model_id,
+        release=profile.name,
+        release_first=profile.first,
+        stack=stack,
+        lmcache=lmcache,
+        settings=base,
+        prefill_tp=prefill_tp,
+        decode_tp=decode_tp,
+        block_size=None,
+        proven_on=(),
+        aligned=True,
+        pools=(),
+        candidates=(),
+        dependent=(),
+        granularity=None,
+        max_num_batched_tokens=None,
+        lmcache_chunk_size=None,
+        hybrid_kv_cache_manager_flag=kva012,
         prefix_caching=engine.prefix_caching,
-    )  # fmt: skip
+    )
     if not fix.aligned:
         # attention-only / attention-free: nothing to align, each pool's own block is N
         rp, rd = _rank(geometry, base, prefill_tp, None), _rank(geometry, base, decode_tp, None)
@@ -594,20 +639,33 @@ def plan(
         )
         notes.append("nothing to align: vLLM does no hybrid block alignment for this model")
         if block is None:
-            return Plan(
-                **common, block_size=None, proven_on=(), aligned=False, pools=pools,  # type: ignore[arg-type]
-                candidates=(), dependent=(), granularity=None, max_num_batched_tokens=None,
-                lmcache_chunk_size=None, no_fix=("the pools' block sizes differ",),
+            return dataclasses.replace(
+                empty,
+                block_size=None,
+                proven_on=(),
+                aligned=False,
+                pools=pools,
+                candidates=(),
+                dependent=(),
+                granularity=None,
+                max_num_batched_tokens=None,
+                lmcache_chunk_size=None,
+                no_fix=("the pools' block sizes differ",),
                 notes=tuple(notes),
-            )  # fmt: skip
-        return Plan(
-            **common, block_size=block, proven_on=(), aligned=False, pools=pools,  # type: ignore[arg-type]
-            candidates=(), dependent=tuple(_dependent(stack, lmcache, block, None, profile)),
+            )
+        return dataclasses.replace(
+            empty,
+            block_size=block,
+            proven_on=(),
+            aligned=False,
+            pools=pools,
+            candidates=(),
+            dependent=tuple(_dependent(stack, lmcache, block, None, profile)),
             granularity=granularity(block, engine, prefix_lengths, prefix_source),
             max_num_batched_tokens=None,
             lmcache_chunk_size=lmcache_chunk_size(block) if lmcache else None,
             notes=tuple(notes),
-        )  # fmt: skip
+        )
     if fix.block_size is None:
         why = list(fix.blockers) or [fix.unproven]
         candidates, proposals = _candidates(geometry, base, prefill_tp, decode_tp, None)
@@ -619,13 +677,21 @@ def plan(
                 ("decode", decode_tp, _rank(geometry, base, decode_tp, None)),
             )
         )
-        return Plan(
-            **common, block_size=None, proven_on=(), aligned=True, pools=pools,  # type: ignore[arg-type]
+        return dataclasses.replace(
+            empty,
+            block_size=None,
+            proven_on=(),
+            aligned=True,
+            pools=pools,
             candidates=tuple(c for c in candidates if c.kind == "tp-stable"),
-            dependent=(), granularity=None, max_num_batched_tokens=None,
-            lmcache_chunk_size=None, no_fix=tuple(why), proposals=tuple(proposals),
+            dependent=(),
+            granularity=None,
+            max_num_batched_tokens=None,
+            lmcache_chunk_size=None,
+            no_fix=tuple(why),
+            proposals=tuple(proposals),
             notes=tuple(notes),
-        )  # fmt: skip
+        )
     block = fix.block_size
     pools_out = []
     for role, tp in (("prefill", prefill_tp), ("decode", decode_tp)):
@@ -634,9 +700,16 @@ def plan(
         if at.mamba_page_bytes is not None and at.attn_page_bytes_per_token is not None:
             lost = kv_tokens_lost_per_gib(block, at.attn_page_bytes_per_token, at.mamba_page_bytes)
         pools_out.append(
-            PoolPlan(role, tp, own.block_size, at.block_size, at.kernel_block_size,
-                     at.mamba_padding_pct, lost)
-        )  # fmt: skip
+            PoolPlan(
+                role,
+                tp,
+                own.block_size,
+                at.block_size,
+                at.kernel_block_size,
+                at.mamba_padding_pct,
+                lost,
+            )
+        )
     at_engine = create_engine_config(geometry, dataclasses.replace(base, block_size=block))
     mnbt = max_num_batched_tokens(block, profile, at_engine.mamba_cache_mode)
     candidates, _ = _candidates(geometry, base, prefill_tp, decode_tp, fix)
@@ -645,12 +718,16 @@ def plan(
             "no --gpu: the block size is proven on every GPU class of the platform; give "
             "--gpu to plan for one"
         )
-    return Plan(
-        **common, block_size=block, proven_on=fix.proven_on, aligned=True,  # type: ignore[arg-type]
-        pools=tuple(pools_out), candidates=tuple(candidates),
+    return dataclasses.replace(
+        empty,
+        block_size=block,
+        proven_on=fix.proven_on,
+        aligned=True,
+        pools=tuple(pools_out),
+        candidates=tuple(candidates),
         dependent=tuple(_dependent(stack, lmcache, block, mnbt, profile)),
         granularity=granularity(block, at_engine, prefix_lengths, prefix_source),
         max_num_batched_tokens=mnbt,
         lmcache_chunk_size=lmcache_chunk_size(block) if lmcache else None,
         notes=tuple(notes),
-    )  # fmt: skip
+    )

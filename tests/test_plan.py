@@ -78,8 +78,15 @@ def test_mamba2_nemotron_tp8_tp1() -> None:
 def test_mamba2_max_num_batched_tokens_on_0_25() -> None:
     # vLLM 0.25 asserts block_size <= max_num_batched_tokens in Mamba cache mode align:
     # the smallest multiple of 2,096 at or above 8,192 is 4 * 2,096 = 8,384
-    p = _plan(NANO, 2, 1, vllm_version="0.25.0", gpu="H100", enable_prefix_caching=True,
-              mamba_cache_mode="align")  # fmt: skip
+    p = _plan(
+        NANO,
+        2,
+        1,
+        vllm_version="0.25.0",
+        gpu="H100",
+        enable_prefix_caching=True,
+        mamba_cache_mode="align",
+    )
     assert (p.block_size, p.max_num_batched_tokens) == (2096, 8384)
     names = {s.name: s.value for s in p.dependent}
     assert names["--max-num-batched-tokens"] == "8384"
@@ -173,17 +180,32 @@ ROUND_TRIP = [
     (NANO, 8, 1, {}, False),
     (QWEN, 4, 2, {"gpu": "H100"}, True),
     (LFM2, 1, 2, {"vllm_version": "0.20.0", "gpu": "A100"}, True),
-    (NANO, 2, 1, {"vllm_version": "0.25.0", "enable_prefix_caching": True,
-                  "mamba_cache_mode": "align", "gpu": "B200"}, True),  # fmt: skip
+    (
+        NANO,
+        2,
+        1,
+        {
+            "vllm_version": "0.25.0",
+            "enable_prefix_caching": True,
+            "mamba_cache_mode": "align",
+            "gpu": "B200",
+        },
+        True,
+    ),
 ]
 
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize(("model", "prefill", "decode", "kw", "lmcache"), ROUND_TRIP)
 def test_round_trip(
-    tmp_path: Path, target: str, model: str, prefill: int, decode: int,
-    kw: dict[str, object], lmcache: bool,
-) -> None:  # fmt: skip
+    tmp_path: Path,
+    target: str,
+    model: str,
+    prefill: int,
+    decode: int,
+    kw: dict[str, object],
+    lmcache: bool,
+) -> None:
     p = _plan(model, prefill, decode, stack=STACK_OF[target], lmcache=lmcache, **kw)
     assert p.block_size is not None
     suffix = ".sh" if target == "vllm-args" else ".yaml"
@@ -213,8 +235,11 @@ def test_round_trip(
 def test_round_trip_router_block_size_is_read(tmp_path: Path, target: str) -> None:
     p = _plan(QWEN, 4, 2, stack=STACK_OF[target], gpu="H100")
     text = emit(p, target)
-    router = {"llm-d-values": "blockSizeTokens: 832", "kserve": "blockSizeTokens: 832",
-              "dynamo": "value: '832'"}[target]  # fmt: skip
+    router = {
+        "llm-d-values": "blockSizeTokens: 832",
+        "kserve": "blockSizeTokens: 832",
+        "dynamo": "value: '832'",
+    }[target]
     assert router in text
     path = tmp_path / "snippet.yaml"
     path.write_text(text.replace(router, router.replace("832", "784")), encoding="utf-8")
@@ -223,8 +248,11 @@ def test_round_trip_router_block_size_is_read(tmp_path: Path, target: str) -> No
 
 
 def test_cli_table_fits_80_columns_answer_first() -> None:
-    result = runner.invoke(app, ["plan", NANO, "--prefill-tp", "8", "--decode-tp", "1",
-                                 "--lmcache", "--stack", "dynamo"], env={"COLUMNS": "80"})  # fmt: skip
+    result = runner.invoke(
+        app,
+        ["plan", NANO, "--prefill-tp", "8", "--decode-tp", "1", "--lmcache", "--stack", "dynamo"],
+        env={"COLUMNS": "80"},
+    )
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("BLOCK SIZE 2096")
@@ -235,8 +263,21 @@ def test_cli_table_fits_80_columns_answer_first() -> None:
 def test_cli_json_and_exit_codes(tmp_path: Path) -> None:
     lengths = tmp_path / "lengths.txt"
     lengths.write_text("4096\n100\n", encoding="utf-8")
-    result = runner.invoke(app, ["plan", NANO, "--prefill-tp", "8", "--decode-tp", "1",
-                                 "--prefix-lengths", str(lengths), "--format", "json"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "plan",
+            NANO,
+            "--prefill-tp",
+            "8",
+            "--decode-tp",
+            "1",
+            "--prefix-lengths",
+            str(lengths),
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["block_size"] == 2096
@@ -244,8 +285,9 @@ def test_cli_json_and_exit_codes(tmp_path: Path) -> None:
     assert doc["granularity"]["expected_cached_tokens"] == 1048
     assert doc["granularity"]["expected_tail_tokens"] == 1050
     assert doc["granularity"]["distribution"] == str(lengths)
-    none = runner.invoke(app, ["plan", NANO, "--prefill-tp", "2", "--vllm-version", "0.17.0",
-                               "--emit", "dynamo"])  # fmt: skip
+    none = runner.invoke(
+        app, ["plan", NANO, "--prefill-tp", "2", "--vllm-version", "0.17.0", "--emit", "dynamo"]
+    )
     assert none.exit_code == 1 and none.stdout == ""
     assert "no block size serves every pool" in none.stderr
     lengths.write_text("ten\n", encoding="utf-8")

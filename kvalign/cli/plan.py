@@ -51,16 +51,21 @@ def plan(
     decode_tp: Annotated[int, typer.Option("--decode-tp", min=1, help="Decode TP size.")] = 1,
     stack: Annotated[
         StackChoice | None,
-        typer.Option("--stack", help="Whose router/indexer settings to list (default: vllm, "
-                     "or the --emit target's)."),
+        typer.Option(
+            "--stack",
+            help="Whose router/indexer settings to list (default: vllm, or the --emit target's).",
+        ),
     ] = None,
     lmcache: Annotated[
         bool, typer.Option("--lmcache", help="List (and emit) LMCache's chunk_size.")
     ] = False,
     prefix_lengths: Annotated[
         str | None,
-        typer.Option("--prefix-lengths", metavar="FILE",
-                     help="Prompt lengths in tokens, one per line (default: a stated spread)."),
+        typer.Option(
+            "--prefix-lengths",
+            metavar="FILE",
+            help="Prompt lengths in tokens, one per line (default: a stated spread).",
+        ),
     ] = None,
     emit: Annotated[
         EmitTarget | None,
@@ -78,6 +83,8 @@ def plan(
     """
 
     def run() -> int:
+        from pathlib import Path
+
         from kvalign.emit import STACK_OF
         from kvalign.emit import emit as emit_snippet
         from kvalign.plan import parse_prefix_lengths
@@ -85,22 +92,27 @@ def plan(
         from kvalign.report.plan import plan_json, plan_table
         from kvalign.safeio import read_text
 
-        from pathlib import Path
-
         lengths = None
         if prefix_lengths is not None:
             lengths = parse_prefix_lengths(read_text(Path(prefix_lengths)), prefix_lengths)
         chosen = stack.value if stack else (STACK_OF[emit.value] if emit else "vllm")
         result = make_plan(
-            source.load(model), settings, prefill_tp, decode_tp, stack=chosen,
-            lmcache=lmcache, prefix_lengths=lengths, prefix_source=prefix_lengths or "",
-        )  # fmt: skip
+            source.load(model),
+            settings,
+            prefill_tp,
+            decode_tp,
+            stack=chosen,
+            lmcache=lmcache,
+            prefix_lengths=lengths,
+            prefix_source=prefix_lengths or "",
+        )
         code = EXIT_OK if result.found else 1
         if emit is not None:
             if not result.found:
                 sys.stderr.write(
                     "kvalign: no block size serves every pool on every GPU class: "
-                    + "; ".join([*result.no_fix, *result.proposals]) + "\n"
+                    + "; ".join([*result.no_fix, *result.proposals])
+                    + "\n"
                 )
                 return code
             typer.echo(emit_snippet(result, emit.value), nl=False)

@@ -1,6 +1,7 @@
 """Deployment readers: files → :class:`~kvalign.deploy.model.Deployment` objects.
 
-One module per input kind (:mod:`.own` kvalign YAML, :mod:`.stack` production-stack values, :mod:`.compose` Docker Compose files,
+One module per input kind (:mod:`.own` kvalign YAML, :mod:`.stack` production-stack values,
+:mod:`.compose` Docker Compose files,
 :mod:`.k8s` Kubernetes manifests and llm-d / KServe / Dynamo resources, :mod:`.cmdline`
 shell scripts and command lines, evaluated by :mod:`.bash`); :func:`read_paths` picks the
 reader by content (docs/inputs.md lists what each reads). The only audit layer that reads

@@ -53,8 +53,9 @@ def serve_args(plan: Plan, role: str) -> list[str]:
     if s.use_replayssm:
         args += ["--use-replayssm", "--replayssm-buffer-len", str(s.replayssm_buffer_len)]
     if s.enable_prefix_caching is not None:
-        args.append("--enable-prefix-caching" if s.enable_prefix_caching else
-                    "--no-enable-prefix-caching")  # fmt: skip
+        args.append(
+            "--enable-prefix-caching" if s.enable_prefix_caching else "--no-enable-prefix-caching"
+        )
     if s.num_speculative_tokens:
         spec = {"method": "mtp", "num_speculative_tokens": s.num_speculative_tokens}
         args += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
@@ -285,8 +286,9 @@ def production_stack(plan: Plan) -> str:
         # the chart spells TP, prefix caching and the LMCache connector itself
         cut = extra.index("--kv-transfer-config")
         extra = extra[2:cut] + extra[cut + 2 :]
-        extra = [a for a in extra if a not in ("--enable-prefix-caching",
-                                                "--no-enable-prefix-caching")]  # fmt: skip
+        extra = [
+            a for a in extra if a not in ("--enable-prefix-caching", "--no-enable-prefix-caching")
+        ]
         spec: dict[str, Any] = {
             "name": role,
             "repository": "vllm/vllm-openai",
@@ -306,17 +308,21 @@ def production_stack(plan: Plan) -> str:
         else:
             transfer = {"kv_connector": "NixlConnector", "kv_role": ROLES[role]}
             spec["vllmConfig"]["extraArgs"] += [
-                "--kv-transfer-config", json.dumps(transfer, separators=(",", ":"))
-            ]  # fmt: skip
+                "--kv-transfer-config",
+                json.dumps(transfer, separators=(",", ":")),
+            ]
         if _product(plan):
             spec["nodeSelectorTerms"] = [
                 {
                     "matchExpressions": [
-                        {"key": "nvidia.com/gpu.product", "operator": "In",
-                         "values": [_product(plan)]}
+                        {
+                            "key": "nvidia.com/gpu.product",
+                            "operator": "In",
+                            "values": [_product(plan)],
+                        }
                     ]
                 }
-            ]  # fmt: skip
+            ]
         specs.append(spec)
     doc = {
         "servingEngineSpec": {"modelSpec": specs},

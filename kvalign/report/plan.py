@@ -26,7 +26,10 @@ def _pct(value: float | None) -> str:
 
 def answer_lines(plan: Plan) -> list[str]:
     """The first lines: the common block size and where it holds, or why none exists."""
-    head = f"{plan.model}: prefill TP {plan.prefill_tp}, decode TP {plan.decode_tp}, vLLM {plan.release}"
+    head = (
+        f"{plan.model}: prefill TP {plan.prefill_tp}, decode TP {plan.decode_tp}, "
+        f"vLLM {plan.release}"
+    )
     if plan.block_size is None:
         lines = [f"NO COMMON BLOCK SIZE: {head}"]
         lines += [f"  why: {line}" for line in plan.no_fix]
@@ -55,31 +58,53 @@ def plan_table(plan: Plan, width: int | None = None) -> RenderableType:
     parts.append(Text(""))
     if plan.pools and plan.block_size is not None:
         rows = [
-            [p.role, str(p.tp), f"{p.own_block_size or '-'}", f"{p.block_size or '-'}",
-             _pct(p.padding_pct), f"{p.kv_tokens_lost_per_gib:,}"]
+            [
+                p.role,
+                str(p.tp),
+                f"{p.own_block_size or '-'}",
+                f"{p.block_size or '-'}",
+                _pct(p.padding_pct),
+                f"{p.kv_tokens_lost_per_gib:,}",
+            ]
             for p in plan.pools
-        ]  # fmt: skip
-        columns = [Column("Pool"), Column("TP", justify="right"),
-                   Column("Own block", justify="right"), Column("Block", justify="right"),
-                   Column("Mamba pad", justify="right"),
-                   Column("Tokens lost/GiB", justify="right")]  # fmt: skip
+        ]
+        columns = [
+            Column("Pool"),
+            Column("TP", justify="right"),
+            Column("Own block", justify="right"),
+            Column("Block", justify="right"),
+            Column("Mamba pad", justify="right"),
+            Column("Tokens lost/GiB", justify="right"),
+        ]
         parts.append(section("Cost per pool (per rank)", columns, rows, width))
     if plan.candidates:
         rows = [
-            [CANDIDATE_LABELS[c.kind], f"{c.prefill_tp}/{c.decode_tp}",
-             f"{c.block_size:,}" if c.block_size else "differ", _candidate_cost(c)]
+            [
+                CANDIDATE_LABELS[c.kind],
+                f"{c.prefill_tp}/{c.decode_tp}",
+                f"{c.block_size:,}" if c.block_size else "differ",
+                _candidate_cost(c),
+            ]
             for c in plan.candidates
-        ]  # fmt: skip
-        columns = [Column("Candidate", fixed=False), Column("TP P/D"), Column("Block"),
-                   Column("Mamba pad", fixed=False)]  # fmt: skip
+        ]
+        columns = [
+            Column("Candidate", fixed=False),
+            Column("TP P/D"),
+            Column("Block"),
+            Column("Mamba pad", fixed=False),
+        ]
         parts.append(section("Other candidates", columns, rows, width))
     if plan.dependent:
         rows = [
             [s.component, s.name, s.value or "(none)", f"{s.rule}; source: {s.source}"]
             for s in plan.dependent
         ]
-        columns = [Column("Component", fixed=False), Column("Setting", fixed=False),
-                   Column("Value"), Column("Rule and source", fixed=False)]  # fmt: skip
+        columns = [
+            Column("Component", fixed=False),
+            Column("Setting", fixed=False),
+            Column("Value"),
+            Column("Rule and source", fixed=False),
+        ]
         parts.append(section("Settings that follow the block size", columns, rows, width))
     g = plan.granularity
     if g is not None:
@@ -87,8 +112,8 @@ def plan_table(plan: Plan, width: int | None = None) -> RenderableType:
             "Prefix-cache granularity:",
             f"  shortest prefix that can hit: {g.hit_floor_tokens:,} tokens "
             f"({g.hit_floor_blocks} block{'s' if g.hit_floor_blocks > 1 else ''}"
-            + ("; speculative tokens drop the last matched block" if g.hit_floor_blocks > 1
-               else "") + ")",  # fmt: skip
+            + ("; speculative tokens drop the last matched block" if g.hit_floor_blocks > 1 else "")
+            + ")",
             f"  prompt lengths: {g.distribution}",
             f"  expected cached tokens per request {g.expected_cached_tokens:,.1f}, "
             f"lost at the tail {g.expected_tail_tokens:,.1f}",
