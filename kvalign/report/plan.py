@@ -128,8 +128,13 @@ def plan_table(plan: Plan, width: int | None = None) -> RenderableType:
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
     """``kvalign plan --format json`` (keys listed in docs/json.md)."""
+    from kvalign import __version__
+    from kvalign.report.json_format import SCHEMA_VERSION
+
     g = plan.granularity
     return {
+        "schema_version": SCHEMA_VERSION,
+        "kvalign_version": __version__,
         "model": plan.model,
         "vllm_release": plan.release,
         "prefill_tp": plan.prefill_tp,
