@@ -294,3 +294,37 @@ def test_cli_json_and_exit_codes(tmp_path: Path) -> None:
     bad = runner.invoke(app, ["plan", NANO, "--prefix-lengths", str(lengths)])
     assert bad.exit_code == 2
     assert bad.stderr.count("\n") == 1 and "line 1" in bad.stderr
+
+
+COMPOSE = """
+services:
+  proxy:
+    image: nginx:1.27
+  vllm-prefill:
+    image: vllm/vllm-openai:v0.33.0
+    command: >-
+      vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 -tp 8
+      --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}'
+  decode:
+    image: vllm/vllm-openai:v0.33.0
+    command: [nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16, -tp, "1"]
+    environment: [LMCACHE_CHUNK_SIZE=256]
+"""
+
+
+def test_audit_reads_compose(tmp_path: Path) -> None:
+    # the demo pair (TP 8: 528-token blocks, TP 1: 2,096) in a Compose file: the string
+    # command (with `vllm serve` spelled out) and the list command are both read, the
+    # nginx service is not a pool, the role of `decode` comes from its name
+    path = tmp_path / "compose.yaml"
+    path.write_text(COMPOSE, encoding="utf-8")
+    result = runner.invoke(app, ["audit", str(path), "--format", "json"])
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 1
+    pools = sorted((p["role"], p["tp"], p["block_size"]) for p in doc["files"][0]["pools"])
+    assert pools == [("decode", 1, 2096), ("prefill", 8, 528)]
+    assert "KVA001" in {f["rule"] for f in doc["findings"]}
+    assert doc["files"][0]["kind"] == "compose"
+    path.write_text(COMPOSE.replace("[LMCACHE_CHUNK_SIZE=256]", "7"), encoding="utf-8")
+    bad = runner.invoke(app, ["audit", str(path)])
+    assert bad.exit_code == 2 and "services.decode.environment" in bad.stderr

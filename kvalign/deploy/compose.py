@@ -2,7 +2,7 @@
 
 A service is read when its ``image`` is vLLM's (``vllm/vllm-openai``, an image named
 ``vllm``), whose entrypoint is ``vllm serve``: ``command`` (a list, or a string split as a
-shell would) is then the ``vllm serve`` arguments; ``environment`` (a mapping or a list of
+shell would; a leading ``vllm serve`` is dropped) is then the ``vllm serve`` arguments; ``environment`` (a mapping or a list of
 ``NAME=value``) the environment. The role comes from the arguments (``kv_role``), else the
 service name. The release comes from the image tag. All services of one file pair with each
 other. Other services (a proxy, a router) are not pools.
@@ -89,11 +89,14 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
         version = version_from_image(image)
         if version is not None:
             versions.setdefault(version, image)
+        words = _command(service.get("command"), file, where)
+        if words[:2] == ["vllm", "serve"]:  # the entrypoint spelled out again
+            words = words[2:]
         found = PoolInput(
             role=None,
             role_source="args",
             name=str(name),
-            args=_command(service.get("command"), file, where),
+            args=words,
             location=location,
             env=_environment(service.get("environment"), file, where),
             vllm_version=version,
