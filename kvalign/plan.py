@@ -632,40 +632,25 @@ def plan(
     if not fix.aligned:
         # attention-only / attention-free: nothing to align, each pool's own block is N
         rp, rd = _rank(geometry, base, prefill_tp, None), _rank(geometry, base, decode_tp, None)
-        block = rp.block_size if rp.block_size == rd.block_size else None
+        # attention-free ranks have no KV block: vLLM keeps its base block size
+        own = [engine.base_block if r.block_size is None else r.block_size for r in (rp, rd)]
+        block = own[0] if own[0] == own[1] else None
         pools = tuple(
-            PoolPlan(role, r.tp, r.block_size, r.block_size, r.kernel_block_size, None, 0)
-            for role, r in (("prefill", rp), ("decode", rd))
+            PoolPlan(role, r.tp, size, size, r.kernel_block_size, None, 0)
+            for role, r, size in (("prefill", rp, own[0]), ("decode", rd, own[1]))
         )
         notes.append("nothing to align: vLLM does no hybrid block alignment for this model")
         if block is None:
             return dataclasses.replace(
-                empty,
-                block_size=None,
-                proven_on=(),
-                aligned=False,
-                pools=pools,
-                candidates=(),
-                dependent=(),
-                granularity=None,
-                max_num_batched_tokens=None,
-                lmcache_chunk_size=None,
+                empty, aligned=False, pools=pools, notes=tuple(notes),
                 no_fix=("the pools' block sizes differ",),
-                notes=tuple(notes),
-            )
+            )  # fmt: skip
         return dataclasses.replace(
-            empty,
-            block_size=block,
-            proven_on=(),
-            aligned=False,
-            pools=pools,
-            candidates=(),
+            empty, block_size=block, aligned=False, pools=pools, notes=tuple(notes),
             dependent=tuple(_dependent(stack, lmcache, block, None, profile)),
             granularity=granularity(block, engine, prefix_lengths, prefix_source),
-            max_num_batched_tokens=None,
             lmcache_chunk_size=lmcache_chunk_size(block) if lmcache else None,
-            notes=tuple(notes),
-        )
+        )  # fmt: skip
     if fix.block_size is None:
         why = list(fix.blockers) or [fix.unproven]
         candidates, proposals = _candidates(geometry, base, prefill_tp, decode_tp, None)
@@ -678,20 +663,9 @@ def plan(
             )
         )
         return dataclasses.replace(
-            empty,
-            block_size=None,
-            proven_on=(),
-            aligned=True,
-            pools=pools,
-            candidates=tuple(c for c in candidates if c.kind == "tp-stable"),
-            dependent=(),
-            granularity=None,
-            max_num_batched_tokens=None,
-            lmcache_chunk_size=None,
-            no_fix=tuple(why),
-            proposals=tuple(proposals),
-            notes=tuple(notes),
-        )
+            empty, pools=pools, no_fix=tuple(why), proposals=tuple(proposals),
+            candidates=tuple(c for c in candidates if c.kind == "tp-stable"), notes=tuple(notes),
+        )  # fmt: skip
     block = fix.block_size
     pools_out = []
     for role, tp in (("prefill", prefill_tp), ("decode", decode_tp)):

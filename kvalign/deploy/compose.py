@@ -2,10 +2,11 @@
 
 A service is read when its ``image`` is vLLM's (``vllm/vllm-openai``, an image named
 ``vllm``), whose entrypoint is ``vllm serve``: ``command`` (a list, or a string split as a
-shell would; a leading ``vllm serve`` is dropped) is then the ``vllm serve`` arguments; ``environment`` (a mapping or a list of
-``NAME=value``) the environment. The role comes from the arguments (``kv_role``), else the
-service name. The release comes from the image tag. All services of one file pair with each
-other. Other services (a proxy, a router) are not pools.
+shell would; a leading ``vllm serve`` is dropped) is then the ``vllm serve`` arguments;
+``environment`` (a mapping or a list of ``NAME=value``) the environment. The role comes from
+the arguments (``kv_role``), else the service name. The release comes from the image tag.
+All services of one file pair with each other. Other services (a proxy, a router) are not
+pools.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 
 from kvalign.deploy.common import (
     PoolInput,
-    build_pool,
+    collect_pool,
+    image_deployment,
     is_vllm_image,
     line_of,
     version_from_image,
@@ -102,17 +104,5 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
             vllm_version=version,
             deployment_key=DeploymentKey("compose file", file, single_object=True),
         )
-        pool, found_problems = build_pool(found)
-        problems += found_problems
-        if pool is not None:
-            pools.append(pool)
-    version = next(iter(versions), None)
-    return Deployment(
-        source=file,
-        kind=KIND,
-        pools=tuple(pools),
-        problems=tuple(problems),
-        vllm_version=version,
-        version_source=f"image {versions[version]}" if version is not None else None,
-        launches=launches,
-    )
+        collect_pool(found, pools, problems)
+    return image_deployment(file, KIND, pools, problems, versions, launches)
