@@ -633,11 +633,11 @@ def plan(
         # attention-only / attention-free: nothing to align, each pool's own block is N
         rp, rd = _rank(geometry, base, prefill_tp, None), _rank(geometry, base, decode_tp, None)
         # attention-free ranks have no KV block: vLLM keeps its base block size
-        own = [engine.base_block if r.block_size is None else r.block_size for r in (rp, rd)]
-        block = own[0] if own[0] == own[1] else None
+        sizes = [engine.base_block if r.block_size is None else r.block_size for r in (rp, rd)]
+        block = sizes[0] if sizes[0] == sizes[1] else None
         pools = tuple(
             PoolPlan(role, r.tp, size, size, r.kernel_block_size, None, 0)
-            for role, r, size in (("prefill", rp, own[0]), ("decode", rd, own[1]))
+            for role, r, size in (("prefill", rp, sizes[0]), ("decode", rd, sizes[1]))
         )
         notes.append("nothing to align: vLLM does no hybrid block alignment for this model")
         if block is None:
