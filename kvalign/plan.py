@@ -528,7 +528,7 @@ def _dependent(
             )
         )
     if stack in ("llm-d", "kserve"):
-        epp = "llm-d inference scheduler EndpointPickerConfig (llm-d docs; as audit KVA006 reads)"
+        epp = "llm-d router EndpointPickerConfig plugin parameters (llm-d docs; audit KVA006)"
         out += [
             DependentSetting(
                 "llm-d EPP precise-prefix-cache-scorer",
@@ -539,9 +539,10 @@ def _dependent(
             ),
             DependentSetting(
                 "llm-d EPP prefix-cache-scorer",
-                "blockSizeTokens",
+                "blockSizeTokens (autoTune: false)",
                 str(block),
-                "equal to the engines' block size (prefix hashes on the engines' grid)",
+                "equal to the engines' block size; autoTune off, or the scorer infers it from "
+                "endpoint metrics and ignores this value",
                 epp,
             ),
         ]

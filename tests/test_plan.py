@@ -155,6 +155,19 @@ def test_no_block_size_proposes_a_release() -> None:
         emit(p, "vllm-args")
 
 
+def test_no_block_size_proposes_a_tp_change() -> None:
+    # vLLM 0.19 pairs Mamba hybrids over NIXL only at equal TP: prefill TP 1 or decode TP 2
+    # would work (2,096 at TP 1 and 2: a = 1,024 / 512, m = 2,134,016 / 1,067,008), as would
+    # vLLM 0.20.0 at the requested TP sizes
+    p = _plan(NANO, 2, 1, vllm_version="0.19.1")
+    assert p.block_size is None
+    assert [line.split(":")[0] for line in p.proposals] == [
+        "prefill TP 1, decode TP 1",
+        "prefill TP 2, decode TP 2",
+        "vLLM 0.20.0",
+    ]
+
+
 @pytest.mark.parametrize(
     ("block", "chunk"), [(16, 256), (64, 256), (96, 288), (100, 300), (784, 784), (2096, 2096)]
 )

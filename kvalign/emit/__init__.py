@@ -172,7 +172,10 @@ def _epp(plan: Plan) -> dict[str, Any]:
         "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
         "kind": "EndpointPickerConfig",
         "plugins": [
-            {"type": "prefix-cache-scorer", "parameters": {"blockSizeTokens": block}},
+            {
+                "type": "prefix-cache-scorer",
+                "parameters": {"autoTune": False, "blockSizeTokens": block},
+            },
             {
                 "type": "precise-prefix-cache-scorer",
                 "parameters": {"indexerConfig": {"tokenProcessorConfig": {"blockSize": block}}},
