@@ -23,6 +23,7 @@ from kvalign.deploy.common import (
     line_of,
     version_from_image,
 )
+from kvalign.deploy.interface import Source
 from kvalign.deploy.model import Deployment, DeploymentKey, Location, Pool, Problem
 from kvalign.errors import InvalidConfig
 
@@ -106,3 +107,20 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
         )
         collect_pool(found, pools, problems)
     return image_deployment(file, KIND, pools, problems, versions, launches)
+
+
+class Reader:
+    """Docker Compose files as a :class:`~kvalign.deploy.interface.Reader`: one YAML
+    document with a ``services`` mapping that runs a vLLM image (:func:`matches`,
+    :func:`read`)."""
+
+    kind = KIND
+
+    def matches(self, source: Source) -> bool:
+        """One YAML document of a Compose file."""
+        values = source.values
+        return len(values) == 1 and matches(values[0])
+
+    def read(self, source: Source) -> Deployment:
+        """:func:`read` of the file's one document."""
+        return read(source.values[0], source.text, source.file)
