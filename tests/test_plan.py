@@ -343,3 +343,20 @@ def test_audit_reads_compose(tmp_path: Path) -> None:
     path.write_text(COMPOSE.replace("[LMCACHE_CHUNK_SIZE=256]", "7"), encoding="utf-8")
     bad = runner.invoke(app, ["audit", str(path)])
     assert bad.exit_code == 2 and "services.decode.environment" in bad.stderr
+
+
+def test_cli_table_says_when_no_block_size_exists() -> None:
+    result = runner.invoke(
+        app, ["plan", NANO, "--prefill-tp", "2", "--vllm-version", "0.19.1"], env={"COLUMNS": "80"}
+    )
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("NO COMMON BLOCK SIZE")
+    assert any(line.startswith("  would work: prefill TP 1, decode TP 1") for line in lines)
+    assert max(len(line) for line in lines) <= 80
+    doc = json.loads(
+        runner.invoke(app, ["plan", NANO, "--prefill-tp", "2", "--vllm-version", "0.19.1",
+                            "--format", "json"]).stdout
+    )  # fmt: skip
+    assert doc["block_size"] is None and doc["granularity"] is None
+    assert doc["proposals"][-1].startswith("vLLM 0.20.0")
