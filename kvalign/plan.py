@@ -608,6 +608,8 @@ def plan(
     profile = engine.profile
     fix = _prove(geometry, base, prefill_tp, decode_tp)
     notes = [engine.profile_note]
+    if settings.block_size is not None:
+        notes.append(f"--block-size {settings.block_size} is ignored: the plan chooses it")
     kva012 = geometry.is_hybrid and profile.nixl_hybrid and profile.kv_transfer_disables_hma
     empty = Plan(
         model=geometry.model_id,

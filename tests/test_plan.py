@@ -141,6 +141,9 @@ def test_short_conv_lfm2() -> None:
         2**30 * 12_288 // (16_384 * 1_024),  # 786,432
     ]
     assert p.lmcache_chunk_size == 256  # 16 divides LMCache's default 256
+    mine = _plan(LFM2, 1, 2, block_size=64)  # the plan chooses the block size itself
+    assert mine.block_size == 16
+    assert "--block-size 64 is ignored: the plan chooses it" in mine.notes
     spec = _plan(LFM2, 1, 2, num_speculative_tokens=2)
     assert spec.granularity is not None and spec.granularity.hit_floor_tokens == 32
 

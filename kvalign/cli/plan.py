@@ -11,7 +11,7 @@ import typer
 from kvalign.cli.exit import EXIT_OK, _guarded, _json_on_error
 from kvalign.cli.options import ModelArg, ModelSource, sizing_options
 from kvalign.cli.output import _stdout
-from kvalign.settings import Settings
+from kvalign.settings import MAX_TP, Settings
 
 
 class StackChoice(str, Enum):
@@ -47,8 +47,12 @@ def plan(
     model: ModelArg,
     settings: Settings,
     source: ModelSource,
-    prefill_tp: Annotated[int, typer.Option("--prefill-tp", min=1, help="Prefill TP size.")] = 1,
-    decode_tp: Annotated[int, typer.Option("--decode-tp", min=1, help="Decode TP size.")] = 1,
+    prefill_tp: Annotated[
+        int, typer.Option("--prefill-tp", min=1, max=MAX_TP, help="Prefill TP size.")
+    ] = 1,
+    decode_tp: Annotated[
+        int, typer.Option("--decode-tp", min=1, max=MAX_TP, help="Decode TP size.")
+    ] = 1,
     stack: Annotated[
         StackChoice | None,
         typer.Option(
