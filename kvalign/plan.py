@@ -315,10 +315,10 @@ def granularity(
 
 
 def _pools(geometry: ModelGeometry, settings: Settings, prefill: int, decode: int) -> list[FixPool]:
-    mine = dataclasses.replace(settings, block_size=None)
+    engine = create_engine_config(geometry, dataclasses.replace(settings, block_size=None))
     return [
-        FixPool(geometry, mine, prefill, f"prefill TP {prefill}"),
-        FixPool(geometry, mine, decode, f"decode TP {decode}"),
+        FixPool(geometry, engine, prefill, f"prefill TP {prefill}"),
+        FixPool(geometry, engine, decode, f"decode TP {decode}"),
     ]
 
 
@@ -328,7 +328,8 @@ def _prove(geometry: ModelGeometry, settings: Settings, prefill: int, decode: in
 
 
 def _rank(geometry: ModelGeometry, settings: Settings, tp: int, block: int | None) -> RankResult:
-    return analyze_rank(geometry, dataclasses.replace(settings, block_size=block), tp)
+    engine = create_engine_config(geometry, dataclasses.replace(settings, block_size=block))
+    return analyze_rank(geometry, engine, tp)
 
 
 def _agree_without_block_size(
@@ -380,7 +381,9 @@ def _candidates(
     block size when the requested one has none."""
     from kvalign.fixes import valid_tps
 
-    valid = valid_tps(geometry, dataclasses.replace(settings, block_size=None))
+    valid = valid_tps(
+        geometry, create_engine_config(geometry, dataclasses.replace(settings, block_size=None))
+    )
     out: list[Candidate] = []
     proposals: list[str] = []
     best: tuple[float, Candidate] | None = None
