@@ -12,11 +12,10 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-import yaml
-
 from kvalign.backends import get_gpu
 from kvalign.errors import InvalidSettings
 from kvalign.plan import Plan
+from kvalign.safeio import dump_yaml
 
 __all__ = ["EMITTERS", "TARGETS", "emit", "serve_args"]
 
@@ -99,7 +98,7 @@ def _header(plan: Plan, file: str) -> list[str]:
 
 
 def _yaml(doc: Any) -> str:
-    return str(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=1000))
+    return dump_yaml(doc)
 
 
 def _name(plan: Plan) -> str:
