@@ -8,9 +8,10 @@ from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import EXIT_OK, _guarded, _json_on_error
+from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import ModelArg, ModelSource, sizing_options
-from kvalign.cli.output import _stdout
+from kvalign.cli.output import PLAN, PlanFormat
+from kvalign.exitcodes import ExitCode
 from kvalign.settings import MAX_TP, Settings
 
 
@@ -33,13 +34,6 @@ class EmitTarget(str, Enum):
     kserve = "kserve"
     production_stack = "production-stack"
     compose = "compose"
-
-
-class PlanFormat(str, Enum):
-    """``plan --format`` values."""
-
-    table = "table"
-    json = "json"
 
 
 @sizing_options(alignment=False)
@@ -93,7 +87,6 @@ def plan(
         from kvalign.emit import emit as emit_snippet
         from kvalign.plan import parse_prefix_lengths
         from kvalign.plan import plan as make_plan
-        from kvalign.report.plan import plan_json, plan_table
         from kvalign.safeio import read_text
 
         lengths = None
@@ -110,7 +103,7 @@ def plan(
             prefix_lengths=lengths,
             prefix_source=prefix_lengths or "",
         )
-        code = EXIT_OK if result.found else 1
+        code = ExitCode.OK if result.found else ExitCode.FLAGGED
         if emit is not None:
             if not result.found:
                 sys.stderr.write(
@@ -120,11 +113,8 @@ def plan(
                 )
                 return code
             typer.echo(emit_snippet(result, emit.value), nl=False)
-        elif output_format is PlanFormat.json:
-            typer.echo(plan_json(result))
         else:
-            console = _stdout()
-            console.print(plan_table(result, console.width))
+            PLAN.emit(result, output_format)
         return code
 
-    raise typer.Exit(_guarded(_json_on_error(run, output_format)))
+    raise typer.Exit(guarded(json_on_error(run, output_format)))
