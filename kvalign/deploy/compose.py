@@ -23,7 +23,7 @@ from kvalign.deploy.common import (
     line_of,
     version_from_image,
 )
-from kvalign.deploy.interface import Source
+from kvalign.deploy.interface import OneDocumentReader
 from kvalign.deploy.model import Deployment, DeploymentKey, Location, Pool, Problem
 from kvalign.errors import InvalidConfig
 
@@ -109,18 +109,10 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
     return image_deployment(file, KIND, pools, problems, versions, launches)
 
 
-class Reader:
+class Reader(OneDocumentReader):
     """Docker Compose files as a :class:`~kvalign.deploy.interface.Reader`: one YAML
     document with a ``services`` mapping that runs a vLLM image (:func:`matches`,
     :func:`read`)."""
 
-    kind = KIND
-
-    def matches(self, source: Source) -> bool:
-        """One YAML document of a Compose file."""
-        values = source.values
-        return len(values) == 1 and matches(values[0])
-
-    def read(self, source: Source) -> Deployment:
-        """:func:`read` of the file's one document."""
-        return read(source.values[0], source.text, source.file)
+    def __init__(self) -> None:
+        super().__init__(KIND, matches, read)
