@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kvalign.audit import AuditReport
     from kvalign.explain import Explanation
     from kvalign.pd import CheckReport
+    from kvalign.plan import Plan
     from kvalign.rules import RuleDoc
     from kvalign.sources.catalog import CatalogEntry
     from kvalign.survey import Survey
@@ -78,6 +79,13 @@ class ExplainFormat(str, Enum):
     """``explain --format`` values."""
 
     text = "text"
+    json = "json"
+
+
+class PlanFormat(str, Enum):
+    """``plan --format`` values."""
+
+    table = "table"
     json = "json"
 
 
@@ -299,11 +307,27 @@ SURVEY: Formats[Survey] = Formats(
 EXPLAIN: Formats[Explanation] = Formats(
     ExplainFormat, {f.value: _explain(f.value) for f in ExplainFormat}
 )
+
+
+def _plan_table(plan: Plan, view: View) -> Any:
+    from kvalign.report.plan import plan_table
+
+    return plan_table(plan, view.width)
+
+
+def _plan_json(plan: Plan, view: View) -> str:
+    from kvalign.report.plan import plan_json
+
+    return plan_json(plan)
+
+
+PLAN: Formats[Plan] = Formats(PlanFormat, {"table": _plan_table, "json": _plan_json})
 VERIFY: Formats[Verification] = Formats(
     VerifyFormat, {f.value: _verify(f.value) for f in VerifyFormat}
 )
 #: every command's registry (``rule``: ``rules ID``).
 REGISTRIES: dict[str, Formats[Any]] = {
-    "check": CHECK, "matrix": MATRIX, "models": MODELS, "rules": RULES, "rule": RULE,
+    "check": CHECK, "matrix": MATRIX, "plan": PLAN, "models": MODELS, "rules": RULES,
+    "rule": RULE,
     "audit": AUDIT, "survey": SURVEY, "explain": EXPLAIN, "verify": VERIFY,
 }  # fmt: skip
