@@ -1,0 +1,307 @@
+"""`make mutation`: mutmut 3 over kvalign's rule-bearing modules, one module at a time.
+
+Each module runs in its own scratch directory (build/mutation/<module>/) whose pyproject.toml
+names only that module's files to mutate and only the test files that exercise it, so one run
+takes minutes on a shared 2-core machine. mutmut keeps each directory's results, so a re-run
+only tests mutants whose function changed. The results are written to docs/mutation-report.md:
+the score per module and every surviving mutant with the reason recorded for it in
+tests/mutation/survivors.yaml (the test that now kills it, or why it is equivalent).
+
+Usage: python tests/mutation/run.py [MODULE ...]   (default: every module; --report-only
+rewrites the report from the stored results without running mutmut). Never part of `make test`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build" / "mutation"
+REPORT = ROOT / "docs" / "mutation-report.md"
+SURVIVORS = Path(__file__).with_name("survivors.yaml")
+RULE_MUTANTS = Path(__file__).with_name("rule_mutants.yaml")
+
+# module -> (files mutated, test files run against each mutant)
+MODULES: dict[str, tuple[list[str], list[str]]] = {
+    "versions": (
+        ["kvalign/versions.py"],
+        [
+            "tests/test_versions.py",
+            "tests/test_release_facts.py",
+            "tests/test_mutation_versions.py",
+        ],
+    ),
+    "dtypes": (
+        ["kvalign/dtypes.py"],
+        ["tests/test_engine.py", "tests/test_mutation_dtypes.py"],
+    ),
+    "families": (
+        ["kvalign/families/*"],
+        ["tests/test_alignment.py", "tests/test_engine.py", "tests/test_mutation_families.py"],
+    ),
+    "policy": (
+        ["kvalign/policy.py"],
+        ["tests/test_policy.py", "tests/test_mutation_policy.py"],
+    ),
+    "backends": (
+        ["kvalign/backends.py"],
+        ["tests/test_platforms.py", "tests/test_alignment.py", "tests/test_mutation_backends.py"],
+    ),
+    "pd": (
+        ["kvalign/pd.py"],
+        ["tests/test_pd.py", "tests/test_fix_proofs.py", "tests/test_mutation_pd.py"],
+    ),
+    "rules": (
+        ["kvalign/rules/*"],
+        ["tests/test_audit.py", "tests/test_rules_cli.py", "tests/test_mutation_rules.py"],
+    ),
+    "k8s": (
+        ["kvalign/deploy/k8s.py"],
+        ["tests/test_deploy_corpus.py", "tests/test_audit_qa2.py", "tests/test_mutation_k8s.py"],
+    ),
+    "alignment": (
+        ["kvalign/alignment.py"],
+        [
+            "tests/test_alignment.py",
+            "tests/test_golden_oracle.py",
+            "tests/test_mutation_alignment.py",
+        ],
+    ),
+    "engine": (
+        ["kvalign/engine.py"],
+        ["tests/test_engine.py", "tests/test_release_facts.py", "tests/test_mutation_engine.py"],
+    ),
+    "fixes": (
+        ["kvalign/fixes.py"],
+        ["tests/test_fix_proofs.py", "tests/test_mutation_fixes.py"],
+    ),
+    "shell": (
+        ["kvalign/deploy/bash.py"],
+        ["tests/test_bash_eval.py", "tests/test_mutation_shell.py"],
+    ),
+}
+
+# exit-code classes as mutmut 3 records them in mutants/**/*.meta
+KILLED = {1, 3, 33, 34, 35, 36, 37, 152, -24, 24}  # test failure, timeout, type check ...
+SURVIVED = {0, 5}
+
+
+def _scratch(module: str) -> Path:
+    """Lay out build/mutation/<module>/ with the sources and a pyproject naming the module."""
+    mutate, tests = MODULES[module]
+    tests = [t for t in tests if (ROOT / t).exists()]
+    work = BUILD / module
+    work.mkdir(parents=True, exist_ok=True)
+    for name in ("kvalign", "tests", "configs", "docs"):
+        dst = work / name
+        if dst.is_symlink() or dst.exists():
+            if dst.is_symlink() or dst.is_file():
+                dst.unlink()
+            else:
+                shutil.rmtree(dst)
+        shutil.copytree(ROOT / name, dst, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("README.md",):
+        shutil.copy2(ROOT / name, work / name)
+    base = (ROOT / "pyproject.toml").read_text()
+    cfg = {
+        "source_paths": ["kvalign"],
+        "only_mutate": mutate,
+        "also_copy": ["configs", "docs", "README.md"],
+        "pytest_add_cli_args_test_selection": tests,
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "no:cov", "-x", "-q"],
+        "use_git_change_detection": False,
+    }
+    lines = ["", "[tool.mutmut]"] + [f"{k} = {json.dumps(v)}" for k, v in cfg.items()]
+    (work / "pyproject.toml").write_text(base + "\n".join(lines) + "\n")
+    return work
+
+
+def run(module: str) -> None:
+    """Run mutmut with one worker over one module (results stay in build/mutation/<module>)."""
+    work = _scratch(module)
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    mutmut = Path(sys.executable).with_name("mutmut")
+    subprocess.run([str(mutmut), "run", "--max-children", "1"], cwd=work, env=env, check=False)
+
+
+def results(module: str) -> tuple[int, int, list[tuple[str, str]]]:
+    """(killed, total, survivors as (mutant name, diff)) from a module's stored run."""
+    work = BUILD / module
+    killed = total = 0
+    survivors: list[tuple[str, str]] = []
+    for meta in sorted((work / "mutants").rglob("*.meta")):
+        data = json.loads(meta.read_text())
+        for name, code in sorted(data.get("exit_code_by_key", {}).items()):
+            if code is None:
+                continue
+            total += 1
+            if code in SURVIVED:
+                survivors.append((name, _diff(work, name)))
+            else:
+                killed += 1
+    return killed, total, survivors
+
+
+def _diff(work: Path, name: str) -> str:
+    mutmut = Path(sys.executable).with_name("mutmut")
+    out = subprocess.run(
+        [str(mutmut), "show", name], cwd=work, capture_output=True, text=True, check=False
+    ).stdout
+    keep = [ln for ln in out.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
+    return "\n".join(keep)
+
+
+def rule_mutants() -> list[dict[str, str]]:
+    """The hand-written rule mutants (tests/mutation/rule_mutants.yaml): realistic wrong
+    rules in the places mutmut does not mutate (module-level tables and constants,
+    properties, decorated functions) and the survivors issue 19 names."""
+    return list(yaml.safe_load(RULE_MUTANTS.read_text()) or [])
+
+
+def _rule_result_path(mutant: dict[str, str]) -> Path:
+    return BUILD / "_rules" / f"{mutant['id']}.json"
+
+
+def run_rule_mutant(mutant: dict[str, str]) -> bool:
+    """Apply one rule mutant to a scratch copy of kvalign/, run its module's test files
+    (stop at the first failure) and record whether a test failed (killed)."""
+    target = ROOT / mutant["file"]
+    source = target.read_text()
+    if source.count(mutant["old"]) != 1:
+        raise SystemExit(
+            f"{RULE_MUTANTS.name}: {mutant['id']}: the text to replace occurs "
+            f"{source.count(mutant['old'])} times in {mutant['file']} (update the entry)"
+        )
+    work = BUILD / "_rules" / "tree"
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(
+        ROOT / "kvalign", work / "kvalign", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (work / "configs").symlink_to(ROOT / "configs")
+    (work / mutant["file"]).write_text(source.replace(mutant["old"], mutant["new"]))
+    tests = [t for t in MODULES[mutant["module"]][1] if (ROOT / t).exists()]
+    tests += [t for t in mutant.get("tests", []) if t not in tests]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(work))
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:cov"]
+    proc = subprocess.run(
+        [*cmd, *tests], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    # exit 1: a test failed (killed); 0: every test passed (survived); anything else
+    # (collection error, import error) also means the mutant broke the code: killed
+    killed = proc.returncode != 0
+    failed = [ln for ln in proc.stdout.splitlines() if ln.startswith("FAILED")]
+    path = _rule_result_path(mutant)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"killed": killed, "by": failed[:1], "old": mutant["old"], "new": mutant["new"]}
+    path.write_text(json.dumps(record))
+    print(f"rule mutant {mutant['id']}: {'killed' if killed else 'SURVIVED'} {failed[:1]}")
+    return killed
+
+
+def rule_results(module: str) -> tuple[int, int, list[dict[str, str]]]:
+    """(killed, run, survivors) of the rule mutants of ``module`` with a stored result
+    that still matches the entry (an edited entry counts as not run)."""
+    killed = total = 0
+    survivors: list[dict[str, str]] = []
+    for mutant in rule_mutants():
+        path = _rule_result_path(mutant)
+        if mutant["module"] != module or not path.exists():
+            continue
+        record = json.loads(path.read_text())
+        if (record["old"], record["new"]) != (mutant["old"], mutant["new"]):
+            continue
+        total += 1
+        if record["killed"]:
+            killed += 1
+        else:
+            survivors.append(mutant)
+    return killed, total, survivors
+
+
+def write_report(modules: list[str]) -> None:
+    """docs/mutation-report.md: score per module and every survivor with its recorded reason."""
+    reasons: dict[str, str] = {}
+    if SURVIVORS.exists():
+        reasons = yaml.safe_load(SURVIVORS.read_text()) or {}
+    out = [
+        "# Mutation report",
+        "",
+        "Written by `make mutation` (tests/mutation/run.py). Two kinds of mutant, each run",
+        "against the module's own test files (tests/mutation/run.py `MODULES`):",
+        "",
+        "- **mutmut**: mutmut 3's automatic mutants of every function body (one worker, one",
+        "  module at a time). mutmut does not mutate module-level tables and constants,",
+        "  properties or decorated functions, which is where many vLLM rules live, hence:",
+        "- **rule**: hand-written wrong rules (tests/mutation/rule_mutants.yaml), one at a",
+        "  time: the mistakes a developer makes when a release adds a rule, including the",
+        "  survivors issue 19 names.",
+        "",
+        "A survivor is a mutant no test noticed. Each one below carries its reason from",
+        "tests/mutation/survivors.yaml: equivalent (no input gives a different output, and",
+        "why), or the test that kills it (then a re-run drops it from this list).",
+        "",
+        "| module | mutmut killed | mutmut mutants | mutmut score | rule killed | rule mutants "
+        "| score (both) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    details: list[str] = []
+    for module in modules:
+        ran = (BUILD / module / "mutants").exists()
+        killed, total, surv = results(module) if ran else (0, 0, [])
+        r_killed, r_total, r_surv = rule_results(module)
+        if not ran and not r_total:
+            out.append(f"| {module} | - | - | not run | - | - | - |")
+            continue
+        explained = sum(1 for name, _ in surv if name in reasons)
+        score = f"{100 * killed / total:.1f} %" if total else "-"
+        both = killed + r_killed, total + r_total
+        overall = f"{100 * both[0] / both[1]:.1f} %" if both[1] else "-"
+        out.append(
+            f"| {module} | {killed} | {total} | {score} | {r_killed} | {r_total} | {overall} |"
+        )
+        if surv or r_surv:
+            details += ["", f"## {module}", ""]
+            details += [f"{len(surv)} mutmut survivors ({explained} explained)", ""]
+        for name, diff in surv:
+            details += [f"- `{name}`: {reasons.get(name, 'UNEXPLAINED')}", "", "  ```diff"]
+            details += [f"  {ln}" for ln in diff.splitlines()] + ["  ```"]
+        for mutant in r_surv:
+            why = reasons.get(mutant["id"], "UNEXPLAINED")
+            details += [f"- rule `{mutant['id']}` ({mutant['file']}): {why}", "", "  ```diff"]
+            details += [f"  - {mutant['old']}", f"  + {mutant['new']}", "  ```"]
+    REPORT.write_text("\n".join(out + details) + "\n")
+    print(f"wrote {REPORT.relative_to(ROOT)}")
+
+
+def main() -> None:
+    """Entry point of `make mutation`."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("modules", nargs="*", default=[], help=f"any of {', '.join(MODULES)}")
+    ap.add_argument("--report-only", action="store_true", help="rewrite the report only")
+    ap.add_argument("--rules-only", action="store_true", help="run only the rule mutants")
+    args = ap.parse_args()
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        ap.error(f"unknown module(s) {', '.join(unknown)} (known: {', '.join(MODULES)})")
+    chosen = args.modules or list(MODULES)
+    if not args.report_only:
+        for module in chosen:
+            if not args.rules_only:
+                run(module)
+            for mutant in rule_mutants():
+                if mutant["module"] == module:
+                    run_rule_mutant(mutant)
+    write_report(list(MODULES))
+
+
+if __name__ == "__main__":
+    main()
