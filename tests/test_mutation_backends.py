@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from kvalign.backends import default_backend_name, get_gpu, resolve_backend
+from kvalign.backends import (
+    check_backend_choice,
+    default_backend_name,
+    get_gpu,
+    gpu_from_product,
+    platform_note,
+    resolve_backend,
+)
+from kvalign.errors import InvalidSettings
 
 LARGE = (16, 32, 64, 128, 256, 512, 1024)
 
@@ -100,3 +108,96 @@ def test_mla_kernel_blocks() -> None:
     assert resolve_backend("FLASHINFER", use_mla=True, gqa=False, gpu=b200).sizes == (32, 64)
     # smallest supported kernel block counts an explicit list by its minimum
     assert resolve_backend("FLASHINFER", use_mla=True, gqa=False, gpu=b200).min_block == 32
+
+
+def test_accepts_and_supports_block_size() -> None:
+    flashinfer = resolve_backend("FLASHINFER", use_mla=False, gqa=True, gpu=get_gpu("H100"))
+    # an explicit list accepts its members only; supports_block_size takes their multiples
+    assert [flashinfer.accepts(b) for b in (16, 32, 64, 48, 128)] == [
+        True, True, True, False, False,
+    ]  # fmt: skip
+    assert flashinfer.supports_block_size(2096) and not flashinfer.supports_block_size(40)
+    flash = resolve_backend("FLASH_ATTN", use_mla=False, gqa=True, gpu=get_gpu("H100"))
+    assert flash.accepts(2096) and not flash.accepts(2088)
+    # CPU_MLA accepts exactly 16 (cpu_mla supports_block_size: no multiples)
+    cpu_mla = resolve_backend("CPU_MLA", use_mla=True, gqa=False, gpu=get_gpu("CPU"))
+    assert cpu_mla.supports_block_size(16) and not cpu_mla.supports_block_size(32)
+
+
+def test_preferred_block_size_takes_the_platform_default_given() -> None:
+    flash = resolve_backend("FLASH_ATTN", use_mla=False, gqa=True, gpu=get_gpu("H100"))
+    assert flash.preferred_block_size(128) == 128
+    # FLASHINFER does not support 40 (not a multiple of 16/32/64): its smallest, 16
+    flashinfer = resolve_backend("FLASHINFER", use_mla=False, gqa=True, gpu=get_gpu("H100"))
+    assert flashinfer.preferred_block_size(40) == 16
+
+
+@pytest.mark.parametrize(("gpu", "platform"), [(None, "cuda"), ("MI300X", "rocm"), ("CPU", "cpu")])
+def test_auto_backend_keeps_the_gpu_platform(gpu: str | None, platform: str) -> None:
+    assert check_backend_choice("auto", get_gpu(gpu)) == ("AUTO", platform)
+    assert check_backend_choice(" Auto ", get_gpu(gpu)) == ("AUTO", platform)
+
+
+def test_auto_mla_on_sm100_is_the_release_first_sm100_mla_backend() -> None:
+    b200 = get_gpu("B200")
+    assert resolve_backend("auto", use_mla=True, gqa=False, gpu=b200).name == "FLASHINFER_MLA"
+    # 0.14 and older pick CUTLASS_MLA first on SM100 (versions.py mla_blackwell_backend)
+    cutlass = resolve_backend(
+        "auto", use_mla=True, gqa=False, gpu=b200, mla_blackwell="CUTLASS_MLA"
+    )
+    assert cutlass.sizes == (128,)
+    assert resolve_backend("auto", use_mla=False, gqa=True, gpu=b200).name == "FLASHINFER"
+
+
+def test_unknown_names_list_what_is_known() -> None:
+    with pytest.raises(InvalidSettings, match=r"unknown GPU 'H999' \(known: A100, A10, L4, "):
+        get_gpu("H999")
+    with pytest.raises(InvalidSettings, match=r"\(known: FLASH_ATTN, FLASHINFER, TRITON_ATTN, "):
+        check_backend_choice("FOO", None)
+    with pytest.raises(
+        InvalidSettings, match=r"^--attention-backend FLEX_ATTENTION cannot serve MLA attention "
+        r"layers on CUDA$",
+    ):  # fmt: skip
+        resolve_backend("FLEX_ATTENTION", use_mla=True, gqa=False, gpu=None)
+    with pytest.raises(InvalidSettings, match=r"^--attention-backend CUTLASS_MLA serves MLA"):
+        resolve_backend("CUTLASS_MLA", use_mla=False, gqa=True, gpu=None)
+
+
+@pytest.mark.parametrize(
+    ("label", "gpu"),
+    [
+        # GPU feature discovery nvidia.com/gpu.product values
+        ("NVIDIA-H100-80GB-HBM3", "H100"),
+        ("NVIDIA-H200", "H200"),
+        ("NVIDIA-H20", "H20"),  # whole parts: H20 is not H200
+        ("NVIDIA-GH200-480GB", "GH200"),  # longest match: GH200, not H200
+        ("NVIDIA-B200", "B200"),
+        ("NVIDIA GB300", "GB300"),
+        ("NVIDIA_A10", "A10"),
+        ("NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "RTX-PRO-6000"),
+        ("Tesla-V100-SXM2-16GB", None),
+        ("", None),
+    ],
+)
+def test_gpu_from_node_label(label: str, gpu: str | None) -> None:
+    assert gpu_from_product(label) == gpu
+
+
+@pytest.mark.parametrize(
+    ("backend", "gpu", "resolved", "note"),
+    [
+        ("auto", None, None, "attention backend not given: what vLLM chooses on an unspecified "
+         "CUDA GPU (pass --gpu to match your deployment)"),
+        ("auto", "B200", "FLASHINFER", "attention backend not given: FLASHINFER, what vLLM "
+         "chooses on B200"),
+        ("FLASHINFER", "H100", None, "attention backend FLASHINFER on H100 (CUDA)"),
+        ("CPU_ATTN", None, None, "attention backend CPU_ATTN on CPU (no --gpu given)"),
+        ("FLASH_ATTN", None, None, "attention backend FLASH_ATTN (vLLM's default) on an "
+         "unspecified CUDA GPU (pass --gpu and --attention-backend to match your deployment)"),
+        ("TRITON_ATTN", None, None, "attention backend TRITON_ATTN on an unspecified CUDA GPU "
+         "(pass --gpu and --attention-backend to match your deployment)"),
+    ],
+)  # fmt: skip
+def test_platform_note(backend: str, gpu: str | None, resolved: str | None, note: str) -> None:
+    # the assumption line every check prints (docs/why.md, docs/json.md "notes")
+    assert platform_note(backend, gpu, resolved) == note

@@ -191,7 +191,10 @@ def run_rule_mutant(mutant: dict[str, str]) -> bool:
     tests = [t for t in MODULES[mutant["module"]][1] if (ROOT / t).exists()]
     tests += [t for t in mutant.get("tests", []) if t not in tests]
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(work))
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:cov"]
+    # the pytest script (not ``python -m``, which puts the checkout first on sys.path) with
+    # --import-mode=append, so PYTHONPATH's mutated kvalign wins over the checkout's
+    pytest = str(Path(sys.executable).with_name("pytest"))
+    cmd = [pytest, "--import-mode=append", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:cov"]
     proc = subprocess.run(
         [*cmd, *tests], cwd=ROOT, env=env, capture_output=True, text=True, check=False
     )
