@@ -96,6 +96,21 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
 KILLED = {1, 3, 36, 37, -24, 24, 152, 255, -11, -9}
 
 
+#: appended to the scratch copies' tests/conftest.py (and a plugin for rule mutants):
+#: mutmut traces every call and the machine is shared, so Hypothesis' speed health
+#: checks and deadlines would fail clean runs
+HYPOTHESIS_PROFILE = """
+
+from hypothesis import HealthCheck as _HealthCheck
+from hypothesis import settings as _settings
+
+_settings.register_profile(
+    "mutation", deadline=None, suppress_health_check=list(_HealthCheck), max_examples=25
+)
+_settings.load_profile("mutation")
+"""
+
+
 def _scratch(module: str) -> Path:
     """Lay out build/mutation/<module>/ with the sources and a pyproject naming the module."""
     mutate, tests = MODULES[module]
@@ -112,6 +127,8 @@ def _scratch(module: str) -> Path:
         shutil.copytree(ROOT / name, dst, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("README.md",):
         shutil.copy2(ROOT / name, work / name)
+    with (work / "tests" / "conftest.py").open("a", encoding="utf-8") as conftest:
+        conftest.write(HYPOTHESIS_PROFILE)
     base = (ROOT / "pyproject.toml").read_text()
     cfg = {
         "source_paths": ["kvalign"],
@@ -208,6 +225,7 @@ def run_rule_mutant(mutant: dict[str, str]) -> bool:
         ROOT / "kvalign", work / "kvalign", ignore=shutil.ignore_patterns("__pycache__")
     )
     (work / "configs").symlink_to(ROOT / "configs")
+    (work / "kvalign_mutation_profile.py").write_text(HYPOTHESIS_PROFILE)
     (work / mutant["file"]).write_text(source.replace(mutant["old"], mutant["new"]))
     tests = [t for t in MODULES[mutant["module"]][1] if (ROOT / t).exists()]
     tests += [t for t in mutant.get("tests", []) if t not in tests]
@@ -216,6 +234,7 @@ def run_rule_mutant(mutant: dict[str, str]) -> bool:
     # --import-mode=append, so PYTHONPATH's mutated kvalign wins over the checkout's
     pytest = str(Path(sys.executable).with_name("pytest"))
     cmd = [pytest, "--import-mode=append", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:cov"]
+    cmd += ["-p", "kvalign_mutation_profile"]
     proc = subprocess.run(
         [*cmd, *tests], cwd=ROOT, env=env, capture_output=True, text=True, check=False
     )
