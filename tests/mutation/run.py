@@ -218,7 +218,7 @@ def run_rule_mutant(mutant: dict[str, str]) -> bool:
             f"{RULE_MUTANTS.name}: {mutant['id']}: the text to replace occurs "
             f"{source.count(mutant['old'])} times in {mutant['file']} (update the entry)"
         )
-    work = BUILD / "_rules" / "tree"
+    work = BUILD / "_rules" / f"tree-{mutant['module']}"
     if work.exists():
         shutil.rmtree(work)
     shutil.copytree(
