@@ -14,7 +14,19 @@ from __future__ import annotations
 import pytest
 
 from kvalign.alignment import analyze_rank
-from kvalign.policy import analyze_pair
+from kvalign.policy import (
+    EXIT_FAIL,
+    EXIT_PASS,
+    VERDICTS,
+    analyze_pair,
+    blocking_limit,
+    drift_level,
+    exit_code,
+    fails,
+    first_release,
+    release_limit,
+    verdict_level,
+)
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import resolve
@@ -66,3 +78,90 @@ def test_releases_before_the_split_path_refuse_non_multiples() -> None:
     pair = _pair(2048, 2032, version="0.31.0")
     assert pair.verdict == "incompatible"
     assert "no gcd split path" in pair.reason
+
+
+# ---- the gate's severity table (docs/policy.md) at every branch ----
+
+
+def test_drift_level_by_prefix_caching() -> None:
+    assert drift_level(True, True) == "error"
+    assert drift_level(True, False) == "warning"
+    assert drift_level(False, True) == "warning"
+    assert drift_level(False, False) == "info"
+
+
+def test_verdict_levels() -> None:
+    assert [verdict_level(v, True, True) for v in VERDICTS] == [
+        None, "error", "error", "error", "error", "error", None,
+    ]  # fmt: skip
+    assert verdict_level("drift", False, False) == "info"
+    with pytest.raises(KeyError):
+        verdict_level("banana", True, True)
+
+
+@pytest.mark.parametrize(
+    ("level", "fail_on", "expected"),
+    [
+        ("error", "error", True), ("warning", "error", False), ("info", "error", False),
+        ("warning", "warning", True), ("error", "warning", True), ("info", "warning", False),
+        ("info", "info", True), (None, "info", False),
+    ],
+)  # fmt: skip
+def test_fails_at_or_above_the_gate(level: str | None, fail_on: str, expected: bool) -> None:
+    assert fails(level, fail_on) is expected
+
+
+def test_exit_code() -> None:
+    assert exit_code([None, "warning"]) == EXIT_PASS == 0
+    assert exit_code([None, "warning", "error"]) == EXIT_FAIL == 1
+    assert exit_code(["warning"], "warning") == 1
+    assert exit_code([]) == 0
+    with pytest.raises(KeyError):
+        exit_code([], "fatal")
+
+
+def test_first_release_of_a_feature() -> None:
+    # docs/versions.md: NIXL serves hybrids from 0.18.0, at different TP from 0.20.0;
+    # the gcd split path from 0.33.0
+    assert first_release("nixl_hybrid") == "0.18.0"
+    assert first_release("nixl_hybrid", "nixl_hetero_tp_mamba") == "0.20.0"
+    assert first_release("nixl_gcd_split") == "0.33.0"
+    # on from 0.11.1 but off again in 0.32.0: never "on in every later profile"
+    assert first_release("chunk_alignment") is None
+
+
+def _ranks(version: str, prefill_tp: int, decode_tp: int):  # type: ignore[no-untyped-def]
+    geometry = load_model(NANO)
+    settings = Settings(vllm_version=version, attention_backend="FLASH_ATTN")
+    return [analyze_rank(geometry, settings, tp) for tp in (prefill_tp, decode_tp)]
+
+
+def test_release_limits_of_old_nixl_connectors() -> None:
+    # 0.17: no SupportsHMA → no hybrid P/D at all
+    p, d = _ranks("0.17.0", 1, 1)
+    pair = analyze_pair(p, d, profile=resolve("0.17.0").profile)
+    assert pair.verdict == "incompatible" and "does not serve hybrid models" in pair.reason
+    assert "upgrade to vLLM 0.18.0 or later" in blocking_limit(resolve("0.17.0").profile, p, d)
+    # 0.18/0.19: hybrids at equal TP only
+    p, d = _ranks("0.19.1", 8, 1)
+    profile = resolve("0.19.1").profile
+    pair = analyze_pair(p, d, profile=profile)
+    assert pair.verdict == "incompatible" and "requires equal prefill/decode TP" in pair.reason
+    assert "or upgrade to vLLM 0.20.0 or later" in blocking_limit(profile, p, d)
+    # 0.20-0.26: equal block sizes for hybrids (the HMA block_size_ratio == 1 assertion)
+    p, d = _ranks("0.26.0", 8, 1)
+    pair = analyze_pair(p, d, profile=resolve("0.26.0").profile)
+    assert pair.verdict == "incompatible"
+    assert "requires equal block sizes for hybrid models" in pair.reason
+    assert blocking_limit(resolve("0.26.0").profile, p, d) == ""  # a --block-size fixes it
+    # 0.27: different block sizes pair (ratio or split path permitting)
+    p, d = _ranks("0.27.0", 8, 1)
+    assert release_limit(resolve("0.27.0").profile, p, d, 528, 2096) == ""
+
+
+def test_same_blocks_pass_on_every_release_that_serves_hybrids() -> None:
+    for version in ("0.18.0", "0.20.0", "0.27.0", "0.33.0"):
+        p, d = _ranks(version, 8, 8)
+        pair = analyze_pair(p, d, profile=resolve(version).profile)
+        assert pair.verdict == "ok", version
+        assert pair.level is None and not pair.flagged
