@@ -78,3 +78,13 @@ def test_kv_heads_are_replicated_when_tp_exceeds_them(tp: int, heads: int) -> No
     rank = analyze_rank(load_model(NANO), Settings(), tp)
     assert rank.kv_heads_per_rank == heads
     assert rank.attn_page_bytes_per_token == heads * 256 * 2
+
+
+def test_mla_floor_raises_the_unit_but_never_lowers_it() -> None:
+    # Kimi-K3 (MLA + KDA) at TP 1: a = 1,152 B/token, m = 6,512,640 B (tests/test_platforms.py)
+    # → cdiv(6,512,640, 1,152) = 5,654 tokens. vLLM 0.33 platforms/interface.py: the unit is
+    # max(smallest kernel block, --block-size), then max(unit, 128) for MLA.
+    # --block-size 256: unit 256 → 256 · cdiv(5,654, 256) = 256 · 23 = 5,888
+    # (the floor alone, 128, would give 128 · 45 = 5,760); default: 128 · 45 = 5,760.
+    assert _block("moonshotai/Kimi-K3", block_size=256) == 5888
+    assert _block("moonshotai/Kimi-K3") == 5760
