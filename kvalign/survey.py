@@ -207,9 +207,8 @@ def survey_model(geometry: ModelGeometry, settings: Settings, tps: Sequence[int]
     # the smallest common --block-size every valid TP keeps on every GPU class, needed or
     # not (kvalign.fixes: the proof check's recommendation uses)
     usable = sorted(valid)
-    fix_pools = [
-        FixPool(geometry, replace(settings, alignment="vllm"), tp, str(tp)) for tp in usable
-    ]
+    engine = reports[0].engine  # resolved under ALIGNMENTS[0], vLLM's own rule
+    fix_pools = [FixPool(geometry, engine, tp, str(tp)) for tp in usable]
     every_pair = [(i, j) for i in range(len(usable)) for j in range(len(usable))]
     fix = prove_fix(fix_pools, every_pair, reports[0].engine.profile) if usable else Fix(None)
     note = "" if valid else "no valid TP size among those requested"
