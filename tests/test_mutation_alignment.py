@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kvalign.alignment import analyze_rank
 from kvalign.settings import Settings
 from kvalign.sources import load_model
+from tests.resolve import rank_of
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 #: vLLM 0.27.1: prefix caching is off by default for hybrids and, when enabled, Nemotron-H
@@ -25,7 +25,7 @@ ALL_MODE = {"vllm_version": "0.27.1", "enable_prefix_caching": True}
 
 
 def _block(model: str, tp: int = 1, **settings: object) -> int | None:
-    return analyze_rank(load_model(model), Settings(**settings), tp).block_size  # type: ignore[arg-type]
+    return rank_of(load_model(model), Settings(**settings), tp).block_size  # type: ignore[arg-type]
 
 
 def test_cache_mode_all_aligns_to_the_lcm_of_chunk_and_block_not_the_max() -> None:
@@ -66,7 +66,7 @@ def test_default_mamba_chunk_size_is_2048_when_the_config_names_none(tmp_path: P
                     "torch_dtype": "bfloat16"})
     )  # fmt: skip
     model = str(tmp_path / "config.json")
-    rank = analyze_rank(load_model(model), Settings(**ALL_MODE), 1)  # type: ignore[arg-type]
+    rank = rank_of(load_model(model), Settings(**ALL_MODE), 1)  # type: ignore[arg-type]
     assert (rank.attn_page_bytes_per_token, rank.mamba_page_bytes) == (4096, 311_296)
     assert rank.block_size == 2048
     assert _block(model, vllm_version="0.27.1", enable_prefix_caching=False) == 80
@@ -75,7 +75,7 @@ def test_default_mamba_chunk_size_is_2048_when_the_config_names_none(tmp_path: P
 @pytest.mark.parametrize(("tp", "heads"), [(1, 2), (2, 1), (4, 1), (8, 1)])
 def test_kv_heads_are_replicated_when_tp_exceeds_them(tp: int, heads: int) -> None:
     # spec §2: kv_heads_per_rank = max(1, 2 // TP): TP 4 and 8 keep one replicated head
-    rank = analyze_rank(load_model(NANO), Settings(), tp)
+    rank = rank_of(load_model(NANO), Settings(), tp)
     assert rank.kv_heads_per_rank == heads
     assert rank.attn_page_bytes_per_token == heads * 256 * 2
 

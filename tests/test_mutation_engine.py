@@ -19,16 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from kvalign.alignment import analyze_rank
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from tests.conftest import CATALOG
+from tests.resolve import rank_of
 
 QWEN = "Qwen/Qwen3.5-397B-A17B"
 
 
 def _block(model: str, **settings: object) -> int | None:
-    return analyze_rank(load_model(model), Settings(**settings), 8).block_size  # type: ignore[arg-type]
+    return rank_of(load_model(model), Settings(**settings), 8).block_size  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -95,5 +95,5 @@ def test_fa4_head_256_pages_per_gpu_class(
     gpu: str, version: str | None, block: int, kernel: int
 ) -> None:
     settings = Settings(gpu=gpu, attention_backend="FLASH_ATTN", vllm_version=version)
-    rank = analyze_rank(load_model(QWEN), settings, 8)
+    rank = rank_of(load_model(QWEN), settings, 8)
     assert (rank.block_size, rank.kernel_block_size) == (block, kernel)

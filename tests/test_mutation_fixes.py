@@ -12,11 +12,12 @@ from __future__ import annotations
 import pytest
 
 from kvalign import fixes
-from kvalign.alignment import analyze_rank
+from kvalign.engine import create_engine_config
 from kvalign.fixes import PLATFORM_CLASSES, FixPool, prove_fix
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import DEFAULT_PROFILE
+from tests.resolve import rank_of
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 
@@ -24,8 +25,8 @@ NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 def _pools() -> list[FixPool]:
     geometry = load_model(NANO)
     return [
-        FixPool(geometry, Settings(), 8, "prefill TP 8"),
-        FixPool(geometry, Settings(), 1, "decode TP 1"),
+        FixPool(geometry, create_engine_config(geometry, Settings()), 8, "prefill TP 8"),
+        FixPool(geometry, create_engine_config(geometry, Settings()), 1, "decode TP 1"),
     ]
 
 
@@ -36,7 +37,7 @@ def test_fix_is_the_smallest_block_every_pool_keeps_on_every_class() -> None:
     assert list(fix.proven_on) == labels
     for cls in PLATFORM_CLASSES["cuda"]:
         for tp in (8, 1):
-            rank = analyze_rank(load_model(NANO), Settings(block_size=2096, gpu=cls.gpu), tp)
+            rank = rank_of(load_model(NANO), Settings(block_size=2096, gpu=cls.gpu), tp)
             assert rank.block_size == 2096
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import pytest
 
-from kvalign.alignment import analyze_rank
 from kvalign.policy import (
     EXIT_FAIL,
     EXIT_PASS,
@@ -30,6 +29,7 @@ from kvalign.policy import (
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import resolve
+from tests.resolve import rank_of
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 
@@ -37,7 +37,7 @@ NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 def _pair(prefill_block: int, decode_block: int, version: str | None = None):  # type: ignore[no-untyped-def]
     geometry = load_model(NANO)
     ranks = [
-        analyze_rank(geometry, Settings(block_size=b, attention_backend="FLASH_ATTN",
+        rank_of(geometry, Settings(block_size=b, attention_backend="FLASH_ATTN",
                                         vllm_version=version), 8)
         for b in (prefill_block, decode_block)
     ]  # fmt: skip
@@ -133,7 +133,7 @@ def test_first_release_of_a_feature() -> None:
 def _ranks(version: str, prefill_tp: int, decode_tp: int):  # type: ignore[no-untyped-def]
     geometry = load_model(NANO)
     settings = Settings(vllm_version=version, attention_backend="FLASH_ATTN")
-    return [analyze_rank(geometry, settings, tp) for tp in (prefill_tp, decode_tp)]
+    return [rank_of(geometry, settings, tp) for tp in (prefill_tp, decode_tp)]
 
 
 def test_release_limits_of_old_nixl_connectors() -> None:

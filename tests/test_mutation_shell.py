@@ -1,13 +1,13 @@
-"""The shell evaluator's pattern matching pinned against bash's own rules (issue 19): a
-``case`` pattern and the right side of ``[[ a == b ]]`` are globs, ``[ a = b ]`` compares
-strings. Expected words are what bash passes to the command (bash manual, "Conditional
-Constructs" and "Pattern Matching"), derived by hand."""
+"""The shell evaluator's (kvalign/shell/) pattern matching pinned against bash's own rules
+(issue 19): a ``case`` pattern and the right side of ``[[ a == b ]]`` are globs, while
+``[ a = b ]`` compares strings. Expected words are what bash passes to the command (bash
+manual, "Conditional Constructs" and "Pattern Matching"), derived by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from kvalign.deploy.bash import evaluate, shown
+from kvalign.shell import evaluate, shown
 
 
 def _words(text: str) -> list[list[str]]:

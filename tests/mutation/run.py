@@ -65,7 +65,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["tests/test_mutation_fixes.py", "tests/test_fix_proofs.py", "tests/test_policy.py"],
     ),
     "shell": (
-        ["kvalign/deploy/bash.py"],
+        ["kvalign/shell/*"],
         ["tests/test_mutation_shell.py", "tests/test_bash_eval.py"],
     ),
 }  # fmt: skip
