@@ -165,3 +165,27 @@ def test_same_blocks_pass_on_every_release_that_serves_hybrids() -> None:
         pair = analyze_pair(p, d, profile=resolve(version).profile)
         assert pair.verdict == "ok", version
         assert pair.level is None and not pair.flagged
+
+
+def test_every_field_of_a_pair_result() -> None:
+    # the split pair of test_split_limit_boundary, field by field (JSON and SARIF read them)
+    pair = _pair(2048, 2032)
+    assert (pair.prefill_tp, pair.decode_tp) == (8, 8)
+    assert (pair.prefill_block_size, pair.decode_block_size) == (2048, 2032)
+    assert (pair.prefill_kernel_block_size, pair.decode_kernel_block_size) == (2048, 2032)
+    assert (pair.block_size_ratio, pair.divisible, pair.prefix_cache_drift) == (None, False, True)
+    assert (pair.split_unit, pair.verdict, pair.level) == (16, "split", "error")
+    assert (pair.prefill_prefix_caching, pair.decode_prefix_caching) == (True, True)
+    assert pair.reason == (
+        "decode kernel block 2032 is not a multiple of prefill 2048: NIXL splits into "
+        "16-token units (128 per block); hard failure on releases without the split path"
+    )
+    ratio = _pair(1024, 2048)
+    assert (ratio.split_unit, ratio.prefix_cache_drift, ratio.level) == (None, True, "error")
+    assert ratio.reason == (
+        "block_size_ratio 2: decode kernel block 2048 = 2 x prefill 1024; "
+        "heterogeneous-block handling on the decode path"
+    )
+    same = _pair(2048, 2048)
+    assert (same.verdict, same.prefix_cache_drift, same.block_size_ratio) == ("ok", False, 1)
+    assert same.reason == "same block size 2048 on both sides"

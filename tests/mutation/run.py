@@ -159,7 +159,10 @@ import json, sys
 from mutmut.mutation.diff_apply import find_mutant, get_diff_for_mutant
 out = {}
 for name in sys.argv[1:]:
-    text = get_diff_for_mutant(name, path=find_mutant(name).path)
+    try:
+        text = get_diff_for_mutant(name, path=find_mutant(name).path)
+    except Exception as error:  # a mutant mutmut cannot show: say so, keep the others
+        text = f"-(mutmut cannot show this mutant: {error})"
     out[name] = "\\n".join(
         ln for ln in text.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")
     )
