@@ -11,6 +11,8 @@ state needs 528 tokens, spec §4) with a user ``--block-size`` above that, so on
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kvalign.policy import (
@@ -32,6 +34,7 @@ from kvalign.versions import resolve
 from tests.resolve import rank_of
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _pair(prefill_block: int, decode_block: int, version: str | None = None):  # type: ignore[no-untyped-def]
@@ -189,3 +192,40 @@ def test_every_field_of_a_pair_result() -> None:
     same = _pair(2048, 2048)
     assert (same.verdict, same.prefix_cache_drift, same.block_size_ratio) == ("ok", False, 1)
     assert same.reason == "same block size 2048 on both sides"
+
+
+def test_invalid_side_is_named() -> None:
+    # Nemotron-Nano at TP 16: n_groups 8 neither divides by 16 nor is 1 → MambaMixer2
+    # refuses to load (mamba_mixer2.py); the verdict names the side that is invalid
+    geometry = load_model(NANO)
+    bad, good = (rank_of(geometry, Settings(), tp) for tp in (16, 1))
+    why = (
+        "n_groups G = 8 is neither divisible by tensor parallel size 16 nor 1: vLLM's "
+        "MambaMixer2 refuses to load"
+    )
+    prefill_bad = analyze_pair(bad, good)
+    assert (prefill_bad.verdict, prefill_bad.reason) == (
+        "invalid",
+        f"prefill TP 16 is invalid: {why}",
+    )
+    decode_bad = analyze_pair(good, bad)
+    assert (decode_bad.verdict, decode_bad.reason) == ("invalid", f"decode TP 16 is invalid: {why}")
+    assert decode_bad.prefill_block_size is None and decode_bad.split_unit is None
+
+
+def test_attention_only_and_attention_free_models() -> None:
+    llama = load_model(str(ROOT / "tests" / "data" / "llama-pd" / "model"))
+    p, d = (rank_of(llama, Settings(), tp) for tp in (8, 1))
+    pair = analyze_pair(p, d)
+    # no Mamba state: vLLM keeps the default 16-token block on every TP
+    assert (pair.verdict, pair.level) == ("nothing-to-align", None)
+    assert pair.reason == "attention-only model: no hybrid alignment; block size 16 on both"
+    # different user block sizes still pair by NIXL's ratio rule
+    p32 = rank_of(llama, Settings(block_size=32), 1)
+    assert analyze_pair(p, p32).verdict == "ratio"
+    mamba = load_model("tiiuae/falcon-mamba-7b")
+    p, d = (rank_of(mamba, Settings(), tp) for tp in (2, 1))
+    free = analyze_pair(p, d)
+    assert (free.verdict, free.reason) == (
+        "nothing-to-align", "attention-free model: no KV blocks, nothing to align",
+    )  # fmt: skip
