@@ -229,3 +229,15 @@ def test_attention_only_and_attention_free_models() -> None:
     assert (free.verdict, free.reason) == (
         "nothing-to-align", "attention-free model: no KV blocks, nothing to align",
     )  # fmt: skip
+
+
+def test_equal_block_requirement_covers_hybrids_only_after_0_10() -> None:
+    # docs/versions.md: 0.10 requires equal block sizes for every model; 0.11.1-0.26 only
+    # for hybrids (the HMA block_size_ratio == 1 assertion); attention-only pairs keep the
+    # ratio path
+    llama = load_model(str(ROOT / "tests" / "data" / "llama-pd" / "model"))
+    for version, verdict in (("0.26.0", "ratio"), ("0.20.0", "ratio"), ("0.10.2", "incompatible")):
+        ranks = [rank_of(llama, Settings(block_size=b, vllm_version=version), 1) for b in (16, 32)]
+        pair = analyze_pair(ranks[0], ranks[1], profile=resolve(version).profile)
+        assert pair.verdict == verdict, version
+    assert "requires equal block sizes for every model" in pair.reason
