@@ -241,3 +241,29 @@ def test_equal_block_requirement_covers_hybrids_only_after_0_10() -> None:
         pair = analyze_pair(ranks[0], ranks[1], profile=resolve(version).profile)
         assert pair.verdict == verdict, version
     assert "requires equal block sizes for every model" in pair.reason
+
+
+@pytest.mark.parametrize(
+    ("prefill_caching", "decode_caching", "level", "tail"),
+    [
+        (True, True, "error", "prefix-cache hashes never match across pools"),
+        (False, False, "info", "prefix caching is off on both pools, so this costs nothing"),
+        (True, False, "warning", "prefix caching is on for one pool only"),
+        (False, True, "warning", "prefix caching is on for one pool only"),
+    ],
+)
+def test_drift_reason_and_level_follow_prefix_caching(
+    prefill_caching: bool, decode_caching: bool, level: str, tail: str
+) -> None:
+    # FLASHINFER {16, 32, 64}: logical 528 (TP 8) and 2,096 (TP 1) both split into 16-token
+    # kernel blocks (the largest listed size dividing both): kernels match, logical differ
+    geometry = load_model(NANO)
+    p, d = (
+        rank_of(geometry, Settings(attention_backend="FLASHINFER", enable_prefix_caching=c), tp)
+        for tp, c in ((8, prefill_caching), (1, decode_caching))
+    )
+    pair = analyze_pair(p, d)
+    assert (pair.verdict, pair.level, pair.prefix_cache_drift) == ("drift", level, True)
+    assert pair.reason == (
+        f"kernel blocks match (16) but logical blocks differ (528 vs 2096): {tail}"
+    )

@@ -129,8 +129,24 @@ def run(module: str) -> None:
     """Run mutmut with one worker over one module (results stay in build/mutation/<module>)."""
     work = _scratch(module)
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    mutmut = Path(sys.executable).with_name("mutmut")
-    subprocess.run([str(mutmut), "run", "--max-children", "1"], cwd=work, env=env, check=False)
+    mutmut = [str(Path(sys.executable).with_name("mutmut")), "run", "--max-children", "1"]
+    before = _survivor_names(work)
+    subprocess.run(mutmut, cwd=work, env=env, check=False)
+    # mutmut keeps a survivor's verdict: check the earlier survivors again against the
+    # tests written since (new mutants were checked by the run above)
+    if before:
+        subprocess.run([*mutmut, *before], cwd=work, env=env, check=False)
+
+
+def _survivor_names(work: Path) -> list[str]:
+    """Mutants of a stored run that no test killed."""
+    names: list[str] = []
+    for meta in sorted((work / "mutants").rglob("*.meta")):
+        data = json.loads(meta.read_text())
+        for name, code in sorted(data.get("exit_code_by_key", {}).items()):
+            if code is not None and code not in KILLED:
+                names.append(name)
+    return names
 
 
 def results(module: str) -> tuple[int, int, list[tuple[str, str]]]:
