@@ -291,7 +291,7 @@ def _reason(name: str, diff: str, reasons: dict[str, str]) -> str:
         if any(c in pattern for c in "*?[") and fnmatch.fnmatchcase(name, pattern):
             return why
     if _message_only(diff):
-        return "UNEXPLAINED: changes only a message's wording (no test pins that text)"
+        return "UNEXPLAINED: changes only a string literal (a message, or a key no test names)"
     return "UNEXPLAINED"
 
 
@@ -317,8 +317,8 @@ def write_report(modules: list[str]) -> None:
         "tests/mutation/survivors.yaml: equivalent (no input gives a different output, and",
         "why), or the test that kills it (then a re-run drops it from this list).",
         "",
-        "| module | mutmut killed | mutmut mutants | mutmut score | rule killed | rule mutants "
-        "| score (both) |",
+        "| module | mutmut killed / mutants | mutmut score | survivors explained | rule killed / "
+        "mutants | killed (both) | killed or explained (both) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     details: list[str] = []
@@ -327,16 +327,21 @@ def write_report(modules: list[str]) -> None:
         killed, total, surv = results(module) if ran else (0, 0, [])
         r_killed, r_total, r_surv = rule_results(module)
         if not ran and not r_total:
-            out.append(f"| {module} | - | - | not run | - | - | - |")
+            out.append(f"| {module} | not run | - | - | not run | - | - |")
             continue
         explained = sum(
             1 for name, diff in surv if not _reason(name, diff, reasons).startswith("UNEXPL")
         )
+        r_explained = sum(1 for m in r_surv if m["id"] in reasons)
         score = f"{100 * killed / total:.1f} %" if total else "-"
-        both = killed + r_killed, total + r_total
-        overall = f"{100 * both[0] / both[1]:.1f} %" if both[1] else "-"
+        both, mutants = killed + r_killed, total + r_total
+        overall = f"{100 * both / mutants:.1f} %" if mutants else "-"
+        covered = both + explained + r_explained
+        ok = f"{100 * covered / mutants:.1f} %" if mutants else "-"
+        mm = f"{killed} / {total}" if ran else "not run"
         out.append(
-            f"| {module} | {killed} | {total} | {score} | {r_killed} | {r_total} | {overall} |"
+            f"| {module} | {mm} | {score} | {explained + r_explained} | {r_killed} / {r_total} "
+            f"| {overall} | {ok} |"
         )
         if surv or r_surv:
             details += ["", f"## {module}", ""]
