@@ -36,7 +36,7 @@ mutation: $(STAMP)  ## mutation testing (mutmut 3 + rule mutants), one module at
 	$(BIN)/python -m pip install --quiet -e '.[mutation]'
 	HF_HUB_OFFLINE=1 $(BIN)/python tests/mutation/run.py $(MODULES)
 
-bench: $(STAMP)  ## wall time and peak RSS of the main commands (writes BENCHMARKS.md)
+bench: $(STAMP)  ## wall and CPU time, CPU ratios to a bare interpreter, peak RSS of the main commands (writes BENCHMARKS.md)
 	$(BIN)/python benchmarks/bench.py
 
 docs: $(STAMP)  ## regenerate the command output in docs/why.md and docs/*.svg
