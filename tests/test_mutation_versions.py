@@ -103,7 +103,7 @@ def test_profile_names_and_first_releases() -> None:
     assert [p.first for p in PROFILES][:3] == ["0.10.0", "0.11.1", "0.12.0"]
     assert profile_named("0.11.1").first == "0.11.1"
     assert profile_named("0.33") is PROFILES[-1]
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match=r"0\.11"):
         profile_named("0.11")
 
 
