@@ -17,6 +17,7 @@ from kvalign.backends import get_gpu, platform_note
 from kvalign.deploy.model import Deployment, Ignore, Location, Pool, Problem
 from kvalign.deploy.vllm_args import settings_from_args
 from kvalign.errors import InvalidSettings, KvalignError
+from kvalign.exitcodes import ExitCode
 from kvalign.fixes import FixPool, GroupFix, RunCache, raised_block_sizes
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import PairBy, group_pools
@@ -38,7 +39,9 @@ from kvalign.sources import load_model
 from kvalign.sources.overrides import parse_hf_overrides
 from kvalign.versions import resolve
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNEVALUATED = 0, 1, 2, 3
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNEVALUATED = (
+    ExitCode.OK, ExitCode.FLAGGED, ExitCode.USAGE, ExitCode.UNEVALUATED,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

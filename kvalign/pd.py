@@ -27,9 +27,9 @@ from kvalign.policy import (
 from kvalign.settings import Settings
 
 __all__ = [
+    "CheckReport",
     "PairResult",
     "Recommendation",
-    "Report",
     "Verdict",
     "analyze",
     "analyze_pair",
@@ -73,7 +73,7 @@ class Recommendation:
 
 
 @dataclass(frozen=True)
-class Report:
+class CheckReport:
     """The full result of ``check``/``matrix``: what every layer above reads (``engine``:
     the settings resolved once for every TP).
 
@@ -199,7 +199,7 @@ def _padding_text(padding: dict[int, float]) -> str:
 
 def _recommend(report_levels: list[Level | None], geometry: ModelGeometry, engine: EngineConfig,
                prefill_tps: list[int], decode_tps: list[int], cache: RunCache,
-               report: Report | None = None) -> Recommendation:  # fmt: skip
+               report: CheckReport | None = None) -> Recommendation:  # fmt: skip
     invalid = {tp for tp, r in (report.ranks if report else {}).items() if not r.usable}
     good_p = [tp for tp in prefill_tps if tp not in invalid]
     good_d = [tp for tp in decode_tps if tp not in invalid]
@@ -270,7 +270,7 @@ def analyze(
     settings: Settings,
     prefill_tps: list[int],
     decode_tps: list[int],
-) -> Report:
+) -> CheckReport:
     """Analyse every prefill × decode TP pair for one model and settings.
 
     Pairs follow vLLM's rules; with ``settings.alignment == "tp-stable"`` the same pairs
@@ -355,7 +355,7 @@ def analyze(
         )
     notes += economics_notes(ranks, engine)
     notes += max_model_len_notes(ranks, engine)
-    report = Report(
+    report = CheckReport(
         geometry=geometry,
         settings=settings,
         prefill_tps=tuple(prefill_tps),

@@ -27,7 +27,7 @@ from typing import Literal
 from kvalign.errors import InvalidSettings, KvalignError, NotModelled, UnsupportedModel
 from kvalign.fixes import Fix, FixPool, prove_fix
 from kvalign.geometry import ModelGeometry
-from kvalign.pd import PairResult, Report, analyze
+from kvalign.pd import CheckReport, PairResult, analyze
 from kvalign.settings import Settings
 
 #: the two alignments compared, in output order.
@@ -153,7 +153,7 @@ def _kind(geometry: ModelGeometry) -> ModelKind:
     return "attention-free" if geometry.attention_free else "attention"
 
 
-def _stats(report: Report, valid: set[int]) -> AlignmentStats:
+def _stats(report: CheckReport, valid: set[int]) -> AlignmentStats:
     alignment = report.settings.alignment
     pairs = report.tp_stable_pairs if alignment == "tp-stable" else report.pairs
     assert pairs is not None  # analyze() adds the what-if pairs for tp-stable

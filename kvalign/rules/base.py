@@ -14,12 +14,9 @@ from kvalign.fixes import GroupFix, RunCache
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import Grouping
 from kvalign.pd import PairResult
-from kvalign.policy import LEVEL_RANK
 from kvalign.versions import DEFAULT_PROFILE, Profile
 
 Severity = Literal["error", "warning", "info"]
-#: the ``--fail-on`` order of :mod:`kvalign.policy`.
-SEVERITY_RANK: dict[str, int] = LEVEL_RANK
 
 
 @dataclass(frozen=True)
