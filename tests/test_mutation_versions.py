@@ -81,8 +81,9 @@ def test_bamba_supports_mamba_prefix_caching_until_it_left_the_registry() -> Non
 
 
 def test_chunk_aligned_types_only_where_the_release_chunk_aligns() -> None:
-    assert "nemotron_h" in resolve("0.27.1").profile.chunk_aligned_types
-    assert resolve("0.32.0").profile.chunk_aligned_types == frozenset()
+    old, new = resolve("0.27.1").profile, resolve("0.32.0").profile
+    assert old.chunk_alignment and "nemotron_h" in old.mamba_prefix_caching_types
+    assert not new.chunk_alignment
 
 
 def test_prefix_caching_default_hybrid_and_not() -> None:
