@@ -758,7 +758,16 @@ def audit(
         ),
     ] = None,
     verbose: Annotated[
-        bool, typer.Option("--verbose", help="List unknown flags and skipped files on stderr.")
+        bool,
+        typer.Option(
+            "--verbose",
+            help="Table: every pool and pair, not only the failing ones; list unknown flags "
+            "and skipped files on stderr.",
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Table: the verdict line and the findings only."),
     ] = False,
     no_cache: NoCacheOpt = False,
     pair_by: Annotated[
@@ -766,8 +775,9 @@ def audit(
         typer.Option(
             "--pair-by",
             help="Which pools form one deployment: label (a deployment label or object "
-            "name, across files of one folder; else the file), file, or model (same model "
-            "id across all inputs).",
+            "name and namespace, across files and folders; folders stay apart only when "
+            "each holds both roles; else the file), file, or model (same model id across "
+            "all inputs).",
         ),
     ] = PairByChoice.label,
     gpu: Annotated[
@@ -806,8 +816,6 @@ def audit(
     3 a file could not be evaluated.
     """
     from pathlib import Path
-
-    from rich.console import Console
 
     from kvalign.audit import Platform, run_audit
     from kvalign.deploy import INPUT_KINDS, read_paths, refuse_output_over_input
@@ -906,15 +914,20 @@ def audit(
             AuditFormat.github: audit_report.to_github,  # type: ignore[dict-item]
         }
         try:
-            if output_format is AuditFormat.table:
+            # a terminal (or a width asked for with COLUMNS): rich sections that fit it;
+            # anything else (a pipe, a CI log, --output) gets plain lines, never wrapped
+            terminal = sys.stdout.isatty() or "COLUMNS" in os.environ
+            if output_format is AuditFormat.table and output is None and terminal:
+                console = _stdout()
+                console.print(
+                    audit_report.to_table(report, console.width, verbose=verbose, quiet=quiet)
+                )
+            elif output_format is AuditFormat.table:  # no terminal: plain lines, unwrapped
+                text = audit_report.to_text(report, verbose=verbose, quiet=quiet)
                 if output is None:
-                    console = _stdout()
-                    console.print(audit_report.to_table(report, console.width))
+                    typer.echo(text, nl=False)
                 else:
-                    with open(output, "w", encoding="utf-8") as handle:
-                        Console(file=handle, width=audit_report.FILE_WIDTH, no_color=True).print(
-                            audit_report.to_table(report, audit_report.FILE_WIDTH)
-                        )
+                    Path(output).write_text(text, encoding="utf-8")
             else:
                 text = renderers[output_format](report)
                 text = text if text.endswith("\n") or not text else text + "\n"
@@ -926,10 +939,16 @@ def audit(
             raise InvalidSettings(
                 f"--output {output}: cannot write ({exc.strerror or type(exc).__name__})"
             ) from None
-        for problem in report.unevaluated:  # exit 3: say why on stderr too, one line each
-            sys.stderr.write(
-                f"kvalign: error: not evaluated: {problem.location}: {problem.message}\n"
-            )
+        if output is not None:  # the report went to a file: say why exit 3 here, once
+            for problem in report.unevaluated:
+                sys.stderr.write(
+                    f"kvalign: error: not evaluated: {problem.location}: {problem.message}\n"
+                )
+            for problem in report.unread:
+                sys.stderr.write(
+                    f"kvalign: error: not read: {problem.location}: {problem.message}\n"
+                )
+            sys.stderr.write(f"kvalign: {audit_report.headline(report)}\n")
         return report.exit_code()
 
     raise typer.Exit(_guarded(run))

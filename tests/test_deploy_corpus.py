@@ -43,6 +43,8 @@ CLASSES = [
     "R1",
     "R2",
     "G",
+    # issue 14
+    "S",  # standalone (aggregated) server: a note, its own rules run
 ]
 runner = CliRunner()
 
@@ -55,7 +57,8 @@ def _audit(path: Path, *args: str) -> tuple[int, dict[str, Any]]:
 
 def _messages(report: dict[str, Any]) -> str:
     lines = [p["message"] for key in ("problems", "unevaluated") for p in report[key]]
-    lines += report.get("assumptions", [])
+    lines += report.get("assumptions", []) + report.get("notes", [])
+    lines += [f"{f['rule']}: {f['message']}" for f in report.get("findings", [])]
     error = report.get("error")
     if error:
         lines += [error["message"], *(r["message"] for r in error["reasons"])]

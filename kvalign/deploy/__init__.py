@@ -265,19 +265,12 @@ def read_paths(
                     continue
                 if found is None:
                     skipped.append(str(child))
-                elif skip_unrelated and _launch_without_pool(found):
-                    skipped.append(str(child))
-                    sink.append(_skipped_launch(found))
                 else:
                     deployments.append(found)
             continue
         if not path.exists() and not path.is_symlink():  # a symlink loop is read (and refused)
             raise InvalidConfig(f"{raw}: no such file or directory")
         found = _read(_read_file(path), raw, path.parent, sink)
-        if found is not None and skip_unrelated and _launch_without_pool(found):
-            skipped.append(raw)
-            sink.append(_skipped_launch(found))
-            continue
         if found is None and skip_unrelated:
             skipped.append(raw)
             sink.append(
@@ -291,7 +284,53 @@ def read_paths(
                 f"{raw}: no prefill/decode deployment found{why}; kvalign reads: {INPUT_KINDS}"
             )
         deployments.append(found)
+    deployments = _partnered_servers(deployments)
+    if skip_unrelated:
+        kept: list[Deployment] = []
+        for found in deployments:
+            if _launch_without_pool(found):
+                skipped.append(found.source)
+                sink.append(_skipped_launch(found))
+            else:
+                kept.append(found)
+        deployments = kept
     return deployments, skipped
+
+
+def _partnered_servers(deployments: list[Deployment]) -> list[Deployment]:
+    """A ``kv_both`` launch with no role is a standalone server only when no other launch of
+    its model in the run could be its partner; otherwise its role is unknown (blocking:
+    two ``kv_both`` NIXL servers of one model are a P/D pair whose roles are not named)."""
+    launches: dict[str, int] = {}
+    for deployment in deployments:
+        for pool in deployment.pools:
+            if pool.role != "server" or pool.args.kv_transfer_config:
+                launches[pool.model] = launches.get(pool.model, 0) + 1
+    out: list[Deployment] = []
+    for deployment in deployments:
+        ambiguous = [
+            p
+            for p in deployment.pools
+            if p.role == "server" and p.args.kv_transfer_config and launches[p.model] > 1
+        ]
+        if not ambiguous:
+            out.append(deployment)
+            continue
+        pools = tuple(p for p in deployment.pools if all(p is not a for a in ambiguous))
+        lead = "" if pools else "launches vLLM but no prefill/decode pool was read: "
+        problems = [
+            Problem(
+                p.location,
+                f"{lead}{p.name}: role unknown (kv_role kv_both, and another launch of {p.model} "
+                "in this run could be its partner): set kv_role kv_producer/kv_consumer in "
+                "--kv-transfer-config or name the pools prefill/decode",
+            )
+            for p in ambiguous
+        ]
+        out.append(
+            dataclasses.replace(deployment, pools=pools, problems=(*deployment.problems, *problems))
+        )
+    return out
 
 
 def _launch_without_pool(deployment: Deployment) -> bool:

@@ -519,6 +519,21 @@ def _disaggregated_set(ctx: _Context, doc: Mapping[str, Any], start: int) -> Non
         _add_pool(ctx, entry, name=name, start=start, role=role, role_source="field", key=key)
 
 
+def _storm_service(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
+    """An AIBrix ``StormService``: one pool per role of ``spec.template.spec.roles`` (each
+    role has its own pod template); the role's ``name`` is its P/D role."""
+    key = _object_key(doc, "StormService")
+    template = _map(_map(_map(doc.get("spec")).get("template")).get("spec"))
+    for entry in _list(template.get("roles")):
+        entry = _map(entry)
+        name = str(entry.get("name", "?"))
+        role = role_from_text(name)
+        _add_pool(
+            ctx, entry, name=name, start=start, role=role,
+            role_source="field" if role else "args", needle=f"name: {name}", key=key,
+        )  # fmt: skip
+
+
 def _dynamo(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
     key = _object_key(doc, "DynamoGraphDeployment")
     spec = _map(doc.get("spec"))
@@ -715,6 +730,8 @@ def read(docs: list[tuple[int, Any]], text: str, file: str) -> Deployment:
             _workload(ctx, doc, start)
         elif kind == "DisaggregatedSet":
             _disaggregated_set(ctx, doc, start)
+        elif kind == "StormService":
+            _storm_service(ctx, doc, start)
         elif kind == "DynamoGraphDeployment":
             _dynamo(ctx, doc, start)
         elif kind == "LLMInferenceService":
