@@ -26,11 +26,12 @@ from kvalign.audit import run_audit
 from kvalign.backends import gpu_from_product
 from kvalign.cli import app
 from kvalign.deploy import read_paths, read_text
-from kvalign.deploy.bash import evaluate, shown
+from kvalign.deploy.cmdline import evaluate
 from kvalign.errors import InvalidConfig
 from kvalign.rules.kva001 import recommend
 from kvalign.safeio import load_yaml_documents
 from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS
+from kvalign.shell import shown
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "configs" / "deployments"

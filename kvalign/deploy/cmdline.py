@@ -1,8 +1,9 @@
 """Shell scripts and plain command lines that launch vLLM (and the ``--config`` YAML they
 name).
 
-The script is evaluated by :mod:`kvalign.deploy.bash` (tree-sitter-bash parse; which
-assignments reach which command). Every command that launches vLLM becomes a pool:
+The script is evaluated by :mod:`kvalign.shell` (tree-sitter-bash parse; which
+assignments reach which command); ``docker run`` / ``podman run`` commands are split into
+image and arguments here (:func:`container_image`). Every command that launches vLLM becomes a pool:
 ``vllm serve`` (also through a variable, ``$VLLM serve``), ``python -m
 vllm.entrypoints.openai.api_server``, ``python -m dynamo.vllm`` (also
 ``python3 -m "$WORKER_MODULE"``), ``eval "$CMD"``, ``bash -c`` / ``-exc`` scripts, and
@@ -25,7 +26,6 @@ from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import Any
 
-from kvalign.deploy.bash import UNRESOLVED, Command, evaluate, shown
 from kvalign.deploy.common import (
     PoolInput,
     build_pool,
@@ -34,8 +34,11 @@ from kvalign.deploy.common import (
     role_from_text,
     version_from_image,
 )
+from kvalign.deploy.interface import Source
 from kvalign.deploy.model import Deployment, Location, Pool, Problem
 from kvalign.deploy.vllm_args import serve_arguments
+from kvalign.shell import UNRESOLVED, Command, Script, shown
+from kvalign.shell import evaluate as evaluate_shell
 
 KIND = "command-line"
 _LAUNCH = re.compile(
@@ -43,6 +46,55 @@ _LAUNCH = re.compile(
     r"|\bdynamo\.vllm\b|\bvllm\.entrypoints\b"
 )
 _STRICT = re.compile(r"\bvllm\s+serve\b|-m\s+(vllm\.entrypoints|dynamo\.vllm)\b")
+
+
+_DOCKER_VALUE_OPTIONS = frozenset(
+    {"-e", "--env", "-v", "--volume", "-p", "--publish", "--name", "--gpus", "--ipc",
+     "--network", "--net", "--shm-size", "-w", "--workdir", "--env-file", "--runtime",
+     "-u", "--user", "--entrypoint", "--device", "--mount", "--label", "-l", "--ulimit",
+     "--cap-add", "--security-opt", "--platform", "--memory", "-m", "--cpus", "--pull",
+     "--restart", "--hostname", "-h", "--add-host", "--log-driver", "--pid", "--uts"}
+)  # fmt: skip
+
+
+def container_image(words: list[str]) -> tuple[str, list[str]] | None:
+    """``docker run [options] IMAGE ARGS…`` (also ``podman``, ``nerdctl``; ``create`` as
+    ``run``) → ``(IMAGE, ARGS)``; the ``--entrypoint`` is put before ARGS when given.
+    ``None`` when ``words`` is no container launch (or names no image)."""
+    if len(words) < 3 or words[0].rsplit("/", 1)[-1] not in ("docker", "podman", "nerdctl"):
+        return None
+    if words[1] not in ("run", "create"):
+        return None
+    entrypoint: list[str] = []
+    i = 2
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            i += 1
+            break
+        if not word.startswith("-"):
+            break
+        flag, eq, value = word.partition("=")
+        if flag == "--entrypoint":
+            entrypoint = [value] if eq else ([words[i + 1]] if i + 1 < len(words) else [])
+        if not eq and flag in _DOCKER_VALUE_OPTIONS:
+            i += 2
+        else:
+            i += 1
+    if i >= len(words):
+        return None
+    return words[i], entrypoint + list(words[i + 1 :])
+
+
+def evaluate(
+    text: str,
+    env: Mapping[str, str] | None = None,
+    positional: list[str] | tuple[str, ...] | None = None,
+) -> Script:
+    """:func:`kvalign.shell.evaluate` with container launches split
+    (:func:`container_image`): a ``docker run … IMAGE ARGS`` command's
+    :attr:`~kvalign.shell.Command.image` is IMAGE and its words are ARGS."""
+    return evaluate_shell(text, env, positional, container_image)
 
 
 def matches(text: str, *, strict: bool = True) -> bool:
@@ -209,3 +261,25 @@ def read(
         version_source=f"image {versions[version]}" if version is not None else None,
         launches=len(sites),
     )
+
+
+_SHELL_SUFFIXES = (".sh", ".bash")
+
+
+class Reader:
+    """Shell scripts and command lines as a :class:`~kvalign.deploy.interface.Reader`
+    (:func:`matches`, :func:`read`)."""
+
+    kind = KIND
+
+    def matches(self, source: Source) -> bool:
+        """A ``.sh`` / ``.bash`` file, or text that launches vLLM (in a YAML file that holds
+        a mapping or a list, only a plain ``vllm serve`` / ``python -m`` launch counts)."""
+        if source.file.endswith(_SHELL_SUFFIXES):
+            return True
+        structured = source.is_yaml and any(isinstance(d, (Mapping, list)) for d in source.values)
+        return matches(source.text, strict=structured)
+
+    def read(self, source: Source) -> Deployment:
+        """:func:`read`, with ``--config`` files looked up beside the file."""
+        return read(source.text, source.file, source.load_config)

@@ -19,8 +19,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kvalign.backends import gpu_from_product
-from kvalign.deploy.bash import Command, evaluate, shell_script
-from kvalign.deploy.cmdline import differences, launch_arguments, signature
+from kvalign.deploy.cmdline import differences, evaluate, launch_arguments, signature
 from kvalign.deploy.common import (
     PoolInput,
     build_pool,
@@ -33,6 +32,7 @@ from kvalign.deploy.common import (
     substitute_k8s,
     version_from_image,
 )
+from kvalign.deploy.interface import Source
 from kvalign.deploy.model import (
     ComponentBlockSize,
     Deployment,
@@ -45,6 +45,7 @@ from kvalign.deploy.model import (
 from kvalign.deploy.vllm_args import parse_vllm_args, serve_arguments, split_command
 from kvalign.errors import KvalignError
 from kvalign.safeio import load_yaml
+from kvalign.shell import Command, shell_script
 
 KIND = "kubernetes"
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "Pod", "Job"})
@@ -144,7 +145,7 @@ def _launch(
     entry per ``if``/``case`` alternative of its launch.
 
     ``command``/``args`` that run a shell (``/bin/bash -exc SCRIPT``, ``sh -c``; options
-    may be combined) are evaluated as a script (:mod:`kvalign.deploy.bash`) with the
+    may be combined) are evaluated as a script (:mod:`kvalign.shell`) with the
     container's ``env``; the first vLLM launch in it counts, with each of its
     alternatives. A container without ``command`` runs its image's entrypoint: ``vllm
     serve`` for a vLLM image, or when ``implied`` (the reader knows the controller launches
@@ -758,3 +759,18 @@ def read(docs: list[tuple[int, Any]], text: str, file: str) -> Deployment:
         version_source=f"image {ctx.versions[version]}" if version is not None else None,
         launches=ctx.launches,
     )
+
+
+class Reader:
+    """Kubernetes manifests (and llm-d / KServe / Dynamo resources, ModelService values) as
+    a :class:`~kvalign.deploy.interface.Reader` (:func:`matches`, :func:`read`)."""
+
+    kind = KIND
+
+    def matches(self, source: Source) -> bool:
+        """Any YAML document is a Kubernetes object or ModelService values."""
+        return matches(source.values)
+
+    def read(self, source: Source) -> Deployment:
+        """:func:`read` of every document of the file."""
+        return read(list(source.documents), source.text, source.file)

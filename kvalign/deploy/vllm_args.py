@@ -45,7 +45,7 @@ KNOWN: frozenset[str] = frozenset(
      "use-replayssm", "replayssm-buffer-len", "mamba-backend"}
 )  # fmt: skip
 #: an expansion kvalign could not resolve: Kubernetes ``$(VAR)`` left as written, or a
-#: shell expansion :mod:`kvalign.deploy.bash` marked unresolved (``$1``, ``${A[@]}``, …).
+#: shell expansion :mod:`kvalign.shell` marked unresolved (``$1``, ``${A[@]}``, …).
 _VAR = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_]*\)|\ue000[^\ue000\ue001]*\ue001")
 #: ``--kv-transfer-config`` fields that move sizing or the role; an unresolved value
 #: anywhere else in it (``kv_ip``, ``kv_port``, buffer sizes) is noted, not fatal.
