@@ -88,6 +88,11 @@ class AuditReport:
     unread: tuple[Problem, ...] = ()
     unread_accepted: bool = False
 
+    @property
+    def not_read(self) -> tuple[Problem, ...]:
+        """The paths not read that make the exit code 3 (none with ``--skip-unrelated``)."""
+        return () if self.unread_accepted else self.unread
+
     def failing(self, fail_on: str | None = None) -> tuple[Finding, ...]:
         """Active findings at or above ``fail_on`` (default: the run's ``--fail-on``)."""
         floor = fail_on or self.fail_on
@@ -98,7 +103,7 @@ class AuditReport:
         ``--skip-unrelated``), else the gate
         (:func:`kvalign.policy.exit_code`): 1 when a finding is at or above ``fail_on``
         (``error``/``warning``/``info``; default: the run's ``--fail-on``), else 0."""
-        if self.unevaluated or (self.unread and not self.unread_accepted):
+        if self.unevaluated or self.not_read:
             return EXIT_UNEVALUATED
         return policy_exit_code((f.severity for f in self.findings), fail_on or self.fail_on)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from enum import Enum
@@ -85,7 +86,16 @@ def audit(
         ),
     ] = None,
     verbose: Annotated[
-        bool, typer.Option("--verbose", help="List unknown flags and skipped files on stderr.")
+        bool,
+        typer.Option(
+            "--verbose",
+            help="Table: every pool and pair, not only the failing ones; list unknown flags "
+            "and skipped files on stderr.",
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Table: the verdict line and the findings only."),
     ] = False,
     no_cache: NoCacheOpt = False,
     pair_by: Annotated[
@@ -93,8 +103,9 @@ def audit(
         typer.Option(
             "--pair-by",
             help="Which pools form one deployment: label (a deployment label or object "
-            "name, across files of one folder; else the file), file, or model (same model "
-            "id across all inputs).",
+            "name and namespace, across files and folders; folders stay apart only when "
+            "each holds both roles; else the file), file, or model (same model id across "
+            "all inputs).",
         ),
     ] = PairByChoice.label,
     gpu: Annotated[
@@ -133,8 +144,6 @@ def audit(
     3 a file could not be evaluated.
     """
     from pathlib import Path
-
-    from rich.console import Console
 
     from kvalign.auditing import AuditRequest, AuditStopped
     from kvalign.auditing import run as run_audit
@@ -184,15 +193,20 @@ def audit(
             AuditFormat.github: audit_report.to_github,  # type: ignore[dict-item]
         }
         try:
-            if output_format is AuditFormat.table:
+            # a terminal (or a width asked for with COLUMNS): rich sections that fit it;
+            # anything else (a pipe, a CI log, --output) gets plain lines, never wrapped
+            terminal = sys.stdout.isatty() or "COLUMNS" in os.environ
+            if output_format is AuditFormat.table and output is None and terminal:
+                console = _stdout()
+                console.print(
+                    audit_report.to_table(report, console.width, verbose=verbose, quiet=quiet)
+                )
+            elif output_format is AuditFormat.table:  # no terminal: plain lines, unwrapped
+                text = audit_report.to_text(report, verbose=verbose, quiet=quiet)
                 if output is None:
-                    console = _stdout()
-                    console.print(audit_report.to_table(report, console.width))
+                    typer.echo(text, nl=False)
                 else:
-                    with open(output, "w", encoding="utf-8") as handle:
-                        Console(file=handle, width=audit_report.FILE_WIDTH, no_color=True).print(
-                            audit_report.to_table(report, audit_report.FILE_WIDTH)
-                        )
+                    Path(output).write_text(text, encoding="utf-8")
             else:
                 text = renderers[output_format](report)
                 text = text if text.endswith("\n") or not text else text + "\n"
@@ -204,7 +218,8 @@ def audit(
             raise InvalidSettings(
                 f"--output {output}: cannot write ({exc.strerror or type(exc).__name__})"
             ) from None
-        _say(outcome.unevaluated_messages())  # exit 3: say why on stderr too
+        if output is not None:  # the report went to a file: say why exit 3 here, once
+            _say((*outcome.unevaluated_messages(), f"{audit_report.headline(report)}"))
         return report.exit_code()
 
     raise typer.Exit(_guarded(run))

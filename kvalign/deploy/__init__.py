@@ -141,15 +141,73 @@ def _unreadable(path: Path, exc: KvalignError) -> Deployment:
     )
 
 
-def _scanned(path: Path) -> list[Path]:
-    """The files a directory scan reads, sorted (:data:`SUFFIXES`, no hidden paths)."""
-    return [
-        child
-        for child in sorted(path.rglob("*"))
-        if child.is_file()
-        and child.suffix in SUFFIXES
-        and not any(part.startswith(".") for part in child.relative_to(path).parts)
-    ]
+def _scanned(path: Path, unread: list[Problem] | None = None) -> list[Path]:
+    """The files a directory scan reads, sorted (:data:`SUFFIXES`, no hidden paths).
+
+    ``unread`` receives, with the reason, the entries with those suffixes that cannot be
+    read as files: a symbolic link that loops or dangles, a FIFO, socket or device (a
+    symbolic link to a folder is not followed: the scan lists real folders only)."""
+    files: list[Path] = []
+    for child in sorted(path.rglob("*")):
+        if child.suffix not in SUFFIXES or any(
+            part.startswith(".") for part in child.relative_to(path).parts
+        ):
+            continue
+        if child.is_file():
+            files.append(child)
+        elif child.is_symlink() and not child.exists():
+            if unread is not None:
+                unread.append(
+                    Problem(
+                        Location(str(child)),
+                        "a symbolic link that loops or points "
+                        "nowhere: not read; --skip-unrelated accepts it",
+                    )
+                )
+        elif not child.is_dir() and unread is not None:
+            unread.append(
+                Problem(
+                    Location(str(child)),
+                    "not a regular file (a FIFO, socket or device): "
+                    "not read; --skip-unrelated accepts it",
+                )
+            )
+    return files
+
+
+#: text that says a file is about vLLM or its KV transfer (:func:`_mention`).
+_MENTION = re.compile(
+    r"\bvllm\b|kv[_-]transfer[_-]config|\b(?:Nixl|LMCache|P2pNccl|Mooncake|SharedStorage|"
+    r"Multi|Offloading)Connector(?:V1)?\b",
+    re.IGNORECASE,
+)
+
+
+def _mention(text: str) -> tuple[int, str] | None:
+    """The first line (number, words) that mentions vLLM or a KV connector, if any."""
+    match = _MENTION.search(text)
+    if match is None:
+        return None
+    return text.count("\n", 0, match.start()) + 1, match.group(0)
+
+
+def _not_taken(child: Path, text: str, others: list[tuple[Path, str]]) -> Problem | None:
+    """A scanned file no reader takes although it mentions vLLM or a KV connector, as a
+    path not read (with the reason); ``None`` when it mentions neither, or another file
+    of its folder names it (a ``--config`` or ``LMCACHE_CONFIG_FILE`` file, looked up in
+    the manifest's folder, is read through that file)."""
+    found = _mention(text)
+    if found is None:
+        return None
+    folder = [other for path, other in others if path != child and path.parent == child.parent]
+    if any(child.name in other for other in folder):
+        return None
+    line, words = found
+    return Problem(
+        Location(str(child), line),
+        f"mentions {words!r} but no kvalign reader takes this layout (docs/inputs.md lists "
+        "the layouts read): not read; --skip-unrelated accepts it",
+    )
 
 
 def refuse_output_over_input(output: str, paths: list[str], *others: str | None) -> None:
@@ -180,6 +238,7 @@ def read_paths(
     *,
     notes: list[Problem] | None = None,
     skip_unrelated: bool = False,
+    unread: list[Problem] | None = None,
 ) -> tuple[list[Deployment], list[str]]:
     """Read every PATH (files, directories scanned recursively, ``-`` = stdin).
 
@@ -192,6 +251,9 @@ def read_paths(
             not read as vLLM pools in files that have no pool (``verbose_only``).
         skip_unrelated: a file given by name that is no deployment is skipped with a note
             instead of raising (``--skip-unrelated``, for the pre-commit hook).
+        unread: receives the paths of a directory scan that no reader took although they
+            may hold a launch (a file that mentions vLLM or a KV connector, a symbolic link
+            loop, a FIFO), each with its reason (exit 3 unless ``--skip-unrelated``).
 
     Returns:
         ``(deployments, skipped)``: files that are deployments, and scanned files that are not.
@@ -218,16 +280,26 @@ def read_paths(
             continue
         path = Path(raw)
         if path.is_dir():
-            for child in _scanned(path):
+            texts: list[tuple[Path, str]] = []
+            untaken: list[tuple[Path, str]] = []
+            for child in _scanned(path, unread):
                 try:
-                    found = _read(_read_file(child), str(child), child.parent, sink)
+                    text = _read_file(child)
+                    texts.append((child, text))
+                    found = _read(text, str(child), child.parent, sink)
                 except KvalignError as exc:
                     deployments.append(_unreadable(child, exc))
                     continue
                 if found is None:
-                    skipped.append(str(child))
+                    untaken.append((child, text))
                 else:
                     deployments.append(found)
+            for child, text in untaken:
+                problem = _not_taken(child, text, texts) if _no_reader(child, text) else None
+                if problem is not None and unread is not None:
+                    unread.append(problem)
+                else:
+                    skipped.append(str(child))
             continue
         if not path.exists() and not path.is_symlink():  # a symlink loop is read (and refused)
             raise InvalidConfig(f"{raw}: no such file or directory")
@@ -292,6 +364,15 @@ def _partnered_servers(deployments: list[Deployment]) -> list[Deployment]:
             dataclasses.replace(deployment, pools=pools, problems=(*deployment.problems, *problems))
         )
     return out
+
+
+def _no_reader(child: Path, text: str) -> bool:
+    """Whether no reader takes the file at all (a reader that takes it and finds no vLLM
+    launch, e.g. a ``Service`` manifest, has read it)."""
+    try:
+        return reader_for(Source(text, str(child), child.parent)) is None
+    except KvalignError:  # pragma: no cover - the file was read once already
+        return False
 
 
 def _launch_without_pool(deployment: Deployment) -> bool:

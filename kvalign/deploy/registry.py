@@ -8,7 +8,7 @@ each and come before Kubernetes manifests; shell scripts and command lines come 
 
 from __future__ import annotations
 
-from kvalign.deploy import cmdline, k8s, own, stack, templated
+from kvalign.deploy import aibrix, cmdline, k8s, own, rayserve, stack, templated
 from kvalign.deploy.interface import Reader, Source
 
 __all__ = ["READERS", "reader_for"]
@@ -18,6 +18,8 @@ READERS: tuple[Reader, ...] = (
     templated.Reader(),
     own.Reader(),
     stack.Reader(),
+    rayserve.Reader(),
+    aibrix.Reader(),
     k8s.Reader(),
     cmdline.Reader(),
 )

@@ -90,4 +90,6 @@ def headline(report: AuditReport) -> str:
     rest = len(report.findings)
     if rest:
         what += f"; {rest} finding(s) below --fail-on {report.fail_on}"
+    if report.unread:
+        what += f"; {len(report.unread)} path(s) not read (accepted: --skip-unrelated)"
     return f"PASS (exit 0, --fail-on {report.fail_on}): {what}"

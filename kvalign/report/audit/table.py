@@ -97,7 +97,7 @@ def _hidden(report: AuditReport, verbose: bool) -> str | None:
 
 
 def _unread_lines(report: AuditReport) -> list[str]:
-    accepted = " (accepted: --skip-unrelated)" if report.unread_accepted else ""
+    accepted = " (accepted)" if report.unread_accepted else ""
     return [f"not read: {p.location}: {p.message}{accepted}" for p in report.unread]
 
 
