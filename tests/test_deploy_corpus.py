@@ -51,6 +51,7 @@ CLASSES = [
     "LM",  # an aggregated LMCache kv_both server: KVA007 runs
     "RS",  # Ray Serve LLM P/D configs
     "ST",  # AIBrix StormService
+    "X",  # references across files of one run (KServe baseRefs)
 ]
 runner = CliRunner()
 
@@ -144,6 +145,7 @@ def test_a_scan_of_the_whole_corpus_never_skips_a_vllm_launch() -> None:
     skipped = sorted(Path(s).name for s in report["skipped"])
     assert skipped == [
         "bench.sh",
+        "config.yaml",  # kserve/baserefs-files: a base read through service.yaml's baseRefs
         "deployment-not-vllm.yaml",
         "docker_run_other.sh",
         "lmcache-decoder-config.yaml",

@@ -15,7 +15,9 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from kvalign.deploy import cmdline, lmcache
 from kvalign.deploy.common import ignores_in
@@ -23,7 +25,7 @@ from kvalign.deploy.interface import Source
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
 from kvalign.deploy.registry import reader_for
 from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
-from kvalign.safeio import read_stream
+from kvalign.safeio import load_yaml_documents, read_stream
 from kvalign.safeio import read_text as read_file_text
 
 __all__ = ["INPUT_KINDS", "read_paths", "read_text", "refuse_output_over_input"]
@@ -68,7 +70,13 @@ INPUT_KINDS = (
 _VLLM_IMAGE_TEXT = re.compile(r"image:\s*['\"]?[^\s'\"]*\bvllm(-openai)?[:@\s'\"]|vllm/vllm-openai")
 
 
-def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Deployment | None:
+def _read(
+    text: str,
+    file: str,
+    base: Path | None,
+    notes: list[Problem],
+    references: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
+) -> Deployment | None:
     """Read one file's text (``file`` is its display name, ``-`` for stdin).
 
     ``base`` is the file's folder: ``--config`` files and ``LMCACHE_CONFIG_FILE`` files
@@ -85,12 +93,16 @@ def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Depl
         InvalidConfig: a YAML file that does not parse; a kvalign-schema field of the wrong type.
     """
     ignores, problems = ignores_in(text, file)
-    source = Source(text, file, base, file == "-" and cmdline.matches(text, strict=False))
+    source = Source(
+        text, file, base, file == "-" and cmdline.matches(text, strict=False), references
+    )
     reader = reader_for(source)
     if reader is None:
         return None
     deployment = reader.read(source)
     if not deployment.pools and not any(p.blocking for p in deployment.problems):
+        if _only_configs(source):
+            return None  # read through the files that name them (baseRefs)
         plainly = (
             deployment.launches > 0
             or cmdline.matches(text)
@@ -118,6 +130,46 @@ def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Depl
         problems=(*problems, *deployment.problems, *lmcache_problems),
         ignores=tuple(ignores),
     )
+
+
+def _only_configs(source: Source) -> bool:
+    """Whether every document is a KServe ``LLMInferenceServiceConfig`` (a base that
+    another file's ``baseRefs`` names, read through it; not a launch of its own)."""
+    try:
+        values = [v for v in source.values if v is not None]
+    except KvalignError:  # pragma: no cover - the reader parsed it already
+        return False
+    return bool(values) and all(
+        isinstance(v, Mapping) and v.get("kind") == "LLMInferenceServiceConfig" for v in values
+    )
+
+
+def _references(paths: list[str]) -> dict[str, tuple[str, Mapping[str, Any]]]:
+    """KServe ``LLMInferenceServiceConfig`` specs of every file of the run, by name (the
+    first file wins), so a ``baseRefs`` in one file finds a config in another."""
+    found: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if raw == "-":
+            continue
+        files += _scanned(path) if path.is_dir() else [path] if path.is_file() else []
+    for file in files:
+        try:
+            text = _read_file(file)
+            if "LLMInferenceServiceConfig" not in text:
+                continue
+            documents = load_yaml_documents(text, str(file))
+        except KvalignError:
+            continue  # reported when the file itself is read
+        for _, doc in documents:
+            if isinstance(doc, Mapping) and doc.get("kind") == "LLMInferenceServiceConfig":
+                name = doc.get("metadata", {}).get("name") if isinstance(
+                    doc.get("metadata"), Mapping) else None  # fmt: skip
+                spec = doc.get("spec")
+                if isinstance(name, str) and isinstance(spec, Mapping):
+                    found.setdefault(name, (str(file), spec))
+    return found
 
 
 def _read_file(path: Path) -> str:
@@ -265,6 +317,7 @@ def read_paths(
     deployments: list[Deployment] = []
     skipped: list[str] = []
     sink: list[Problem] = notes if notes is not None else []
+    references = _references(paths)
     for raw in paths:
         if raw == "-":
             text = stdin_text if stdin_text is not None else read_stream(sys.stdin)
@@ -286,7 +339,7 @@ def read_paths(
                 try:
                     text = _read_file(child)
                     texts.append((child, text))
-                    found = _read(text, str(child), child.parent, sink)
+                    found = _read(text, str(child), child.parent, sink, references)
                 except KvalignError as exc:
                     deployments.append(_unreadable(child, exc))
                     continue
@@ -303,7 +356,7 @@ def read_paths(
             continue
         if not path.exists() and not path.is_symlink():  # a symlink loop is read (and refused)
             raise InvalidConfig(f"{raw}: no such file or directory")
-        found = _read(_read_file(path), raw, path.parent, sink)
+        found = _read(_read_file(path), raw, path.parent, sink, references)
         if found is None and skip_unrelated:
             skipped.append(raw)
             sink.append(

@@ -33,5 +33,5 @@ class Reader:
     def read(self, source: Source) -> Deployment:
         """Every document as :func:`kvalign.deploy.k8s.read` reads it (StormService roles
         included), as input kind ``aibrix``."""
-        found = k8s.read(list(source.documents), source.text, source.file)
+        found = k8s.read(list(source.documents), source.text, source.file, source.references)
         return dataclasses.replace(found, kind=KIND)

@@ -94,7 +94,13 @@ def _malformed_argv(container: Mapping[str, Any]) -> str | None:
 class _Context:
     """Per-file state: text, ConfigMaps, collected pools/components/problems."""
 
-    def __init__(self, text: str, file: str, docs: list[tuple[int, Any]]) -> None:
+    def __init__(
+        self,
+        text: str,
+        file: str,
+        docs: list[tuple[int, Any]],
+        references: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
+    ) -> None:
         self.text, self.file = text, file
         self.configmaps: dict[str, Mapping[str, str]] = {}
         for _, doc in docs:
@@ -103,6 +109,11 @@ class _Context:
                 data = _map(doc.get("data"))
                 self.configmaps[name] = {str(k): str(v) for k, v in data.items()}
         self.llmisvc_configs: dict[str, Mapping[str, Any]] = {}
+        #: configs of other files of the run (name → file), for the note saying so
+        self.config_files: dict[str, str] = {}
+        for name, (where, spec) in (references or {}).items():
+            if where != file:
+                self.llmisvc_configs[name], self.config_files[name] = spec, where
         for _, doc in docs:
             if isinstance(doc, Mapping) and doc.get("kind") == "LLMInferenceServiceConfig":
                 name = str(_map(doc.get("metadata")).get("name", ""))
@@ -646,6 +657,14 @@ def _kserve(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
     for ref in refs:
         if ref in ctx.llmisvc_configs:
             spec = _merge(ctx.llmisvc_configs[ref], spec)
+            if ref in ctx.config_files:
+                ctx.problems.append(
+                    Problem(
+                        ctx.where("baseRefs:", start),
+                        f"{name}: baseRefs {ref} read from {ctx.config_files[ref]}",
+                        blocking=False,
+                    )
+                )
     key = _object_key(doc, "LLMInferenceService")
     where = ctx.where("model:", start)
     model = _model(ctx, _map(spec.get("model")), "spec.model", name, where)
@@ -717,9 +736,15 @@ def _modelservice(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
     _router_sizes(ctx, doc.get("routing"), start)
 
 
-def read(docs: list[tuple[int, Any]], text: str, file: str) -> Deployment:
-    """Read every document of one YAML file (``(start line, document)`` pairs)."""
-    ctx = _Context(text, file, docs)
+def read(
+    docs: list[tuple[int, Any]],
+    text: str,
+    file: str,
+    references: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
+) -> Deployment:
+    """Read every document of one YAML file (``(start line, document)`` pairs);
+    ``references``: ``LLMInferenceServiceConfig`` specs of other files of the run."""
+    ctx = _Context(text, file, docs, references)
     for start, doc in docs:
         if not isinstance(doc, Mapping):
             continue
@@ -773,4 +798,4 @@ class Reader:
 
     def read(self, source: Source) -> Deployment:
         """:func:`read` of every document of the file."""
-        return read(list(source.documents), source.text, source.file)
+        return read(list(source.documents), source.text, source.file, source.references)
