@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kvalign.alignment import RankResult
+from kvalign.exitcodes import ExitCode
 from kvalign.versions import DEFAULT_PROFILE, PROFILES, Profile
 
 Verdict = Literal["ok", "drift", "ratio", "split", "incompatible", "invalid", "nothing-to-align"]
@@ -55,8 +56,6 @@ VERDICTS: tuple[Verdict, ...] = (
     "invalid",
     "nothing-to-align",
 )
-#: ``--fail-on`` levels, lowest first.
-LEVELS: tuple[Level, ...] = ("info", "warning", "error")
 LEVEL_RANK: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
 #: the default ``--fail-on``.
 DEFAULT_FAIL_ON: Level = "error"
@@ -64,7 +63,7 @@ DEFAULT_FAIL_ON: Level = "error"
 OVERRIDE_LEVEL: Level = "warning"
 
 #: exit codes of the gate.
-EXIT_PASS, EXIT_FAIL = 0, 1
+EXIT_PASS, EXIT_FAIL = ExitCode.OK, ExitCode.FLAGGED
 
 _FIXED_LEVEL: dict[str, Level | None] = {
     "ok": None,

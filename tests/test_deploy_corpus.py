@@ -43,8 +43,10 @@ CLASSES = [
     "R1",
     "R2",
     "G",
+    # issue 14: the shell as bash runs it with no arguments, launch forms, layouts
+    *(f"S{n}" for n in range(1, 13)),
     # issue 14
-    "S",  # standalone (aggregated) server: a note, its own rules run
+    "SV",  # standalone (aggregated) server: a note, its own rules run
     "U",  # unpaired prefill/decode pool: KVA013
     "F",  # pairing across folders (--pair-by label)
     "NR",  # a path no reader takes although it may hold a launch: not read

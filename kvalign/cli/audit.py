@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Callable
 from enum import Enum
 from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import _guarded
+from kvalign.cli.exit import guarded
 from kvalign.cli.options import FailOn, FailOnOpt, NoCacheOpt, VersionOpt
-from kvalign.cli.output import _stdout
+from kvalign.cli.output import AUDIT, AuditFormat, View
 from kvalign.errors import InvalidSettings
-
-
-# ---- audit ------------------------------------------------------------------------------
-class AuditFormat(str, Enum):
-    """``kvalign audit --format`` values."""
-
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    sarif = "sarif"
-    junit = "junit"
-    github = "github"
 
 
 class PairByChoice(str, Enum):
@@ -185,35 +171,14 @@ def audit(
             raise
         _say(outcome.messages)
         report = outcome.report
-        renderers: dict[AuditFormat, Callable[[object], str]] = {
-            AuditFormat.json: audit_report.to_json,  # type: ignore[dict-item]
-            AuditFormat.markdown: audit_report.to_markdown,  # type: ignore[dict-item]
-            AuditFormat.sarif: audit_report.to_sarif,  # type: ignore[dict-item]
-            AuditFormat.junit: audit_report.to_junit,  # type: ignore[dict-item]
-            AuditFormat.github: audit_report.to_github,  # type: ignore[dict-item]
-        }
+        view = View(
+            fail_on.value,
+            None if output is None else audit_report.FILE_WIDTH,
+            verbose=verbose,
+            quiet=quiet,
+        )
         try:
-            # a terminal (or a width asked for with COLUMNS): rich sections that fit it;
-            # anything else (a pipe, a CI log, --output) gets plain lines, never wrapped
-            terminal = sys.stdout.isatty() or "COLUMNS" in os.environ
-            if output_format is AuditFormat.table and output is None and terminal:
-                console = _stdout()
-                console.print(
-                    audit_report.to_table(report, console.width, verbose=verbose, quiet=quiet)
-                )
-            elif output_format is AuditFormat.table:  # no terminal: plain lines, unwrapped
-                text = audit_report.to_text(report, verbose=verbose, quiet=quiet)
-                if output is None:
-                    typer.echo(text, nl=False)
-                else:
-                    Path(output).write_text(text, encoding="utf-8")
-            else:
-                text = renderers[output_format](report)
-                text = text if text.endswith("\n") or not text else text + "\n"
-                if output is None:
-                    typer.echo(text, nl=False)
-                else:
-                    Path(output).write_text(text, encoding="utf-8")
+            AUDIT.emit(report, output_format, view, output)
         except OSError as exc:
             raise InvalidSettings(
                 f"--output {output}: cannot write ({exc.strerror or type(exc).__name__})"
@@ -222,7 +187,7 @@ def audit(
             _say((*outcome.unevaluated_messages(), f"{audit_report.headline(report)}"))
         return report.exit_code()
 
-    raise typer.Exit(_guarded(run))
+    raise typer.Exit(guarded(run))
 
 
 def _say(messages: tuple[str, ...]) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kvalign.deploy import cmdline, lmcache
+from kvalign.deploy import cmdline, justfile, lmcache
 from kvalign.deploy.common import ignores_in
 from kvalign.deploy.interface import Source
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
@@ -62,10 +62,10 @@ def read_text(text: str, file: str, base: Path | None = None) -> Deployment | No
 INPUT_KINDS = (
     "kvalign YAML (model + prefill/decode), shell scripts and command lines launching vLLM "
     "(vllm serve, python -m vllm.entrypoints.openai.api_server, python -m dynamo.vllm, "
-    "docker run vllm/vllm-openai), Kubernetes Deployment/StatefulSet/Pod/Job, "
-    "LeaderWorkerSet, llm-d ModelService values and DisaggregatedSet, KServe "
-    "LLMInferenceService, NVIDIA Dynamo DynamoGraphDeployment, production-stack Helm values "
-    "(servingEngineSpec.modelSpec)"
+    "docker run vllm/vllm-openai, ssh HOST CMD, srun), Justfile recipes, Kubernetes "
+    "Deployment/StatefulSet/Pod/Job, LeaderWorkerSet, llm-d ModelService values and "
+    "DisaggregatedSet, KServe LLMInferenceService, NVIDIA Dynamo DynamoGraphDeployment, "
+    "production-stack Helm values (servingEngineSpec.modelSpec)"
 )
 _VLLM_IMAGE_TEXT = re.compile(r"image:\s*['\"]?[^\s'\"]*\bvllm(-openai)?[:@\s'\"]|vllm/vllm-openai")
 
@@ -194,16 +194,16 @@ def _unreadable(path: Path, exc: KvalignError) -> Deployment:
 
 
 def _scanned(path: Path, unread: list[Problem] | None = None) -> list[Path]:
-    """The files a directory scan reads, sorted (:data:`SUFFIXES`, no hidden paths).
+    """The files a directory scan reads, sorted (:data:`SUFFIXES` and Justfiles, no hidden
+    paths).
 
     ``unread`` receives, with the reason, the entries with those suffixes that cannot be
     read as files: a symbolic link that loops or dangles, a FIFO, socket or device (a
     symbolic link to a folder is not followed: the scan lists real folders only)."""
     files: list[Path] = []
     for child in sorted(path.rglob("*")):
-        if child.suffix not in SUFFIXES or any(
-            part.startswith(".") for part in child.relative_to(path).parts
-        ):
+        wanted = child.suffix in SUFFIXES or justfile.is_justfile(child.name)
+        if not wanted or any(part.startswith(".") for part in child.relative_to(path).parts):
             continue
         if child.is_file():
             files.append(child)

@@ -36,7 +36,7 @@ from kvalign.deploy.common import (
 )
 from kvalign.deploy.interface import Source
 from kvalign.deploy.model import Deployment, Location, Pool, Problem
-from kvalign.deploy.vllm_args import serve_arguments
+from kvalign.deploy.vllm_args import dynamo_worker, serve_arguments
 from kvalign.shell import UNRESOLVED, Command, Script, shown
 from kvalign.shell import evaluate as evaluate_shell
 
@@ -121,6 +121,21 @@ def launch_arguments(command: Command) -> list[str] | None:
     return None
 
 
+def dynamo_mode(args: list[str]) -> str | None:
+    """A Dynamo vLLM worker's role flag: ``--is-prefill-worker`` → ``prefill``,
+    ``--is-decode-worker`` → ``decode``, ``--disaggregation-mode MODE`` → MODE; ``None``
+    when it has none (in a file that also starts a prefill worker: the decode worker)."""
+    for i, arg in enumerate(args):
+        if arg == "--is-prefill-worker":
+            return "prefill"
+        if arg == "--is-decode-worker":
+            return "decode"
+        flag, eq, value = arg.partition("=")
+        if flag == "--disaggregation-mode":
+            return value if eq else (args[i + 1] if i + 1 < len(args) else "")
+    return None
+
+
 def _hint(command: Command, single: bool, file: str) -> str:
     """The text the role is read from when the arguments name none: the first of the
     command as written, its words, its hints and (``single``) the file name that names
@@ -183,6 +198,11 @@ def read(
     pools: list[Pool] = []
     versions: dict[str, str] = {}
     single = len(sites) == 1
+    dynamo_prefill = any(
+        dynamo_worker(c.words) and dynamo_mode(a) == "prefill"
+        for alternatives in sites.values()
+        for c, a in alternatives
+    )
     for count, alternatives in enumerate(sites.values(), start=1):
         built: list[tuple[Command, Pool]] = []
         seen: set[tuple[Any, ...]] = set()
@@ -198,9 +218,11 @@ def read(
             version = version_from_image(command.image) if command.image else None
             if version is not None and command.image is not None:
                 versions.setdefault(version, command.image)
+            # Dynamo's disaggregated pair: the worker without --is-prefill-worker decodes
+            paired = dynamo_prefill and dynamo_worker(command.words)
             found = PoolInput(
-                role=None,
-                role_source="args",
+                role="decode" if paired and dynamo_mode(launched) is None else None,
+                role_source="dynamo pair" if paired else "args",
                 name=f"command-{count}",
                 args=launched,
                 location=Location(file, command.line),

@@ -336,12 +336,14 @@ def _add_pool(
     nodes: int | None = None,
     gpu_node: Any = None,
     implied: bool = False,
+    kind_lws: bool = False,
 ) -> None:
     """Read the first container under ``node`` that launches vLLM as one pool.
 
     ``gpu_node``: where the GPU pin is (default ``node``; llm-d ModelService values put
     ``nodeSelector`` / ``affinity`` / ``acceleratorTypes`` on the role block). ``implied``:
     the controller launches vLLM in the first container whatever its image (KServe).
+    ``kind_lws``: a LeaderWorkerSet, whose pods see ``LWS_GROUP_SIZE`` = ``nodes``.
     """
     bad = _malformed_containers(node)
     if bad is not None:
@@ -360,6 +362,10 @@ def _add_pool(
             )  # fmt: skip
             return
         env = _env(container, ctx)
+        if nodes is not None and kind_lws:
+            # the LeaderWorkerSet controller sets LWS_GROUP_SIZE in every pod of a group
+            # to spec.leaderWorkerTemplate.size (leaderworkerset.x-k8s.io)
+            env = {"LWS_GROUP_SIZE": str(nodes), **env}
         alternatives = _launch(container, env, implied=implied and index == 0)
         image = str(container.get("image", ""))
         if not alternatives:
@@ -519,6 +525,7 @@ def _workload(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
         ctx, doc.get("spec"), name=name, start=start,
         role=role, role_source="label" if role else "args",
         key=key_from_labels(labels, _namespace(doc)), nodes=nodes,
+        kind_lws=doc.get("kind") == "LeaderWorkerSet",
     )  # fmt: skip
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "Command",
     "Script",
     "is_shell",
+    "remote_script",
     "shell_script",
     "shown",
     "unresolved",
@@ -86,17 +87,64 @@ def is_shell(word: str) -> bool:
     return word.rsplit("/", 1)[-1] in _SHELLS
 
 
+#: Slurm ``srun`` options that take a separate value (``-N 2``, ``--nodes 2``); others are
+#: flags or written ``--name=value``.
+_SRUN_VALUE_OPTIONS = frozenset(
+    {"-A", "-B", "-C", "-D", "-G", "-J", "-N", "-c", "-d", "-e", "-i", "-m", "-n", "-o",
+     "-p", "-q", "-t", "-w", "-x", "--account", "--chdir", "--constraint",
+     "--container-image", "--container-mounts", "--container-name", "--container-workdir",
+     "--cpus-per-task", "--dependency", "--distribution", "--error", "--exclude", "--export",
+     "--gpus", "--gpus-per-node", "--gpus-per-task", "--gres", "--input", "--job-name",
+     "--jobid", "--mem", "--mem-per-cpu", "--mem-per-gpu", "--mpi", "--nodelist", "--nodes",
+     "--ntasks", "--ntasks-per-node", "--output", "--partition", "--qos", "--reservation",
+     "--time"}
+)  # fmt: skip
+#: ``ssh`` options that take a value (OpenSSH ``ssh(1)``).
+_SSH_VALUE_OPTIONS = frozenset("BbcDEeFIiJLlmOopQRSWw")
+
+
+def _command_start(words: list[str] | tuple[str, ...]) -> int:
+    """Index of the command that ``words`` run after wrappers: ``exec`` / ``nohup`` /
+    ``sudo`` …, ``env`` and its ``VAR=x``, Slurm ``srun`` and its options."""
+    i = 0
+    while i < len(words):
+        word = words[i].rsplit("/", 1)[-1]
+        if word == "srun":
+            i += 1
+            while i < len(words) and words[i].startswith("-") and words[i] != "--":
+                i += 2 if words[i] in _SRUN_VALUE_OPTIONS else 1
+            if i < len(words) and words[i] == "--":
+                i += 1
+            continue
+        if word not in _WRAPPERS and word != "env" and not ASSIGN.match(words[i]):
+            return i
+        i += 1
+    return i
+
+
+def remote_script(words: list[str] | tuple[str, ...]) -> str | None:
+    """``ssh [options] HOST COMMAND…`` (after wrappers) → the command the remote shell
+    runs (ssh joins the words with blanks); ``None`` when ``words`` is no such ssh."""
+    i = _command_start(words)
+    if i >= len(words) or words[i].rsplit("/", 1)[-1] != "ssh":
+        return None
+    i += 1
+    while i < len(words) and words[i].startswith("-") and words[i] != "--":
+        word = words[i]
+        i += 2 if len(word) == 2 and word[1] in _SSH_VALUE_OPTIONS else 1
+    if i < len(words) and words[i] == "--":
+        i += 1
+    if i + 1 >= len(words):  # no host, or no command: an interactive login
+        return None
+    return " ".join(words[i + 1 :])
+
+
 def shell_script(words: list[str] | tuple[str, ...]) -> tuple[str, list[str]] | None:
     """``[sh, -exc, SCRIPT, $0, $1…]`` (options may be combined: ``-ec``, ``-lc``,
     ``-exc``; ``-o pipefail`` takes an argument) → ``(SCRIPT, [$1 …])``; ``None`` when
     ``words`` is no ``SHELL -c SCRIPT`` (after ``env`` / ``exec`` / ``nohup`` wrappers)."""
-    i = 0
-    while i < len(words) and not is_shell(words[i]):
-        word = words[i].rsplit("/", 1)[-1]
-        if word not in _WRAPPERS and word != "env" and not ASSIGN.match(words[i]):
-            return None
-        i += 1
-    if i >= len(words):
+    i = _command_start(words)
+    if i >= len(words) or not is_shell(words[i]):
         return None
     i += 1
     has_c = False

@@ -23,6 +23,7 @@ Redirections (``> log 2>&1``) are not arguments; ``&``, ``;``, pipelines end com
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -30,7 +31,7 @@ from typing import Any
 
 from tree_sitter import Node
 
-from kvalign.shell.commands import ASSIGN, OPEN, Command, Script, shell_script
+from kvalign.shell.commands import ASSIGN, OPEN, Command, Script, remote_script, shell_script
 from kvalign.shell.expand import MAX_NESTING, MAX_WORD, NAME, Builder, Env, Expander, Value
 from kvalign.shell.parse import first_error, node_text, parse, same_node
 
@@ -209,13 +210,48 @@ class _Evaluator(Expander):
                     decided = False  # `cmd || exit 1`: the command is taken to succeed
             elif decided is None and not _is_test(left):
                 decided = True  # `cd x && vllm serve …`
-            if decided is True:
-                out += self.run(right, [env], ctx)
-            elif decided is False:
+            if decided is False:
                 out.append(env)
+                continue
+            before = env.copy()
+            taken = self.run(right, [env if decided else env.copy()], ctx)
+            if not taken and self._precondition(left, before):
+                out.append(before)  # `[ -z "$HF_TOKEN" ] && { echo …; exit 1; }`
+            elif decided:
+                out += taken
             else:
-                out += [*self.run(right, [env.copy()], ctx), env]
+                out += [*taken, env]
         return self._cap(out, node)
+
+    def _precondition(self, cond: Node, env: Env) -> bool:
+        """Whether ``cond``, whose branch exits on every path, is a guard on what the
+        script is given (the environment or its arguments) rather than a path: then the
+        precondition is taken to hold (noted) and the evaluation goes on past the ``exit``.
+
+        A test on variables the script never sets (``[ -z "$HF_TOKEN" ]``) is a guard on
+        the environment; a test on ``$#`` a guard on the arguments (``[ $# -lt 1 ]``, the
+        usage message): evaluation then goes on with the arguments unknown.
+        """
+        if not (_is_test(cond) or cond.type in ("list", "test_command")):
+            return False
+        written = self.plain(node_text(cond))
+        names = sorted(set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", written)))
+        arguments = re.search(r"\$\{?#\}?", written) is not None
+        if not arguments and (not names or any(n in env.vars for n in names)):
+            return False
+        if arguments:
+            env.positional, env.open_args = None, False
+            what = "the script's arguments"
+        else:
+            what = "environment variable(s) " + ", ".join(names)
+        note = (
+            cond.start_point[0] + 1,
+            f"precondition on {what} taken to hold ({written.strip()[:80]}; the script "
+            "exits otherwise): evaluated past it",
+        )
+        if note not in self.script.notes:
+            self.script.notes.append(note)
+        return True
 
     def _condition(self, node: Node, env: Env) -> bool | None:
         """Whether a condition holds on this path (``None``: cannot tell, also past
@@ -374,7 +410,10 @@ class _Evaluator(Expander):
                     break
                 taken: list[Env] = []
                 rest: list[Env] = []
+                entered: list[Env] = []  # the paths as they were before the branch
                 for path in remaining:
+                    if matcher is None and cond is not None:
+                        entered.append(path.copy())
                     if matcher is not None:
                         decided = matcher(cond, path)
                     elif cond is None:
@@ -396,6 +435,17 @@ class _Evaluator(Expander):
                 inner = dataclasses.replace(ctx, hints=(header, *hint_above, *ctx.hints))
                 for statement in statements:
                     taken = self.run(statement, taken, inner)
+                if (
+                    entered
+                    and cond is not None
+                    and not taken
+                    and len(rest) < len(entered)  # decided: the branch is taken
+                    and self._precondition(cond, entered[0])
+                ):
+                    # `if [ -z "$HF_TOKEN" ]; then …; exit 1; fi`: past it, not a path
+                    for path in entered:
+                        self._precondition(cond, path)
+                    rest = entered
                 out += taken
                 if len(out) > MAX_ALTERNATIVES:  # merge as we go: a 10 000-item case
                     out, merged = self._cap(out, node), True
@@ -474,6 +524,12 @@ class _Evaluator(Expander):
                     paths = self.run(body, paths, inner)
                 out += paths
             return self._cap(out, node)
+        condition = node.child_by_field_name("condition")
+        if node.type == "while_statement" and condition is not None:
+            # `while [[ $# -gt 0 ]]; do … shift; done` run with no arguments: zero times
+            skipped = [e for e in envs if self._condition(condition, e) is False]
+            looped = [e for e in envs if not any(e is s for s in skipped)]
+            return [*skipped, *self.run(body, looped, inner)] if looped else skipped
         return self.run(body, envs, inner)
 
     def _comments_above(self, line: int) -> tuple[str, ...]:
@@ -561,6 +617,7 @@ class _Evaluator(Expander):
                 env.allexport = True
             if "--" in words:
                 env.positional = tuple(words[words.index("--") + 1 :])
+                env.open_args = False
             return [env]
         if name == "shift":
             count = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
@@ -579,16 +636,22 @@ class _Evaluator(Expander):
             return self.source(text, [env], self._nested(node, line, ctx, "eval"))
         if name in self.functions and ctx.depth < _MAX_DEPTH:
             self.called.add(name)
-            saved = env.positional
-            env.positional = tuple(words[1:])
+            saved = env.positional, env.open_args
+            env.positional, env.open_args = tuple(words[1:]), False
             inner = _Ctx(
                 (self.plain(node_text(node)), f"function {name}", *ctx.hints),
                 ctx.line, ctx.depth + 1, True, (*ctx.site, node.start_byte),
             )  # fmt: skip
             result = self.run(self.functions[name], [env], inner)
             for path in result:
-                path.positional = saved
+                path.positional, path.open_args = saved
             return result
+        remote = remote_script(words)
+        if remote is not None and ctx.depth < _MAX_DEPTH:
+            # `ssh HOST "vllm serve …"`: the remote shell sees none of this one's variables
+            child = Env(positional=(), branch=env.branch)
+            self.source(remote, [child], self._nested(node, line, ctx, "ssh"))
+            return [env]
         script = shell_script(words)
         if script is not None and ctx.depth < _MAX_DEPTH:
             child = Env(
@@ -730,7 +793,9 @@ def evaluate(
     Args:
         text: the script.
         env: variables already set (a container's ``env``): exported, known.
-        positional: ``$1`` … (``sh -c SCRIPT $0 $1 …``); ``None``: unknown.
+        positional: ``$1`` … (``sh -c SCRIPT $0 $1 …``); ``None``: the script run with
+            no arguments (``$#`` is 0, ``$@`` empty; a bare ``$1`` stays unresolved, named
+            as written, as the argument the user is to pass).
         container: splits a container launch (``docker run … IMAGE ARGS``) into
             :attr:`Command.image` and its words (``None``: no command is one).
 
@@ -740,7 +805,10 @@ def evaluate(
     """
     evaluator = _Evaluator(text.splitlines(), container)
     start = Env(
-        dict(env or {}), set(env or {}), tuple(positional) if positional is not None else None
+        dict(env or {}),
+        set(env or {}),
+        tuple(positional) if positional is not None else (),
+        open_args=positional is None,
     )
     tree = parse(text)
     envs = evaluator.run(tree.root_node, [start], _Ctx())

@@ -32,6 +32,8 @@ _MAX_WORDS = 8 * 1024 * 1024  # characters of all the words of one command
 _MAX_ARITH = 1000  # characters of a $(( )) expression kvalign computes
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _BLANKS = " \t\n"
+#: ``$@`` / ``${@}`` / ``${A[@]}``: one word per item when quoted, none when empty.
+_ALL_ITEMS = re.compile(r"\$(@|\{@\}|\{[A-Za-z_][A-Za-z0-9_]*\[@\]\})")
 _SELF_DIR = re.compile(r"\bdirname\b.*(\$0\b|\$\{0\}|BASH_SOURCE)")
 
 
@@ -47,10 +49,19 @@ class Env:
     positional: tuple[str, ...] | None = None  # None: unknown ($1 … unresolved)
     allexport: bool = False
     branch: tuple[str, ...] = ()  # the undecided conditions taken, for messages
+    #: the script's own arguments, none given (bash run with no arguments): ``$#`` is 0 and
+    #: ``$@`` empty, but a bare ``$1`` … is the argument the user is to pass (unresolved,
+    #: named as written); ``${1:-d}`` is ``d``.
+    open_args: bool = False
 
     def copy(self) -> Env:
         return Env(
-            dict(self.vars), set(self.exported), self.positional, self.allexport, self.branch
+            dict(self.vars),
+            set(self.exported),
+            self.positional,
+            self.allexport,
+            self.branch,
+            self.open_args,
         )
 
     def scalar(self, name: str) -> str | None:
@@ -278,7 +289,14 @@ class Expander:
         self, node: Node, env: Env, out: Builder, *, quoted: bool, assignment: bool
     ) -> None:
         kind = node.type
-        if kind in ("word", "number", "extglob_pattern", "regex", "special_variable_name"):
+        if kind in (
+            "word",
+            "number",
+            "extglob_pattern",
+            "regex",
+            "special_variable_name",
+            "variable_name",  # a default's text the grammar splits: ${M:-meta-llama/…}
+        ):
             out.add(_unescape(node_text(node), quoted=False))
         elif kind == "raw_string":
             out.add(node_text(node)[1:-1])
@@ -315,7 +333,10 @@ class Expander:
             out.add(self.hole(node_text(node)))
 
     def _string(self, node: Node, env: Env, out: Builder) -> None:
-        out.add("")
+        named = [c for c in node.children if c.is_named]
+        whole = len(named) == 1 and node_text(node) == f'"{node_text(named[0])}"'
+        if not (whole and _ALL_ITEMS.fullmatch(node_text(named[0]))):
+            out.add("")  # "" is a word; "$@" / "${A[@]}" of nothing is none (as in bash)
         text = node.text or b""
         base = node.start_byte
         cursor = base + 1
@@ -339,7 +360,9 @@ class Expander:
             if env.positional is None:
                 return None
             index = int(name)
-            return env.positional[index - 1] if index <= len(env.positional) else ""
+            if index <= len(env.positional):
+                return env.positional[index - 1]
+            return None if env.open_args else ""
         if name in ("@", "*"):
             return None if env.positional is None else tuple(env.positional)
         if name == "#":
@@ -359,8 +382,6 @@ class Expander:
                 if index:
                     out.end()
                 out.add(item)
-            if not value:
-                out.add("")
             return
         if quoted:
             out.add(value)
