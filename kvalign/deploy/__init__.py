@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kvalign.deploy import cmdline, justfile, lmcache
+from kvalign.deploy import cmdline, justfile, lmcache, render
 from kvalign.deploy.common import ignores_in
 from kvalign.deploy.interface import Source
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
@@ -335,7 +335,10 @@ def read_paths(
         if path.is_dir():
             texts: list[tuple[Path, str]] = []
             untaken: list[tuple[Path, str]] = []
+            covered = _rendered(path, deployments, skipped, sink, references)
             for child in _scanned(path, unread):
+                if any(child.is_relative_to(folder) for folder in covered):
+                    continue
                 try:
                     text = _read_file(child)
                     texts.append((child, text))
@@ -417,6 +420,48 @@ def _partnered_servers(deployments: list[Deployment]) -> list[Deployment]:
             dataclasses.replace(deployment, pools=pools, problems=(*deployment.problems, *problems))
         )
     return out
+
+
+def _rendered(
+    path: Path,
+    deployments: list[Deployment],
+    skipped: list[str],
+    sink: list[Problem],
+    references: Mapping[str, tuple[str, Mapping[str, Any]]],
+) -> list[Path]:
+    """Render every Helm chart and kustomize root below ``path``
+    (:mod:`kvalign.deploy.render`) and read the output; a root that cannot be rendered is
+    not evaluated, naming the command to run. Returns the folders whose files the
+    renders cover (not read again one by one)."""
+    roots = render.roots(path)
+    bases = {base for root in roots for base in render.referenced(root)}
+    covered: list[Path] = []
+    for root in roots:
+        covered += [root, *render.referenced(root)]
+        if root.resolve() in bases:
+            continue  # a base of an overlay of this run: read through the overlay
+        text, problem = render.render(root)
+        kind = "helm-chart" if render.is_chart(root) else "kustomize"
+        if problem is not None:
+            deployments.append(
+                Deployment(source=problem.location.file, kind=kind, problems=(problem,), launches=1)
+            )
+            continue
+        file = (
+            str(root / "Chart.yaml") if render.is_chart(root) else str(render.kustomization(root))
+        )
+        try:
+            found = _read(text or "", file, root, sink, references)
+        except KvalignError as exc:
+            deployments.append(_unreadable(Path(file), exc))
+            continue
+        if found is None:
+            skipped.append(file)
+        else:
+            deployments.append(
+                render.relocate(dataclasses.replace(found, kind=kind), root, text or "")
+            )
+    return covered
 
 
 def _no_reader(child: Path, text: str) -> bool:
