@@ -303,6 +303,8 @@ def read_paths(
             not read as vLLM pools in files that have no pool (``verbose_only``).
         skip_unrelated: a file given by name that is no deployment is skipped with a note
             instead of raising (``--skip-unrelated``, for the pre-commit hook).
+        A file given by name inside a Helm chart folder renders that chart (once per
+        run; :mod:`kvalign.deploy.render`).
         unread: receives the paths of a directory scan that no reader took although they
             may hold a launch (a file that mentions vLLM or a KV connector, a symbolic link
             loop, a FIFO), each with its reason (exit 3 unless ``--skip-unrelated``).
@@ -318,6 +320,7 @@ def read_paths(
     skipped: list[str] = []
     sink: list[Problem] = notes if notes is not None else []
     references = _references(paths)
+    charts: set[Path] = set()
     for raw in paths:
         if raw == "-":
             text = stdin_text if stdin_text is not None else read_stream(sys.stdin)
@@ -356,6 +359,12 @@ def read_paths(
                     unread.append(problem)
                 else:
                     skipped.append(str(child))
+            continue
+        chart = next((c for c in path.parents if render.is_chart(c)), None)
+        if chart is not None:  # a chart's file given by name: the chart is rendered, once
+            if chart not in charts:
+                charts.add(chart)
+                _render_one(chart, deployments, skipped, sink, references)
             continue
         if not path.exists() and not path.is_symlink():  # a symlink loop is read (and refused)
             raise InvalidConfig(f"{raw}: no such file or directory")
@@ -440,28 +449,35 @@ def _rendered(
         covered += [root, *render.referenced(root)]
         if root.resolve() in bases:
             continue  # a base of an overlay of this run: read through the overlay
-        text, problem = render.render(root)
-        kind = "helm-chart" if render.is_chart(root) else "kustomize"
-        if problem is not None:
-            deployments.append(
-                Deployment(source=problem.location.file, kind=kind, problems=(problem,), launches=1)
-            )
-            continue
-        file = (
-            str(root / "Chart.yaml") if render.is_chart(root) else str(render.kustomization(root))
-        )
-        try:
-            found = _read(text or "", file, root, sink, references)
-        except KvalignError as exc:
-            deployments.append(_unreadable(Path(file), exc))
-            continue
-        if found is None:
-            skipped.append(file)
-        else:
-            deployments.append(
-                render.relocate(dataclasses.replace(found, kind=kind), root, text or "")
-            )
+        _render_one(root, deployments, skipped, sink, references)
     return covered
+
+
+def _render_one(
+    root: Path,
+    deployments: list[Deployment],
+    skipped: list[str],
+    sink: list[Problem],
+    references: Mapping[str, tuple[str, Mapping[str, Any]]],
+) -> None:
+    """Render one chart or kustomize root and read the output (or say what to run)."""
+    text, problem = render.render(root)
+    kind = "helm-chart" if render.is_chart(root) else "kustomize"
+    if problem is not None:
+        deployments.append(
+            Deployment(source=problem.location.file, kind=kind, problems=(problem,), launches=1)
+        )
+        return
+    file = str(root / "Chart.yaml") if render.is_chart(root) else str(render.kustomization(root))
+    try:
+        found = _read(text or "", file, root, sink, references)
+    except KvalignError as exc:
+        deployments.append(_unreadable(Path(file), exc))
+        return
+    if found is None:
+        skipped.append(file)
+    else:
+        deployments.append(render.relocate(dataclasses.replace(found, kind=kind), root, text or ""))
 
 
 def _no_reader(child: Path, text: str) -> bool:
