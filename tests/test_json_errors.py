@@ -35,3 +35,32 @@ def test_json_error_document(args: list[str], tmp_path: Path) -> None:
     assert document["error"]["exit_code"] == 2
     message = document["error"]["message"]
     assert message and f"kvalign: error: {message}" in result.stderr
+
+
+# ---- the fix has one key: ``fix`` in check, matrix and audit --------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "configs" / "deployments" / "kvalign"
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+
+
+@pytest.mark.parametrize("command", [["check", NANO, "--prefill-tp", "8"], ["matrix", NANO]])
+def test_check_and_matrix_name_the_fix_fix(command: list[str]) -> None:
+    data = json.loads(runner.invoke(app, [*command, "--format", "json"]).stdout)
+    # Nemotron 3 Nano TP 8 vs TP 1: 2096 is the common block size (docs/why.md)
+    assert data["fix"]["block_size"] == 2096
+    assert data["recommendation"] == data["fix"]  # the former name, until schema_version 2
+
+
+def test_audit_groups_carry_the_fix_their_findings_name() -> None:
+    bad = json.loads(
+        runner.invoke(
+            app, ["audit", str(DEPLOY / "nemotron-nano-bad.yaml"), "--format", "json"]
+        ).stdout
+    )
+    (group,) = bad["groups"]
+    assert group["fix"]["text"].startswith("set --block-size 2096 on every prefill and decode")
+    assert {f["remediation"] for f in bad["findings"]} == {group["fix"]["text"]}
+    good = runner.invoke(
+        app, ["audit", str(DEPLOY / "nemotron-nano-good.yaml"), "--format", "json"]
+    )
+    assert [g["fix"] for g in json.loads(good.stdout)["groups"]] == [None]

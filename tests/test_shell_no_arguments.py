@@ -6,7 +6,7 @@ Each expected value is what bash itself does, worked out by hand in the comment 
 
 from __future__ import annotations
 
-from kvalign.deploy.cmdline import dynamo_mode, evaluate
+from kvalign.deploy.cmdline import dynamo_mode, evaluate, launch_arguments
 from kvalign.deploy.common import snapshot_hub_id
 from kvalign.deploy.justfile import is_justfile, to_shell
 from kvalign.deploy.vllm_args import dynamo_worker, serve_arguments
@@ -139,4 +139,16 @@ def test_justfile_recipes_become_functions_line_for_line() -> None:
         True,
         True,
         False,
+    ]
+
+
+def test_an_entrypoint_shell_replaces_vllm_serve() -> None:
+    # --entrypoint /bin/sh: the vLLM image runs sh -c …, not vllm serve with these words
+    script = (
+        'docker run --entrypoint /bin/sh vllm/vllm-openai:v0.32.1 -c "curl -sf x"\n'
+        "docker run vllm/vllm-openai:v0.32.1 org/m -tp 2\n"
+    )
+    assert [launch_arguments(c) for c in evaluate(script).commands] == [
+        None,
+        ["org/m", "-tp", "2"],
     ]

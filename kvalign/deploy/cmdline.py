@@ -37,7 +37,7 @@ from kvalign.deploy.common import (
 from kvalign.deploy.interface import Source
 from kvalign.deploy.model import Deployment, Location, Pool, Problem
 from kvalign.deploy.vllm_args import dynamo_worker, serve_arguments
-from kvalign.shell import UNRESOLVED, Command, Script, shown
+from kvalign.shell import UNRESOLVED, Command, Script, is_shell, shown
 from kvalign.shell import evaluate as evaluate_shell
 
 KIND = "command-line"
@@ -110,14 +110,15 @@ def launch_arguments(command: Command) -> list[str] | None:
     """The ``vllm serve`` arguments of one evaluated command (``None``: no vLLM launch).
 
     ``docker run IMAGE ARGS``: ARGS after ``vllm serve`` when they say so, else (a vLLM
-    image, whose entrypoint is ``vllm serve``) ARGS themselves.
+    image, whose entrypoint is ``vllm serve``) ARGS themselves, unless an ``--entrypoint``
+    shell replaced ``vllm serve`` (``--entrypoint /bin/sh IMAGE -c …``: no vLLM launch).
     """
     words = list(command.words)
     found = serve_arguments(words)
     if found is not None:
         return found
     if command.image is not None and is_vllm_image(command.image):
-        return words
+        return None if words and is_shell(words[0]) else words
     return None
 
 

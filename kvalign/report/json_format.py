@@ -83,6 +83,17 @@ def report_to_dict(report: CheckReport, fail_on: str = "error") -> dict[str, Any
     what_if = report.tp_stable_pairs
     rec = report.recommendation
     code = report.exit_code(fail_on)
+    fix = {
+        "block_size": rec.block_size,
+        "needed": rec.needed,
+        "padding_pct": {str(tp): _pct(v) for tp, v in sorted(rec.padding_pct.items())},
+        "text": rec.text,
+        "change": rec.change or None,
+        "proven_on": list(rec.proven_on),
+        "blockers": list(rec.blockers),
+        "raised": list(rec.raised),
+        "only_tps": list(rec.only_tps),
+    }
     return {
         "schema_version": SCHEMA_VERSION,
         "kvalign_version": __version__,
@@ -90,17 +101,10 @@ def report_to_dict(report: CheckReport, fail_on: str = "error") -> dict[str, Any
         "settings": _settings_json(report.settings),
         "deployments": deployments,
         "pairs": pairs,
-        "recommendation": {
-            "block_size": rec.block_size,
-            "needed": rec.needed,
-            "padding_pct": {str(tp): _pct(v) for tp, v in sorted(rec.padding_pct.items())},
-            "text": rec.text,
-            "change": rec.change or None,
-            "proven_on": list(rec.proven_on),
-            "blockers": list(rec.blockers),
-            "raised": list(rec.raised),
-            "only_tps": list(rec.only_tps),
-        },
+        # the fix: one key, ``fix``, in check, matrix, audit (per group) and survey;
+        # ``recommendation`` is its former name, kept until schema_version 2
+        "fix": fix,
+        "recommendation": fix,
         "tp_stable_pairs": (
             None if what_if is None else [_pair(pair, fail_on) for pair in what_if]
         ),
