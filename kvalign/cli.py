@@ -412,6 +412,19 @@ class ModelSource:
         )
 
 
+def _warn_beyond_newest(version: str | None) -> None:
+    """A ``--vllm-version`` newer than every profile: one warning line on stderr (a bad
+    version is left for the command to report)."""
+    from kvalign.versions import resolve
+
+    try:
+        warning = resolve(version).warning
+    except KvalignError:
+        return
+    if warning:
+        sys.stderr.write(f"kvalign: warning: {warning}\n")
+
+
 def _param(name: str, annotation: Any, default: Any) -> inspect.Parameter:
     return inspect.Parameter(
         name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=annotation
@@ -474,6 +487,7 @@ def sizing_options(*, alignment: bool = True, trust: bool = True) -> Callable[[F
             kwargs["settings"] = Settings(
                 **{k: v.value if isinstance(v, Enum) else v for k, v in flags.items()}
             )
+            _warn_beyond_newest(kwargs["settings"].vllm_version)
             kwargs["source"] = ModelSource(
                 revision=loading["revision"],
                 trust_remote_code=loading.get("trust_remote_code", False),
@@ -849,6 +863,7 @@ def audit(
         gpu_model = get_gpu(gpu)
         if attention_backend is not None:
             check_backend_choice(attention_backend, gpu_model)
+        _warn_beyond_newest(vllm_version)
         if output is not None:
             refuse_output_over_input(output, paths, baseline, config)
         deployments, skipped = read_paths(paths, notes=notes, skip_unrelated=skip_unrelated)

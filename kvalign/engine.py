@@ -14,7 +14,7 @@ No I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvalign.backends import AUTO_BACKEND, Backend, Gpu, get_gpu, resolve_backend
 from kvalign.dtypes import (
@@ -29,7 +29,14 @@ from kvalign.errors import InvalidSettings, NotModelled, UnsupportedModel
 from kvalign.families import kda
 from kvalign.geometry import AttentionGeometry, ModelGeometry
 from kvalign.settings import Settings
-from kvalign.versions import Profile, architecture_problem, resolve
+from kvalign.startup import mamba_block_size_problem, stand_in_problem
+from kvalign.versions import (
+    ARCHITECTURE_RELEASES,
+    Profile,
+    architecture_problem,
+    architecture_stand_in,
+    resolve,
+)
 
 #: ``--block-size`` when none is given (vLLM ``CacheConfig.DEFAULT_BLOCK_SIZE``).
 DEFAULT_BLOCK_SIZE = 16
@@ -94,6 +101,9 @@ class EngineConfig:
             shard-padded (0.33).
         config_error: why the release cannot build its model config at all (``""`` when
             it can): every TP is then invalid.
+        startup_error: why vLLM fails at start-up although the configuration builds
+            (:mod:`kvalign.startup`; ``""`` when it starts): the sizes are still computed,
+            every TP is unusable.
         state_spec_tokens: speculative rows in the conv state (``num_speculative_tokens``,
             or 0 for Mamba2 layers before vLLM 0.17).
         resolutions: each resolved input with its source, in resolution order.
@@ -124,6 +134,7 @@ class EngineConfig:
     replay_ring: int = 0
     replay_padded: bool = False
     config_error: str = ""
+    startup_error: str = ""
     resolutions: tuple[Resolution, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -457,6 +468,14 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
     if problem:
         raise UnsupportedModel(f"{geometry.model_id}: {problem}")
     notes: list[str] = []
+    startup_error = ""
+    stand_in = architecture_stand_in(geometry.architecture, chosen.release)
+    if stand_in:
+        # the model-default hooks key on the stand-in's name: none applies
+        geometry = replace(geometry, ssm_dtype_default=None)
+        first = ARCHITECTURE_RELEASES[geometry.architecture][0]
+        startup_error = stand_in_problem(geometry.architecture, stand_in, profile.name, first)
+        steps.append(Resolution("architecture", stand_in, startup_error))
 
     if settings.enable_prefix_caching is not None:
         prefix_caching = settings.enable_prefix_caching
@@ -464,6 +483,10 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
     else:
         prefix_caching = profile.prefix_caching_default(geometry.is_hybrid)
         why = f"vLLM {profile.name} default" + (" for hybrid models" if geometry.is_hybrid else "")
+    refusal = profile.prefix_caching_refusal(geometry.model_type, geometry.state is not None)
+    if refusal and prefix_caching:
+        prefix_caching, why = False, refusal
+        notes.append(refusal)
     steps.append(Resolution("prefix_caching", "on" if prefix_caching else "off", why))
 
     gpu = get_gpu(settings.gpu)
@@ -559,6 +582,9 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
             chunk_why = "the model's Mamba chunk size"
         why = f"prefix caching in Mamba cache mode 'all' (vLLM {profile.name}): {chunk_why}"
         steps.append(Resolution("mamba_chunk_alignment", str(chunk), why))
+        startup_error = startup_error or mamba_block_size_problem(
+            geometry, profile, mode, settings.mamba_block_size
+        )
     elif settings.mamba_block_size is not None and geometry.is_hybrid:
         notes.append(
             f"--mamba-block-size {settings.mamba_block_size} does not move the block size "
@@ -638,6 +664,7 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         replay_ring=ring,
         replay_padded=profile.replayssm >= 4,
         config_error=config_error,
+        startup_error=startup_error,
         resolutions=tuple(steps),
         notes=tuple(notes),
     )

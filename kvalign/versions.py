@@ -42,6 +42,8 @@ _MAMBA2_SPEC_ALL = frozenset(
 
 
 FlashAttnKernelRule = Literal["none", "all", "hybrid-float32"]
+#: which models with state layers get prefix caching turned off whatever the flag says.
+PrefixCachingForcedOff = Literal["none", "all", "unsupported"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,14 @@ class Profile:
         mla_blackwell_backend: the MLA backend chosen first on SM100 when none is named.
         kv_transfer_disables_hma: ``--kv-transfer-config`` turns the hybrid KV-cache
             manager off unless ``--no-disable-hybrid-kv-cache-manager`` is given.
+        prefix_caching_forced_off: models with state layers whose prefix caching vLLM
+            turns off even with ``--enable-prefix-caching``: ``all`` (0.10.x:
+            ``MambaModelConfig.verify_and_update_config`` sets
+            ``enable_prefix_caching = False`` for every hybrid and Mamba model),
+            ``unsupported`` (0.11.1-0.14: models without ``SupportsMambaPrefixCaching``,
+            such as LFM2 and Qwen3-Next; "Hybrid or mamba-based model detected without
+            support for prefix caching: disabling"), ``none`` (0.15 on: cache mode
+            ``align`` serves the others).
     """
 
     name: str
@@ -176,6 +186,26 @@ class Profile:
     cpu_hybrid_alignment: bool = True
     mla_blackwell_backend: str = "FLASHINFER_MLA"
     kv_transfer_disables_hma: bool = False
+    prefix_caching_forced_off: PrefixCachingForcedOff = "none"
+
+    def prefix_caching_refusal(self, model_type: str, has_state: bool) -> str:
+        """Why this release turns prefix caching off for the model whatever the flag
+        says (``""`` when it does not). Read in 0.10.2 and 0.11.0 / 0.11.1 and 0.14.0
+        ``vllm/model_executor/models/config.py`` ``MambaModelConfig``."""
+        if not has_state or self.prefix_caching_forced_off == "none":
+            return ""
+        if self.prefix_caching_forced_off == "all":
+            return (
+                f"vLLM {self.name} turns prefix caching off for every hybrid or Mamba model "
+                '("disabling prefix caching since it is not yet supported")'
+            )
+        if model_type in self.mamba_prefix_caching_types:
+            return ""
+        return (
+            f"vLLM {self.name} turns prefix caching off for {model_type}: it has no Mamba "
+            'prefix-caching support ("Hybrid or mamba-based model detected without support '
+            'for prefix caching: disabling")'
+        )
 
     def prefix_caching_default(self, hybrid: bool) -> bool:
         """Whether prefix caching is on when no flag names it (non-hybrids: always on)."""
@@ -219,6 +249,7 @@ _OLDEST = Profile(
     flashinfer_large_pages=False,
     mla_blackwell_backend="CUTLASS_MLA",
     kv_transfer_disables_hma=True,
+    prefix_caching_forced_off="all",
 )
 
 #: each later release line as (first release, releases read or run, what changed from the
@@ -236,6 +267,7 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
             "nixl_equal_blocks_all": False,
             "hybrid_prefix_caching_default": False,
             "flash_attn_kernel_sizes": "all",
+            "prefix_caching_forced_off": "unsupported",
         },
     ),
     ("0.12.0", ("0.12.0",), {"flash_attn_kernel_sizes": "hybrid-float32"}),
@@ -260,6 +292,7 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
             "mamba_cache_modes": ("none", "align", "all"),
             "mamba_cache_mode_default_all": True,
             "mla_blackwell_backend": "FLASHINFER_MLA",
+            "prefix_caching_forced_off": "none",
         },
     ),
     (
@@ -380,12 +413,39 @@ ARCHITECTURE_RELEASES: dict[str, tuple[str | None, str | None]] = {
 }
 
 
+#: unregistered text-only architectures vLLM serves with a registered class instead
+#: (``ModelRegistry._normalize_arch``: ``…ForCausalLM`` → ``…ForConditionalGeneration``,
+#: read in 0.17.0): name → the stand-in. The stand-in's own span in
+#: :data:`ARCHITECTURE_RELEASES` says from when.
+STAND_INS: dict[str, str] = {
+    "Qwen3_5ForCausalLM": "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForCausalLM": "Qwen3_5MoeForConditionalGeneration",
+}
+
+
+def architecture_stand_in(architecture: str, release: str) -> str:
+    """The class vLLM ``release`` serves ``architecture`` with when it does not register it
+    itself (``""``: registered, or no stand-in either)."""
+    stand_in = STAND_INS.get(architecture, "")
+    if not stand_in or not _registration_problem(architecture, release):
+        return ""
+    return "" if _registration_problem(stand_in, release) else stand_in
+
+
 def architecture_problem(architecture: str, release: str) -> str:
     """Why vLLM ``release`` cannot serve ``architecture`` at all (``""`` when it can).
 
     ``release`` is a version (``0.14.0``, ``0.14``); architectures not in
-    :data:`ARCHITECTURE_RELEASES` are taken as known to every profiled release.
+    :data:`ARCHITECTURE_RELEASES` are taken as known to every profiled release. An
+    architecture with a registered stand-in (:func:`architecture_stand_in`) passes: the
+    configuration builds, and :mod:`kvalign.startup` names the start-up failure.
     """
+    if architecture_stand_in(architecture, release):
+        return ""
+    return _registration_problem(architecture, release)
+
+
+def _registration_problem(architecture: str, release: str) -> str:
     span = ARCHITECTURE_RELEASES.get(architecture)
     if span is None:
         return ""
@@ -415,6 +475,18 @@ class Resolved:
     profile: Profile
     note: str
     release: str = ""
+    beyond_newest: bool = False
+
+    @property
+    def warning(self) -> str:
+        """What the CLI writes to stderr for a version newer than every profile (``""``
+        otherwise)."""
+        if not self.beyond_newest:
+            return ""
+        return (
+            f"vLLM {self.release} is newer than every profile; using the {self.profile.name} "
+            "rules (the newest)"
+        )
 
 
 def profile_named(name: str) -> Profile:
@@ -436,8 +508,8 @@ def resolve(version: str | None) -> Resolved:
     Cached: a pure function of the string, called once per pool per what-if (an audit of
     hundreds of pools in one group called it tens of thousands of times).
 
-    Versions newer than every profile use the newest with a warning note; versions older
-    than every profile are refused.
+    Versions newer than every profile use the newest (``beyond_newest``; the CLI warns on
+    stderr); versions older than every profile are refused.
 
     Raises:
         InvalidSettings: an unparsable version, or one older than every profile.
@@ -465,7 +537,9 @@ def resolve(version: str | None) -> Resolved:
     if chosen is DEFAULT_PROFILE and wanted.release[:2] > newest.release[:2]:
         return Resolved(
             chosen,
-            f"warning: vLLM {version} is newer than every profile; using the {chosen.name} rules",
+            f"vLLM {chosen.name} rules, the newest profile (for --vllm-version {version}, "
+            "newer than every profile)",
             str(wanted),
+            beyond_newest=True,
         )
     return Resolved(chosen, f"vLLM {chosen.name} rules (for --vllm-version {version})", str(wanted))

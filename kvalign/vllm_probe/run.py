@@ -123,6 +123,25 @@ def _engine_kwargs(
     return kwargs
 
 
+#: generation suffixes vLLM's registry swaps for one another when a class is not
+#: registered under its own name (``_SUFFIX_TO_DEFAULTS`` in ``vllm/config/model.py``,
+#: used by ``ModelRegistry._normalize_arch``; read in 0.17.0).
+_GENERATE_SUFFIXES = ("ForCausalLM", "ForConditionalGeneration", "ChatModel", "LMHeadModel")
+
+
+def _servable(architecture: str, supported: set[str]) -> bool:
+    """Whether the registry can resolve ``architecture``: registered, or normalised to a
+    registered class by swapping its generation suffix (a text-only ``…ForCausalLM``
+    served by the multimodal ``…ForConditionalGeneration``). vLLM itself then decides."""
+    if architecture in supported:
+        return True
+    for suffix in _GENERATE_SUFFIXES:
+        if architecture.endswith(suffix):
+            stem = architecture.removesuffix(suffix)
+            return any(stem + other in supported for other in _GENERATE_SUFFIXES)
+    return False
+
+
 def vllm_answer(request: ProbeRequest) -> VllmAnswer:
     """vLLM's own resolution, page sizes and block sizes for ``request``.
 
@@ -149,7 +168,7 @@ def vllm_answer(request: ProbeRequest) -> VllmAnswer:
 
     supported = set(ModelRegistry.get_supported_archs())
     raw = _config(request.model)
-    if not any(str(arch) in supported for arch in raw.get("architectures") or []):
+    if not any(_servable(str(arch), supported) for arch in raw.get("architectures") or []):
         return dataclasses.replace(
             base, valid=False, unknown_architecture=True, error="unknown architecture"
         )
