@@ -11,6 +11,7 @@ release. Fields kvalign gets wrong today are listed in :data:`KNOWN_DISAGREEMENT
 from __future__ import annotations
 
 import collections
+import json
 import importlib.util
 from functools import cache
 from typing import Any
@@ -160,3 +161,26 @@ def test_readme_documents_every_release() -> None:
     for release in RELEASES:
         assert f"vllm-{release}.jsonl" in readme
     assert "make verify-releases" in readme
+
+
+#: issue 16's cases measured per release (tests/golden/build_fidelity_vectors.py):
+#: prefix caching asked for on every bundled model (what CacheConfig ends with) and the
+#: text-only Qwen3.5-27B checkpoint, including releases older than the grid's (0.10.2, 0.11.1).
+FIDELITY = {
+    path.name.removeprefix("fidelity-").removesuffix(".jsonl"): path
+    for path in sorted(GOLDEN.glob("fidelity-*.jsonl"))
+}
+
+
+def test_fidelity_vectors_exist() -> None:
+    assert {"0.14.0"} <= set(FIDELITY)
+
+
+@pytest.mark.parametrize("release", sorted(FIDELITY))
+def test_fidelity_vectors_agree(release: str) -> None:
+    with FIDELITY[release].open(encoding="utf-8") as handle:
+        vectors = [json.loads(line) for line in handle if line.strip()]
+    assert {row["vllm"]["version"] for row in vectors} == {release}
+    found = [(row, diff) for row in vectors if (diff := compare(row, release))]
+    examples = "\n".join(f"  {command(row, release)}: {diff}" for row, diff in found[:3])
+    assert not found, f"{len(found)} of {len(vectors)} vectors differ:\n{examples}"

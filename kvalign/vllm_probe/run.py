@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -193,6 +194,9 @@ def vllm_answer(request: ProbeRequest) -> VllmAnswer:
     try:
         names = {f.name for f in dataclasses.fields(EngineArgs)}
         kwargs = _engine_kwargs(request, adapter.mamba_cache_mode, "swap_space" in names)
+        if "attention_backend" not in names:
+            # 0.10-0.11: the backend is chosen by the VLLM_ATTENTION_BACKEND variable
+            os.environ["VLLM_ATTENTION_BACKEND"] = str(kwargs.pop("attention_backend"))
         engine_args = EngineArgs(**kwargs)
         # as `vllm serve` does (its defaults, e.g. max_num_batched_tokens, follow it)
         vllm_config = engine_args.create_engine_config(UsageContext.OPENAI_API_SERVER)
@@ -243,7 +247,17 @@ def _sizes(
         )
 
     with set_current_vllm_config(vllm_config):
-        backend_cls = _backend_class(name) if attention else None
+        try:
+            backend_cls = _backend_class(name) if attention else None
+        except ImportError:  # 0.10-0.11: no backend registry; the hook's block, cache config
+            notes.append("release older than the probe's adapters: block size, cache config")
+            return dataclasses.replace(
+                base,
+                backend=name,
+                block_size=int(cache_config.block_size),
+                resolved=resolved(),
+                notes=tuple(notes),
+            )
         shapes: tuple[Shape, ...] = ()
         dtypes: tuple[str, ...] = ()
         m: int | None = None
