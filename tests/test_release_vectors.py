@@ -11,8 +11,8 @@ release. Fields kvalign gets wrong today are listed in :data:`KNOWN_DISAGREEMENT
 from __future__ import annotations
 
 import collections
-import json
 import importlib.util
+import json
 from functools import cache
 from typing import Any
 
