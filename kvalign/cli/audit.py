@@ -1,0 +1,217 @@
+"""``kvalign audit``: deployment files → findings → exit code."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from kvalign.cli.exit import _guarded
+from kvalign.cli.options import FailOn, FailOnOpt, NoCacheOpt, VersionOpt, warn_beyond_newest
+from kvalign.cli.output import _stdout
+from kvalign.errors import InvalidSettings
+
+
+# ---- audit ------------------------------------------------------------------------------
+class AuditFormat(str, Enum):
+    """``kvalign audit --format`` values."""
+
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    sarif = "sarif"
+    junit = "junit"
+    github = "github"
+
+
+class PairByChoice(str, Enum):
+    """``kvalign audit --pair-by`` values (:mod:`kvalign.grouping`)."""
+
+    label = "label"
+    file = "file"
+    model = "model"
+
+
+def audit(
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="PATH...",
+            help="Deployment files or directories (scanned recursively); - reads stdin.",
+            show_default=False,
+        ),
+    ],
+    output_format: Annotated[
+        AuditFormat, typer.Option("--format", help="Output format.")
+    ] = AuditFormat.table,
+    output: Annotated[
+        str | None, typer.Option("--output", help="Write the report to FILE instead of stdout.")
+    ] = None,
+    fail_on: FailOnOpt = FailOn.error,
+    select: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--select",
+            metavar="RULE,...",
+            help="Run only these rules (codes from `kvalign rules`, comma-separated, repeatable).",
+        ),
+    ] = None,
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore",
+            metavar="RULE,...",
+            help="Do not run these rules (comma-separated, repeatable); their findings are "
+            "neither shown nor counted.",
+        ),
+    ] = None,
+    vllm_version: VersionOpt = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            help="JSON from an earlier `audit --format json`: only new findings count.",
+        ),
+    ] = None,
+    config: Annotated[
+        str | None,
+        typer.Option(
+            "--config",
+            help="Project file with an `ignore:` list (default: .kvalign.yaml when present; "
+            "a named file must exist).",
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="List unknown flags and skipped files on stderr.")
+    ] = False,
+    no_cache: NoCacheOpt = False,
+    pair_by: Annotated[
+        PairByChoice,
+        typer.Option(
+            "--pair-by",
+            help="Which pools form one deployment: label (a deployment label or object "
+            "name, across files of one folder; else the file), file, or model (same model "
+            "id across all inputs).",
+        ),
+    ] = PairByChoice.label,
+    gpu: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu",
+            help="GPU model for pools whose manifest names none (nodeSelector / affinity "
+            "nvidia.com/gpu.product), e.g. H100, B200, MI300X. Default: unspecified CUDA GPU.",
+        ),
+    ] = None,
+    attention_backend: Annotated[
+        str | None,
+        typer.Option(
+            "--attention-backend",
+            help="Attention backend for pools that set neither --attention-backend nor "
+            "VLLM_ATTENTION_BACKEND. Default: the one vLLM picks for the pool's GPU and "
+            "release (FLASH_ATTN on an unspecified CUDA GPU, FLASHINFER on Blackwell).",
+        ),
+    ] = None,
+    skip_unrelated: Annotated[
+        bool,
+        typer.Option(
+            "--skip-unrelated",
+            help="A named file with no vLLM pool is skipped with a note instead of exit 2, "
+            "and a vLLM launch with no prefill/decode role (an aggregated server) is "
+            "skipped with a warning instead of exit 3 (the pre-commit hook passes every "
+            "changed YAML).",
+        ),
+    ] = False,
+) -> None:
+    """Audit P/D deployment files (kvalign YAML, shell scripts and vllm serve lines,
+    Kubernetes, LeaderWorkerSet, llm-d, Dynamo, KServe, production-stack values) before
+    they ship.
+
+    Exit 0 clean, 1 findings at or above --fail-on, 2 usage or unreadable input,
+    3 a file could not be evaluated.
+    """
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from kvalign.auditing import AuditRequest, AuditStopped
+    from kvalign.auditing import run as run_audit
+    from kvalign.report import audit as audit_report
+
+    request = AuditRequest(
+        paths=tuple(paths),
+        vllm_version=vllm_version,
+        select=None if select is None else tuple(select),
+        ignore=None if ignore is None else tuple(ignore),
+        baseline=baseline,
+        config=config,
+        verbose=verbose,
+        use_cache=not no_cache,
+        pair_by=pair_by.value,
+        gpu=gpu,
+        attention_backend=attention_backend,
+        skip_unrelated=skip_unrelated,
+        fail_on=fail_on.value,
+        output=output,
+    )
+
+    def run() -> int:
+        warn_beyond_newest(vllm_version)
+        try:
+            outcome = run_audit(request)
+        except AuditStopped as exc:
+            # the reasons behind "nothing found" (e.g. an image not recognised as vLLM)
+            # are kept for --verbose; --format json still prints a document
+            _say(exc.messages)
+            if output_format is AuditFormat.json:
+                text = audit_report.error_to_json(str(exc), exc.exit_code, list(exc.notes)) + "\n"
+                if output is None or str(exc).startswith("--output"):
+                    typer.echo(text, nl=False)
+                else:
+                    try:
+                        Path(output).write_text(text, encoding="utf-8")
+                    except OSError:
+                        typer.echo(text, nl=False)
+            raise
+        _say(outcome.messages)
+        report = outcome.report
+        renderers: dict[AuditFormat, Callable[[object], str]] = {
+            AuditFormat.json: audit_report.to_json,  # type: ignore[dict-item]
+            AuditFormat.markdown: audit_report.to_markdown,  # type: ignore[dict-item]
+            AuditFormat.sarif: audit_report.to_sarif,  # type: ignore[dict-item]
+            AuditFormat.junit: audit_report.to_junit,  # type: ignore[dict-item]
+            AuditFormat.github: audit_report.to_github,  # type: ignore[dict-item]
+        }
+        try:
+            if output_format is AuditFormat.table:
+                if output is None:
+                    console = _stdout()
+                    console.print(audit_report.to_table(report, console.width))
+                else:
+                    with open(output, "w", encoding="utf-8") as handle:
+                        Console(file=handle, width=audit_report.FILE_WIDTH, no_color=True).print(
+                            audit_report.to_table(report, audit_report.FILE_WIDTH)
+                        )
+            else:
+                text = renderers[output_format](report)
+                text = text if text.endswith("\n") or not text else text + "\n"
+                if output is None:
+                    typer.echo(text, nl=False)
+                else:
+                    Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InvalidSettings(
+                f"--output {output}: cannot write ({exc.strerror or type(exc).__name__})"
+            ) from None
+        _say(outcome.unevaluated_messages())  # exit 3: say why on stderr too
+        return report.exit_code()
+
+    raise typer.Exit(_guarded(run))
+
+
+def _say(messages: tuple[str, ...]) -> None:
+    """Library messages on stderr, one ``kvalign: `` line each."""
+    for message in messages:
+        sys.stderr.write(f"kvalign: {message}\n")
