@@ -34,9 +34,11 @@ from kvalign.versions import (
     ARCHITECTURE_RELEASES,
     Profile,
     Resolved,
+    TransformersChoice,
     architecture_problem,
     architecture_stand_in,
     resolve,
+    transformers_for,
 )
 
 #: ``--block-size`` when none is given (vLLM ``CacheConfig.DEFAULT_BLOCK_SIZE``).
@@ -224,11 +226,18 @@ def _state_dtypes(
     if geometry.model_type == "nemotron_h" and default is not None:
         if profile.nemotron_ssm_fallback is None:
             default = None
+        elif geometry.ssm_dtype_fallback and _transformers(settings).major >= 5:
+            # transformers 5's NemotronHConfig declares mamba_ssm_cache_dtype = "float32",
+            # which vLLM's getattr(hf_config, "mamba_ssm_cache_dtype", fallback) then reads
+            default = "float32"
         elif geometry.ssm_dtype_fallback:
             default = profile.nemotron_ssm_fallback
     if flag == "auto" and default is not None:
         flag = default
         why = f"--mamba-ssm-cache-dtype auto → {default} (model default, vLLM {profile.name})"
+        if geometry.model_type == "nemotron_h" and geometry.ssm_dtype_fallback:
+            choice = _transformers(settings)
+            why += f" with transformers {choice.version}"
     assert geometry.state is not None
     family = geometry.state.family
     if family == "kda":
@@ -254,6 +263,11 @@ def _state_dtypes(
     if flag == "auto":
         return conv, conv, "--mamba-ssm-cache-dtype auto → the conv-state dtype", flag
     return conv, flag, why, flag
+
+
+def _transformers(settings: Settings) -> TransformersChoice:
+    """The transformers release the pool runs with (:func:`transformers_for`)."""
+    return transformers_for(resolve(settings.vllm_version).release, settings.transformers_version)
 
 
 def mamba_cache_mode(
@@ -520,6 +534,9 @@ def resolve_model_config(
     """
     chosen = resolve(settings.vllm_version)
     trail.add("vllm_release", chosen.profile.name, chosen.note)
+    choice = _transformers(settings)  # refuses a version outside the release's range
+    if settings.transformers_version is not None:
+        trail.add("transformers", choice.version, choice.note)
     model_dtype = resolve_model_dtype(settings.dtype, geometry.model_dtype)
     trail.add("model_dtype", model_dtype,
               f"--dtype {settings.dtype} (config: {geometry.model_dtype})")  # fmt: skip

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from kvalign.errors import InvalidSettings
@@ -411,6 +412,77 @@ ARCHITECTURE_RELEASES: dict[str, tuple[str | None, str | None]] = {
     "BailingMoeV3ForCausalLM": ("0.28.0", None),
     "AliceAIForCausalLM": ("0.33.0", None),
 }
+
+
+#: the transformers range each vLLM release declares (``Requires-Dist: transformers`` in its
+#: wheel's METADATA), as a chain: (first release, specifier, releases read). A release takes
+#: the row of the newest ``first`` at or below it. Read in the published wheels.
+TRANSFORMERS_PINS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("0.10.0", ">=4.55.2", ("0.10.2", "0.11.0")),
+    ("0.11.1", ">=4.56.0,<5", ("0.11.1", "0.14.0", "0.17.0")),
+    ("0.19.0", ">=4.56.0,!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0", ("0.19.1",)),
+    ("0.25.0", ">=5.5.3", ("0.25.0", "0.26.0", "0.27.1")),
+)
+
+#: the newest transformers release of each line at the time of reading (what ``pip install
+#: vllm==X`` resolves today within X's range): 4.57.6 is the last 4.x, 5.20.2 the newest.
+TRANSFORMERS_NEWEST: tuple[str, ...] = ("4.57.6", "5.20.2")
+
+
+@dataclass(frozen=True)
+class TransformersChoice:
+    """The transformers version a pool runs with.
+
+    Attributes:
+        version: the version (``--transformers-version``, else the default).
+        pinned: the range the vLLM release declares.
+        note: how it was chosen (for ``explain``).
+    """
+
+    version: str
+    pinned: str
+    note: str
+
+    @property
+    def major(self) -> int:
+        """The major version (4 or 5)."""
+        return Version(self.version).major
+
+
+@lru_cache(maxsize=64)
+def transformers_for(release: str, requested: str | None) -> TransformersChoice:
+    """The transformers version vLLM ``release`` runs with: ``requested``
+    (``--transformers-version``) when it is inside the release's declared range, else the
+    newest known release inside it (:data:`TRANSFORMERS_NEWEST`).
+
+    Raises:
+        InvalidSettings: ``requested`` is not a version, or outside the release's range.
+    """
+    wanted = Version(release)
+    pinned = TRANSFORMERS_PINS[0][1]
+    for first, spec, _ in TRANSFORMERS_PINS:
+        if wanted >= Version(first):
+            pinned = spec
+    allowed = SpecifierSet(pinned)
+    if requested is not None:
+        try:
+            version = Version(requested.strip().lstrip("v"))
+        except InvalidVersion:
+            raise InvalidSettings(
+                f"--transformers-version: {requested!r} is not a version like 4.57.6"
+            ) from None
+        if not allowed.contains(version, prereleases=True):
+            raise InvalidSettings(
+                f"--transformers-version {requested}: vLLM {release} declares transformers"
+                f"{pinned} (its wheel's Requires-Dist)"
+            )
+        return TransformersChoice(str(version), pinned, f"--transformers-version {version}")
+    newest = max(Version(v) for v in TRANSFORMERS_NEWEST if Version(v) in allowed)
+    return TransformersChoice(
+        str(newest),
+        pinned,
+        f"what installing vLLM {release} resolves (transformers{pinned}): {newest}",
+    )
 
 
 #: unregistered text-only architectures vLLM serves with a registered class instead

@@ -20,7 +20,7 @@ from kvalign.engine import create_engine_config
 from kvalign.errors import InvalidSettings, UnsupportedModel
 from kvalign.settings import Settings
 from kvalign.sources import load_model
-from kvalign.versions import resolve
+from kvalign.versions import resolve, transformers_for
 
 runner = CliRunner()
 DATA = Path(__file__).parent / "data"
@@ -190,3 +190,40 @@ def test_newer_release_warns_on_stderr_and_json_names_the_profile() -> None:
     plain = runner.invoke(app, ["check", FALCON, "--vllm-version", "0.27.1", "--format", "json"])
     assert "warning" not in plain.stderr
     assert json.loads(plain.stdout)["vllm_profile"]["beyond_newest"] is False
+
+
+# ---- class 1: the transformers dimension --------------------------------------------------------
+@pytest.mark.parametrize(
+    ("release", "pinned_default"),
+    [("0.10.2", "5.20.2"), ("0.14.0", "4.57.6"), ("0.17.0", "4.57.6"), ("0.19.1", "5.20.2"),
+     ("0.27.1", "5.20.2")],
+)  # fmt: skip
+def test_default_transformers_is_what_installing_the_release_resolves(
+    release: str, pinned_default: str
+) -> None:
+    # Requires-Dist of the wheels: 0.10.2 >=4.55.2; 0.11.1-0.17.0 >=4.56.0,<5; 0.19.1
+    # >=4.56.0 minus 5.0-5.5.0; 0.25.0-0.27.1 >=5.5.3. The measured vectors ran 0.14.0 and
+    # 0.17.0 with transformers 4.57.6 (tests/golden/README.md).
+    assert transformers_for(release, None).version == pinned_default
+
+
+def test_transformers_version_outside_the_pin_is_refused() -> None:
+    with pytest.raises(InvalidSettings, match="declares transformers>=4.56.0,<5"):
+        transformers_for("0.17.0", "5.20.2")
+    assert transformers_for("0.19.1", "4.57.6").version == "4.57.6"
+
+
+@pytest.mark.parametrize(("transformers", "block"), [(None, 4128), ("4.57.6", 2080)])
+def test_0_19_1_nemotron_h_ssm_dtype_follows_transformers(
+    transformers: str | None, block: int
+) -> None:
+    # issue 16: on 0.19.1 Nemotron-H-56B (no mamba_ssm_cache_dtype in its config) gets
+    # float32 under transformers 5 (its NemotronHConfig declares mamba_ssm_cache_dtype =
+    # "float32", read in 5.20.2) and vLLM's float16 fallback under 4.57 (no nemotron_h
+    # there; vLLM's own config copy): blocks 4128 and 2080
+    settings = Settings(
+        vllm_version="0.19.1", enable_prefix_caching=False, transformers_version=transformers
+    )
+    rank = analyze_rank(load_model("nvidia/Nemotron-H-56B-Base-8K"), settings, 1)
+    assert rank.block_size == block
+    assert rank.mamba_state_dtypes[1] == ("float32" if transformers is None else "float16")

@@ -195,6 +195,15 @@ MambaBackendOpt = Annotated[
         show_default=False,
     ),
 ]
+TransformersOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--transformers-version",
+        help="transformers release the pool runs with, inside the vLLM release's declared "
+        "range (default: what installing that vLLM release resolves; docs/versions.md).",
+        show_default=False,
+    ),
+]
 MaxModelLenOpt = Annotated[
     int | None,
     typer.Option(
@@ -321,6 +330,7 @@ _SETTINGS_PARAMS = (
     _param("use_replayssm", ReplayOpt, False),
     _param("replayssm_buffer_len", ReplayLenOpt, 16),
     _param("mamba_backend", MambaBackendOpt, None),
+    _param("transformers_version", TransformersOpt, None),
 )
 #: how MODEL is loaded.
 _SOURCE_PARAMS = (

@@ -123,6 +123,7 @@ _OPTIONAL_SETTINGS = (
     "use_replayssm",
     "replayssm_buffer_len",
     "mamba_backend",
+    "transformers_version",
 )
 
 

@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             "settings": {**setting, "gpu": "H100"},
             "tp": tp,
             # releases older than the probe's adapters answer the block size only
-            "expected": {k: v for k, v in _expected(answer).items() if v is not None},
+            "expected": {k: v for k, v in _expected(answer).items() if v not in (None, [])},
             "resolved": None
             if resolved is None
             else {
