@@ -137,6 +137,11 @@ class Profile:
         mla_blackwell_backend: the MLA backend chosen first on SM100 when none is named.
         kv_transfer_disables_hma: ``--kv-transfer-config`` turns the hybrid KV-cache
             manager off unless ``--no-disable-hybrid-kv-cache-manager`` is given.
+        config_hooks_normalise_arch: the model-default hooks (``MODELS_CONFIG_MAP`` in
+            ``vllm/config/vllm.py`` ``VllmConfig.try_verify_and_update_config``) are looked
+            up under the registry's normalised name too, so a text-only checkpoint served
+            by its multimodal stand-in gets the stand-in's defaults (Qwen3.5's
+            ``mamba_ssm_dtype``): from 0.25 (absent in 0.24.0, present in 0.25.0).
         prefix_caching_forced_off: models with state layers whose prefix caching vLLM
             turns off even with ``--enable-prefix-caching``: ``all`` (0.10.x:
             ``MambaModelConfig.verify_and_update_config`` sets
@@ -188,6 +193,7 @@ class Profile:
     mla_blackwell_backend: str = "FLASHINFER_MLA"
     kv_transfer_disables_hma: bool = False
     prefix_caching_forced_off: PrefixCachingForcedOff = "none"
+    config_hooks_normalise_arch: bool = True
 
     def prefix_caching_refusal(self, model_type: str, has_state: bool) -> str:
         """Why this release turns prefix caching off for the model whatever the flag
@@ -251,6 +257,7 @@ _OLDEST = Profile(
     mla_blackwell_backend="CUTLASS_MLA",
     kv_transfer_disables_hma=True,
     prefix_caching_forced_off="all",
+    config_hooks_normalise_arch=False,
 )
 
 #: each later release line as (first release, releases read or run, what changed from the
@@ -337,7 +344,11 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
         ("0.24.0",),
         {"flashinfer_large_pages": True, "mamba_prefix_caching_types": _MAMBA_PREFIX_CACHING},
     ),
-    ("0.25.0", ("0.25.0", "0.26.0"), {"flash_attn_kernel_sizes": "none"}),
+    (
+        "0.25.0",
+        ("0.25.0", "0.26.0"),
+        {"flash_attn_kernel_sizes": "none", "config_hooks_normalise_arch": True},
+    ),
     (
         "0.27.0",
         ("0.27.0", "0.27.1"),
