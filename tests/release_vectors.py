@@ -80,6 +80,8 @@ def kvalign_settings(row: dict[str, Any], release: str) -> tuple[Settings | None
         "gpu": raw.get("gpu"),
         "gdn_prefill_backend": "triton",
         "vllm_version": release,
+        # what the vector ran with (fidelity vectors record it; the grid's do not)
+        "transformers_version": (row.get("vllm") or {}).get("transformers"),
     }
     unsupported: list[str] = []
     if raw["enable_prefix_caching"] is not None:

@@ -12,6 +12,12 @@ short list of cases instead of the catalog grid:
 
     PYTHONPATH=.:/root/vllm-env/0.17.0 VLLM_PLUGINS="" /root/vllm-env/venv/bin/python \\
         tests/golden/build_fidelity_vectors.py --out tests/golden/fidelity-0.17.0.jsonl
+
+Each line records the transformers version it ran with (``vllm.transformers``); kvalign is
+compared with ``--transformers-version`` set to it. A second transformers on the path first
+(``PYTHONPATH=.:ENV/0.19.1:ENV/0.14.0``: 0.14.0's directory holds transformers 4.57.6)
+measures the other side of a release whose range allows both
+(``fidelity-0.19.1-transformers-4.57.6.jsonl``).
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
     boot(ASSUMABLE["H100"])
     version = str(importlib.import_module("vllm").__version__)
+    tf = str(importlib.import_module("transformers").__version__)
     lines = []
     for model, directory, setting, tp in cases():
         request = ProbeRequest(
@@ -90,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                 "mamba_cache_mode": resolved.mamba_cache_mode,
                 "mamba_block_size": resolved.mamba_block_size,
             },
-            "vllm": {"version": version, "platform": answer.platform},
+            "vllm": {"version": version, "platform": answer.platform, "transformers": tf},
         }
         if answer.error:
             line["expected"].setdefault("vllm_error", answer.error)
