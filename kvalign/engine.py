@@ -25,7 +25,7 @@ from kvalign.dtypes import (
     mamba_dtype,
     resolve_model_dtype,
 )
-from kvalign.errors import InvalidSettings, NotModelled, UnsupportedModel
+from kvalign.errors import InvalidSettings, KvalignError, NotModelled, UnsupportedModel
 from kvalign.families import kda
 from kvalign.geometry import AttentionGeometry, ModelGeometry
 from kvalign.settings import Settings
@@ -903,3 +903,40 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         resolutions=tuple(trail.steps),
         notes=tuple(trail.notes),
     )
+
+
+class EngineCache:
+    """Resolve each (model, settings) once for one run (a ``check``, an ``audit``).
+
+    :meth:`resolve` calls :func:`create_engine_config` the first time it sees a model
+    object with given settings and returns the same :class:`EngineConfig` (or raises the
+    same error) every later time. Models are told apart by identity: a run loads each
+    model once. One instance per run, never module-level: nothing outlives the run.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[int, Settings], EngineConfig | KvalignError] = {}
+        self._models: dict[int, ModelGeometry] = {}  # keeps each id() valid for the run
+
+    def keep(self, geometry: ModelGeometry) -> None:
+        """Hold ``geometry`` for the run, so that its ``id()`` in a key stays its own."""
+        self._models.setdefault(id(geometry), geometry)
+
+    def resolve(self, geometry: ModelGeometry, settings: Settings) -> EngineConfig:
+        """:func:`create_engine_config` for ``(geometry, settings)``, once.
+
+        Raises:
+            InvalidSettings, NotModelled, UnsupportedModel: as :func:`create_engine_config`.
+        """
+        key = (id(geometry), settings)
+        found = self._seen.get(key)
+        if found is None:
+            self.keep(geometry)
+            try:
+                found = create_engine_config(geometry, settings)
+            except KvalignError as exc:
+                found = exc
+            self._seen[key] = found
+        if isinstance(found, KvalignError):
+            raise found
+        return found

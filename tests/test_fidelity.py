@@ -13,16 +13,23 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kvalign.alignment import analyze_rank
+from kvalign.alignment import RankResult, analyze_rank
 from kvalign.backends import get_gpu
 from kvalign.cli import app
 from kvalign.engine import create_engine_config
 from kvalign.errors import InvalidSettings, UnsupportedModel
+from kvalign.geometry import ModelGeometry
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import resolve, transformers_for
 
 runner = CliRunner()
+
+
+def _rank(geometry: ModelGeometry, settings: Settings, tp: int) -> RankResult:
+    return analyze_rank(geometry, create_engine_config(geometry, settings), tp)
+
+
 DATA = Path(__file__).parent / "data"
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 FALCON = "tiiuae/Falcon-H1-0.5B-Base"
@@ -78,7 +85,7 @@ def test_mamba_block_size_not_a_chunk_multiple_is_invalid_on_0_27_1() -> None:
         mamba_cache_mode="all",
         mamba_block_size=32,
     )
-    rank = analyze_rank(load_model(FALCON), settings, 1)
+    rank = _rank(load_model(FALCON), settings, 1)
     assert rank.valid and not rank.usable
     assert "not a multiple of the Mamba chunk size 128" in rank.problem
     assert "fails at start-up" in rank.problem
@@ -88,7 +95,7 @@ def test_mamba_block_size_not_a_chunk_multiple_is_invalid_on_0_27_1() -> None:
         mamba_cache_mode="all",
         mamba_block_size=256,
     )
-    assert analyze_rank(load_model(FALCON), fine, 1).usable
+    assert _rank(load_model(FALCON), fine, 1).usable
 
 
 def test_mamba_block_size_case_fails_check() -> None:
@@ -108,7 +115,7 @@ def test_text_only_qwen35_on_0_17_is_400_and_fails_at_start_up() -> None:
     # 817,152 B per rank, attention 2 KV heads x 256 x 2 x 2 B = 2,048 B/token,
     # 16 x ceil(817152 / (16 x 2048)) = 16 x 25 = 400; 400 x 2048 = 819,200 (+0.25 %)
     geometry = load_model(QWEN35_TEXT)
-    rank = analyze_rank(geometry, Settings(vllm_version="0.17.0"), 2)
+    rank = _rank(geometry, Settings(vllm_version="0.17.0"), 2)
     assert (rank.block_size, rank.mamba_page_bytes) == (400, 817_152)
     assert rank.mamba_padding_pct is not None and round(rank.mamba_padding_pct, 2) == 0.25
     assert rank.mamba_state_dtypes == ("bfloat16", "bfloat16")
@@ -116,11 +123,11 @@ def test_text_only_qwen35_on_0_17_is_400_and_fails_at_start_up() -> None:
     assert "fails at start-up" in rank.problem and "Qwen3_5ForConditionalGeneration" in rank.problem
     # measured (tests/golden/fidelity-0.25.0.jsonl): from 0.25 the model-default hooks are
     # looked up under the normalised name too, so the float32 ssm state returns: 784
-    later = analyze_rank(geometry, Settings(vllm_version="0.25.0"), 2)
+    later = _rank(geometry, Settings(vllm_version="0.25.0"), 2)
     assert later.block_size == 784 and not later.usable
     # 0.27 registers the text-only class: the config's float32 ssm state, 784 at TP 1
     # (public 0.19.1 log for the multimodal checkpoint, tests/golden/public-reports.yaml)
-    ok = analyze_rank(geometry, Settings(vllm_version="0.27.1"), 1)
+    ok = _rank(geometry, Settings(vllm_version="0.27.1"), 1)
     assert ok.usable and ok.block_size == 784
     # 0.14 registers neither class: unknown architecture, as before
     with pytest.raises(UnsupportedModel, match="does not know this architecture"):
@@ -142,7 +149,7 @@ def test_falcon_h1_speculative_rows_overflow_the_padded_page(
     # that falcon_h1.py's state-shape function leaves out: 2 tokens give 411,136 B >
     # 409,600 → MambaSpec's "assert page_size_padded >= page_size" (kv_cache_interface.py).
     # 0.14 layers take no speculative rows; 0.32+ the model function takes them.
-    rank = analyze_rank(load_model(FALCON), Settings(vllm_version=version,
+    rank = _rank(load_model(FALCON), Settings(vllm_version=version,
                                                      num_speculative_tokens=spec), 1)  # fmt: skip
     assert rank.valid
     assert (not rank.usable) is fails
@@ -228,6 +235,6 @@ def test_0_19_1_nemotron_h_ssm_dtype_follows_transformers(
     settings = Settings(
         vllm_version="0.19.1", enable_prefix_caching=False, transformers_version=transformers
     )
-    rank = analyze_rank(load_model("nvidia/Nemotron-H-56B-Base-8K"), settings, 1)
+    rank = _rank(load_model("nvidia/Nemotron-H-56B-Base-8K"), settings, 1)
     assert rank.block_size == block
     assert rank.mamba_state_dtypes[1] == ("float32" if transformers is None else "float16")

@@ -3,28 +3,15 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from enum import Enum
 from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import _guarded
+from kvalign.cli.exit import guarded
 from kvalign.cli.options import FailOn, FailOnOpt, NoCacheOpt, VersionOpt, warn_beyond_newest
-from kvalign.cli.output import _stdout
+from kvalign.cli.output import AUDIT, AuditFormat, View
 from kvalign.errors import InvalidSettings
-
-
-# ---- audit ------------------------------------------------------------------------------
-class AuditFormat(str, Enum):
-    """``kvalign audit --format`` values."""
-
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    sarif = "sarif"
-    junit = "junit"
-    github = "github"
 
 
 class PairByChoice(str, Enum):
@@ -134,8 +121,6 @@ def audit(
     """
     from pathlib import Path
 
-    from rich.console import Console
-
     from kvalign.auditing import AuditRequest, AuditStopped
     from kvalign.auditing import run as run_audit
     from kvalign.report import audit as audit_report
@@ -177,30 +162,9 @@ def audit(
             raise
         _say(outcome.messages)
         report = outcome.report
-        renderers: dict[AuditFormat, Callable[[object], str]] = {
-            AuditFormat.json: audit_report.to_json,  # type: ignore[dict-item]
-            AuditFormat.markdown: audit_report.to_markdown,  # type: ignore[dict-item]
-            AuditFormat.sarif: audit_report.to_sarif,  # type: ignore[dict-item]
-            AuditFormat.junit: audit_report.to_junit,  # type: ignore[dict-item]
-            AuditFormat.github: audit_report.to_github,  # type: ignore[dict-item]
-        }
+        view = View(fail_on.value, None if output is None else audit_report.FILE_WIDTH)
         try:
-            if output_format is AuditFormat.table:
-                if output is None:
-                    console = _stdout()
-                    console.print(audit_report.to_table(report, console.width))
-                else:
-                    with open(output, "w", encoding="utf-8") as handle:
-                        Console(file=handle, width=audit_report.FILE_WIDTH, no_color=True).print(
-                            audit_report.to_table(report, audit_report.FILE_WIDTH)
-                        )
-            else:
-                text = renderers[output_format](report)
-                text = text if text.endswith("\n") or not text else text + "\n"
-                if output is None:
-                    typer.echo(text, nl=False)
-                else:
-                    Path(output).write_text(text, encoding="utf-8")
+            AUDIT.emit(report, output_format, view, output)
         except OSError as exc:
             raise InvalidSettings(
                 f"--output {output}: cannot write ({exc.strerror or type(exc).__name__})"
@@ -208,7 +172,7 @@ def audit(
         _say(outcome.unevaluated_messages())  # exit 3: say why on stderr too
         return report.exit_code()
 
-    raise typer.Exit(_guarded(run))
+    raise typer.Exit(guarded(run))
 
 
 def _say(messages: tuple[str, ...]) -> None:

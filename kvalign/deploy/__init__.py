@@ -3,7 +3,7 @@
 One module per input kind, each with a :class:`~kvalign.deploy.interface.Reader`
 (:mod:`.templated` unrendered Helm templates, :mod:`.own` kvalign YAML, :mod:`.stack`
 production-stack values, :mod:`.k8s` Kubernetes manifests and llm-d / KServe / Dynamo
-resources, :mod:`.cmdline` shell scripts and command lines, evaluated by :mod:`.bash`);
+resources, :mod:`.cmdline` shell scripts and command lines, evaluated by :mod:`kvalign.shell`);
 :func:`read_paths` gives each file to the first reader of
 :data:`~kvalign.deploy.registry.READERS` that takes it (docs/inputs.md lists what each
 reads), then applies what is common to all (LMCache config files, ignore comments). The
@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from kvalign.deploy import cmdline, lmcache
+from kvalign.deploy import cmdline, justfile, lmcache
 from kvalign.deploy.common import ignores_in
 from kvalign.deploy.interface import Source
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
@@ -60,10 +60,10 @@ def read_text(text: str, file: str, base: Path | None = None) -> Deployment | No
 INPUT_KINDS = (
     "kvalign YAML (model + prefill/decode), shell scripts and command lines launching vLLM "
     "(vllm serve, python -m vllm.entrypoints.openai.api_server, python -m dynamo.vllm, "
-    "docker run vllm/vllm-openai), Kubernetes Deployment/StatefulSet/Pod/Job, "
-    "LeaderWorkerSet, llm-d ModelService values and DisaggregatedSet, KServe "
-    "LLMInferenceService, NVIDIA Dynamo DynamoGraphDeployment, production-stack Helm values "
-    "(servingEngineSpec.modelSpec)"
+    "docker run vllm/vllm-openai, ssh HOST CMD, srun), Justfile recipes, Kubernetes "
+    "Deployment/StatefulSet/Pod/Job, LeaderWorkerSet, llm-d ModelService values and "
+    "DisaggregatedSet, KServe LLMInferenceService, NVIDIA Dynamo DynamoGraphDeployment, "
+    "production-stack Helm values (servingEngineSpec.modelSpec)"
 )
 _VLLM_IMAGE_TEXT = re.compile(r"image:\s*['\"]?[^\s'\"]*\bvllm(-openai)?[:@\s'\"]|vllm/vllm-openai")
 
@@ -142,12 +142,13 @@ def _unreadable(path: Path, exc: KvalignError) -> Deployment:
 
 
 def _scanned(path: Path) -> list[Path]:
-    """The files a directory scan reads, sorted (:data:`SUFFIXES`, no hidden paths)."""
+    """The files a directory scan reads, sorted (:data:`SUFFIXES` and Justfiles, no hidden
+    paths)."""
     return [
         child
         for child in sorted(path.rglob("*"))
         if child.is_file()
-        and child.suffix in SUFFIXES
+        and (child.suffix in SUFFIXES or justfile.is_justfile(child.name))
         and not any(part.startswith(".") for part in child.relative_to(path).parts)
     ]
 
