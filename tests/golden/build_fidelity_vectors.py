@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from build_release_vectors import _expected, _setting, catalog  # noqa: E402
+from build_release_vectors import _expected, _setting, catalog, resolved_json  # noqa: E402
 
 TEXT_ONLY = ROOT / "tests" / "data" / "qwen3.5-27b-text"
 
@@ -80,7 +80,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         answer = vllm_answer(request)
         raw = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-        resolved = answer.resolved
         line = {
             "model": model,
             "config": _config_name(model, directory),
@@ -89,14 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             "tp": tp,
             # releases older than the probe's adapters answer the block size only
             "expected": {k: v for k, v in _expected(answer).items() if v not in (None, [])},
-            "resolved": None
-            if resolved is None
-            else {
-                "kv_cache_dtype": resolved.kv_cache_dtype,
-                "enable_prefix_caching": resolved.enable_prefix_caching,
-                "mamba_cache_mode": resolved.mamba_cache_mode,
-                "mamba_block_size": resolved.mamba_block_size,
-            },
+            "resolved": resolved_json(answer),
             "vllm": {"version": version, "platform": answer.platform, "transformers": tf},
         }
         if answer.error:

@@ -119,6 +119,19 @@ def _expected(answer: Any) -> dict[str, Any]:
     }
 
 
+def resolved_json(answer: Any) -> dict[str, Any] | None:
+    """The ``CacheConfig`` values vLLM ended with (a vector's ``resolved``), ``None`` when
+    the probe did not get that far."""
+    if answer.resolved is None:
+        return None
+    return {
+        "kv_cache_dtype": answer.resolved.kv_cache_dtype,
+        "enable_prefix_caching": answer.resolved.enable_prefix_caching,
+        "mamba_cache_mode": answer.resolved.mamba_cache_mode,
+        "mamba_block_size": answer.resolved.mamba_block_size,
+    }
+
+
 def _key(row: dict[str, Any]) -> str:
     return json.dumps([row["model"], row["settings"], row["tp"]], sort_keys=True)
 
@@ -198,12 +211,7 @@ def main(argv: list[str] | None = None) -> int:
                 "expected": expected,
             }
             if answer.resolved is not None:
-                row["resolved"] = {
-                    "kv_cache_dtype": answer.resolved.kv_cache_dtype,
-                    "enable_prefix_caching": answer.resolved.enable_prefix_caching,
-                    "mamba_cache_mode": answer.resolved.mamba_cache_mode,
-                    "mamba_block_size": answer.resolved.mamba_block_size,
-                }
+                row["resolved"] = resolved_json(answer)
             row["vllm"] = {"version": version, "platform": answer.platform}
             lines.append(json.dumps(row))
     if args.model:
