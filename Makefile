@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint format bench docs geometry clean verify-releases release-disagreements
+.PHONY: install demo test lint format bench docs geometry clean verify-releases release-disagreements mutation
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ lint: $(STAMP)  ## ruff + mypy
 format: $(STAMP)
 	$(BIN)/ruff format kvalign tests
 	$(BIN)/ruff check --fix kvalign tests
+
+# MODULES=versions backends ... limits the run; results stay in build/mutation/ (re-runs reuse them)
+MODULES ?=
+mutation: $(STAMP)  ## mutation testing (mutmut 3 + rule mutants), one module at a time; writes docs/mutation-report.md (not in CI, ~1 h)
+	$(BIN)/python -m pip install --quiet -e '.[mutation]'
+	HF_HUB_OFFLINE=1 $(BIN)/python tests/mutation/run.py $(MODULES)
 
 bench: $(STAMP)  ## wall time and peak RSS of the main commands (writes BENCHMARKS.md)
 	$(BIN)/python benchmarks/bench.py

@@ -2,8 +2,9 @@
 
 One module per input kind, each with a :class:`~kvalign.deploy.interface.Reader`
 (:mod:`.templated` unrendered Helm templates, :mod:`.own` kvalign YAML, :mod:`.stack`
-production-stack values, :mod:`.k8s` Kubernetes manifests and llm-d / KServe / Dynamo
-resources, :mod:`.cmdline` shell scripts and command lines, evaluated by :mod:`kvalign.shell`);
+production-stack values, :mod:`.compose` Docker Compose files, :mod:`.k8s` Kubernetes
+manifests and llm-d / KServe / Dynamo resources, :mod:`.cmdline` shell scripts and command
+lines, evaluated by :mod:`kvalign.shell`);
 :func:`read_paths` gives each file to the first reader of
 :data:`~kvalign.deploy.registry.READERS` that takes it (docs/inputs.md lists what each
 reads), then applies what is common to all (LMCache config files, ignore comments). The
@@ -63,7 +64,8 @@ INPUT_KINDS = (
     "docker run vllm/vllm-openai, ssh HOST CMD, srun), Justfile recipes, Kubernetes "
     "Deployment/StatefulSet/Pod/Job, LeaderWorkerSet, llm-d ModelService values and "
     "DisaggregatedSet, KServe LLMInferenceService, NVIDIA Dynamo DynamoGraphDeployment, "
-    "production-stack Helm values (servingEngineSpec.modelSpec)"
+    "production-stack Helm values (servingEngineSpec.modelSpec), Docker Compose files running "
+    "a vLLM image"
 )
 _VLLM_IMAGE_TEXT = re.compile(r"image:\s*['\"]?[^\s'\"]*\bvllm(-openai)?[:@\s'\"]|vllm/vllm-openai")
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from kvalign.deploy.model import DeploymentKey, Ignore, Location, Pool, Problem, Role
+from kvalign.deploy.model import Deployment, DeploymentKey, Ignore, Location, Pool, Problem, Role
 from kvalign.deploy.vllm_args import VllmArgs, parse_vllm_args, settings_from_args
 from kvalign.errors import KvalignError
 from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP
@@ -352,3 +352,34 @@ def off_path(problems: list[Problem]) -> list[Problem]:
         else p
         for p in problems
     ]
+
+
+def collect_pool(found: PoolInput, pools: list[Pool], problems: list[Problem]) -> None:
+    """:func:`build_pool` for a reader's loop: the pool (if any) goes to ``pools``, its
+    problems to ``problems``."""
+    pool, found_problems = build_pool(found)
+    problems += found_problems
+    if pool is not None:
+        pools.append(pool)
+
+
+def image_deployment(
+    file: str,
+    kind: str,
+    pools: list[Pool],
+    problems: list[Problem],
+    versions: dict[str, str],
+    launches: int,
+) -> Deployment:
+    """A reader's :class:`Deployment` whose release comes from the first vLLM image tag
+    in ``versions`` (release → image)."""
+    version = next(iter(versions), None)
+    return Deployment(
+        source=file,
+        kind=kind,
+        pools=tuple(pools),
+        problems=tuple(problems),
+        vllm_version=version,
+        version_source=f"image {versions[version]}" if version is not None else None,
+        launches=launches,
+    )
