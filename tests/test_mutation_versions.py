@@ -125,7 +125,9 @@ def test_profile_names_and_first_releases() -> None:
 def test_resolve_boundaries(asked: str, profile: str, warns: bool) -> None:
     resolved = resolve(asked)
     assert resolved.profile.name == profile
-    assert resolved.note.startswith("warning:") is warns
+    # issue 16 class 9: the warning is Resolved.warning (the CLI's stderr line), not a note
+    assert bool(resolved.warning) is warns and resolved.beyond_newest is warns
+    assert not resolved.note.startswith("warning:")
     assert resolved.release == asked.strip().lstrip("v")
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from kvalign.cli.exit import guarded
-from kvalign.cli.options import FailOn, FailOnOpt, NoCacheOpt, VersionOpt
+from kvalign.cli.options import FailOn, FailOnOpt, NoCacheOpt, VersionOpt, warn_beyond_newest
 from kvalign.cli.output import AUDIT, AuditFormat, View
 from kvalign.errors import InvalidSettings
 
@@ -153,6 +153,7 @@ def audit(
     )
 
     def run() -> int:
+        warn_beyond_newest(vllm_version)
         try:
             outcome = run_audit(request)
         except AuditStopped as exc:
