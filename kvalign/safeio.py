@@ -163,15 +163,13 @@ def _children(node: Any) -> list[Any]:
     return []
 
 
-def _check_duplicate_keys(node: Any, name: str) -> None:
-    """Reject a mapping node with the same scalar key twice (PyYAML keeps the last one
-    silently, so a second ``decode:`` would hide the first). Merge keys (``<<``) may repeat."""
-    yaml = _yaml_module()
-    if not isinstance(node, yaml.MappingNode):
-        return
+def _check_duplicate_keys(node: Any, name: str, scalar: Any) -> None:
+    """Reject a mapping node with the same scalar key (``scalar``: PyYAML's ScalarNode)
+    twice (PyYAML keeps the last one silently, so a second ``decode:`` would hide the
+    first). Merge keys (``<<``) may repeat."""
     seen: dict[tuple[str, str], int] = {}
     for key_node, _ in node.value:
-        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+        if not isinstance(key_node, scalar) or key_node.tag == "tag:yaml.org,2002:merge":
             continue
         marker = (key_node.tag, key_node.value)
         line = key_node.start_mark.line + 1
@@ -196,19 +194,26 @@ def check_yaml_node(root: Any, name: str) -> None:
             more than :data:`MAX_YAML_NODES` nodes after alias expansion, or a mapping
             with a duplicate key.
     """
+    yaml = _yaml_module()
+    mapping, scalar = yaml.MappingNode, yaml.ScalarNode
     sizes: dict[int, int] = {}
     heights: dict[int, int] = {}
     on_path: set[int] = set()
-    stack: list[tuple[Any, int, bool]] = [(root, 1, False)]
+    # (node, depth, its children once visited, or None on the first visit)
+    stack: list[tuple[Any, int, list[Any] | None]] = [(root, 1, None)]
     while stack:
-        node, depth, finished = stack.pop()
+        node, depth, kids = stack.pop()
         key = id(node)
-        if finished:
+        if kids is not None:
             on_path.discard(key)
-            kids = _children(node)
-            sizes[key] = 1 + sum(sizes[id(k)] for k in kids)
-            heights[key] = 1 + max((heights[id(k)] for k in kids), default=0)
-            if sizes[key] > MAX_YAML_NODES:
+            size = 1
+            height = 0
+            for kid in kids:
+                size += sizes[id(kid)]
+                height = max(height, heights[id(kid)])
+            sizes[key] = size
+            heights[key] = height + 1
+            if size > MAX_YAML_NODES:
                 raise YamlRefused(
                     f"{name}: YAML expands to more than {MAX_YAML_NODES:,} nodes "
                     "(alias/anchor bomb?)"
@@ -223,9 +228,11 @@ def check_yaml_node(root: Any, name: str) -> None:
         if depth > MAX_YAML_DEPTH:
             raise YamlRefused(f"{name}: YAML nested deeper than {MAX_YAML_DEPTH} levels")
         on_path.add(key)
-        _check_duplicate_keys(node, name)
-        stack.append((node, depth, True))
-        stack.extend((child, depth + 1, False) for child in _children(node))
+        if isinstance(node, mapping):
+            _check_duplicate_keys(node, name, scalar)
+        children = _children(node)
+        stack.append((node, depth, children))
+        stack.extend((child, depth + 1, None) for child in children)
 
 
 def load_yaml_documents(text: str, name: str) -> list[tuple[int, Any]]:
