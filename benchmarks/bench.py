@@ -221,7 +221,27 @@ files of their own). The `matrix` rows are the total of one process per bundled 
 The "new local config" row is a copy of a bundled config in a folder of its own, checked
 with an empty cache (so it goes through transformers); its target is its CPU time minus
 the reference row (the transformers import alone).
+
+## Closing note: issue 18's speed targets in this run
+
+{closing(figures, bare)}
 """
+
+
+def closing(figures: list[Figure], bare: Figure) -> str:
+    """One line per figure that has a target: the measured CPU figure and the verdict."""
+    lines = []
+    for f in figures:
+        if f.target_ratio is not None:
+            got = f"{f.ratio(bare):.1f}× a bare interpreter's CPU time"
+        elif f.target_s is not None and f.over:
+            got = f"{f.median_cpu - f.over:.3f} s CPU beyond the reference"
+        elif f.target_s is not None:
+            got = f"{f.median_cpu:.3f} s CPU"
+        else:
+            continue
+        lines.append(f"* {f.name}: {got} (target {f.target()}): **{f.verdict(bare)}**.")
+    return "\n".join(lines)
 
 
 def main() -> None:
