@@ -296,6 +296,10 @@ def main() -> None:
             note="what a check of a new local config pays on top of warm",
         )
         audit_runs = max(1, r // 3)
+
+        def audit_argvs(extra: list[str]) -> Callable[[], list[list[str]]]:
+            return lambda: [[*KVALIGN, "audit", str(deploy), *extra]]
+
         figures = [
             bare,
             measure("kvalign --version", lambda: [[*KVALIGN, "--version"]], env, r),
@@ -334,32 +338,21 @@ def main() -> None:
                 before=prime,
                 note=f"{len(models)} processes per run",
             ),
-            measure(
-                f"audit {files} files, JSON, cold",
-                lambda: [[*KVALIGN, "audit", str(deploy), "--format", "json", "--no-cache"]],
-                env,
-                audit_runs,
-                target=5.0,
-                ok_codes=(0, 1, 3),
-                before=clear_cache,
-            ),
-            measure(
-                f"audit {files} files, JSON, warm",
-                lambda: [[*KVALIGN, "audit", str(deploy), "--format", "json"]],
-                env,
-                audit_runs,
-                target=5.0,
-                ok_codes=(0, 1, 3),
-                before=prime,
-            ),
-            measure(
-                f"audit {files} files, table, warm",
-                lambda: [[*KVALIGN, "audit", str(deploy)]],
-                env,
-                audit_runs,
-                target=5.0,
-                ok_codes=(0, 1, 3),
-                before=prime,
+            *(
+                measure(
+                    f"audit {files} files, {label}",
+                    audit_argvs(extra),
+                    env,
+                    audit_runs,
+                    target=5.0,
+                    ok_codes=(0, 1, 3),
+                    before=before,
+                )
+                for label, extra, before in (
+                    ("JSON, cold", ["--format", "json", "--no-cache"], clear_cache),
+                    ("JSON, warm", ["--format", "json"], prime),
+                    ("table, warm", [], prime),
+                )
             ),
         ]
         done = subprocess.run(
