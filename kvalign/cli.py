@@ -93,7 +93,9 @@ def _stdout() -> Console:
             self.quiet = True
             _stdout_closed()
 
-    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
+    from kvalign.numbers import columns
+
+    width = None if sys.stdout.isatty() else columns(os.environ.get("COLUMNS"))
     return _Stdout(width=width, soft_wrap=False, highlight=False)
 
 
@@ -164,18 +166,28 @@ def parse_tp_list(text: str, option: str) -> list[int]:
     """``"1,2,4"`` → ``[1, 2, 4]`` (order kept, duplicates dropped).
 
     Raises:
-        InvalidSettings: empty, non-integer or non-positive entries.
+        InvalidSettings: empty, non-integer or non-positive entries, or more than
+            :data:`~kvalign.settings.MAX_TP_SIZES` entries.
     """
+    from kvalign.numbers import try_int
+    from kvalign.settings import MAX_TP_SIZES
+
+    parts = text.split(",", MAX_TP_SIZES)
+    if len(parts) > MAX_TP_SIZES:
+        raise InvalidSettings(
+            f"{option}: more than {MAX_TP_SIZES} tensor parallel sizes (budget: TP sizes per run)"
+        )
     values: list[int] = []
-    for part in text.split(","):
+    for part in parts:
         item = part.strip()
-        if not (item.isascii() and item.isdigit()) or not 1 <= int(item) <= MAX_TP:
+        number = try_int(item)
+        if number is None or not 1 <= number <= MAX_TP:
             raise InvalidSettings(
-                f"{option}: {item!r} is not a tensor parallel size from 1 to {MAX_TP} "
+                f"{option}: {item[:40]!r} is not a tensor parallel size from 1 to {MAX_TP} "
                 "(expected e.g. 8 or 1,2,4)"
             )
-        if int(item) not in values:
-            values.append(int(item))
+        if number not in values:
+            values.append(number)
     return values
 
 
@@ -193,6 +205,11 @@ def _root(
     ] = False,
 ) -> None:
     """kvalign: hybrid KV-cache block alignment for P/D disaggregated vLLM."""
+    from kvalign import safeio
+    from kvalign.sanitize import guard_stderr
+
+    safeio.forget_inputs()  # --output may not replace what this run reads
+    guard_stderr()  # input strings on stderr: controls escaped, lines bounded
 
 
 # ---- shared options -------------------------------------------------------------------
@@ -814,6 +831,7 @@ def audit(
     from kvalign.deploy.model import Problem
     from kvalign.deploy.project import load_baseline, load_ignores
     from kvalign.report import audit as audit_report
+    from kvalign.safeio import write_output
 
     notes: list[Problem] = []
     shown: list[bool] = [False]  # notes already printed (--verbose)
@@ -829,12 +847,13 @@ def audit(
                     sys.stderr.write(f"kvalign: note: {note.location}: {note.message}\n")
             if output_format is AuditFormat.json:
                 text = audit_report.error_to_json(str(exc), exc.exit_code, notes) + "\n"
-                if output is None or str(exc).startswith("--output"):
+                # an error never replaces an existing file (it may be an input)
+                if output is None or os.path.lexists(output):
                     typer.echo(text, nl=False)
                 else:
                     try:
-                        Path(output).write_text(text, encoding="utf-8")
-                    except OSError:
+                        write_output(output, text)
+                    except KvalignError:
                         typer.echo(text, nl=False)
             raise
 
@@ -905,27 +924,25 @@ def audit(
             AuditFormat.junit: audit_report.to_junit,  # type: ignore[dict-item]
             AuditFormat.github: audit_report.to_github,  # type: ignore[dict-item]
         }
-        try:
-            if output_format is AuditFormat.table:
-                if output is None:
-                    console = _stdout()
-                    console.print(audit_report.to_table(report, console.width))
-                else:
-                    with open(output, "w", encoding="utf-8") as handle:
-                        Console(file=handle, width=audit_report.FILE_WIDTH, no_color=True).print(
-                            audit_report.to_table(report, audit_report.FILE_WIDTH)
-                        )
+        if output_format is AuditFormat.table:
+            if output is None:
+                console = _stdout()
+                console.print(audit_report.to_table(report, console.width))
             else:
-                text = renderers[output_format](report)
-                text = text if text.endswith("\n") or not text else text + "\n"
-                if output is None:
-                    typer.echo(text, nl=False)
-                else:
-                    Path(output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise InvalidSettings(
-                f"--output {output}: cannot write ({exc.strerror or type(exc).__name__})"
-            ) from None
+                import io
+
+                buffer = io.StringIO()
+                Console(file=buffer, width=audit_report.FILE_WIDTH, no_color=True).print(
+                    audit_report.to_table(report, audit_report.FILE_WIDTH)
+                )
+                write_output(output, buffer.getvalue())
+        else:
+            text = renderers[output_format](report)
+            text = text if text.endswith("\n") or not text else text + "\n"
+            if output is None:
+                typer.echo(text, nl=False)
+            else:
+                write_output(output, text)
         for problem in report.unevaluated:  # exit 3: say why on stderr too, one line each
             sys.stderr.write(
                 f"kvalign: error: not evaluated: {problem.location}: {problem.message}\n"
@@ -1002,11 +1019,9 @@ def survey(
             console = _stdout()
             console.print(survey_table(result, console.width))
         if plot is not None and svg is not None:
-            try:
-                with open(plot, "w", encoding="utf-8") as handle:
-                    handle.write(svg)
-            except OSError as exc:
-                raise InvalidSettings(f"--plot {plot}: cannot write: {exc.strerror}") from None
+            from kvalign.safeio import write_output
+
+            write_output(plot, svg, option="--plot")
             sys.stderr.write(f"kvalign: wrote {plot}\n")
         return EXIT_OK
 

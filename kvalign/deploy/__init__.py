@@ -79,7 +79,19 @@ INPUT_KINDS = (
     "LLMInferenceService, NVIDIA Dynamo DynamoGraphDeployment, production-stack Helm values "
     "(servingEngineSpec.modelSpec)"
 )
-_VLLM_IMAGE_TEXT = re.compile(r"image:\s*['\"]?[^\s'\"]*\bvllm(-openai)?[:@\s'\"]|vllm/vllm-openai")
+# linear: one possessive token per `image:`, then a check inside the token
+_IMAGE_TOKEN = re.compile(r"image:\s*+['\"]?([^\s'\"]*+)")
+_VLLM_IN_IMAGE = re.compile(r"\bvllm(?:-openai)?(?:[:@]|\Z)")
+
+
+def _names_vllm_image(text: str) -> bool:
+    """Whether ``text`` holds an ``image:`` naming a vLLM image (``…vllm:TAG``,
+    ``…vllm-openai@sha``) or mentions ``vllm/vllm-openai``; linear in the text."""
+    if "vllm/vllm-openai" in text:
+        return True
+    return any(_VLLM_IN_IMAGE.search(m.group(1)) for m in _IMAGE_TOKEN.finditer(text))
+
+
 _SHELL_SUFFIXES = (".sh", ".bash")
 
 
@@ -133,7 +145,7 @@ def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Depl
         plainly = (
             deployment.launches > 0
             or cmdline.matches(text)
-            or (is_yaml and _VLLM_IMAGE_TEXT.search(text) is not None)
+            or (is_yaml and _names_vllm_image(text))
         )
         if not plainly:
             notes.extend(p for p in deployment.problems if p.verbose_only)

@@ -81,7 +81,18 @@ _BLANKS = " \t\n"
 _SKIP = frozenset(
     {"file_redirect", "heredoc_redirect", "herestring_redirect", "comment", "heredoc_body"}
 )
-_SELF_DIR = re.compile(r"\bdirname\b.*(\$0\b|\$\{0\}|BASH_SOURCE)")
+_DIRNAME = re.compile(r"\bdirname\b")
+_SELF_REF = re.compile(r"\$0\b|\$\{0\}|BASH_SOURCE")
+
+
+def _self_dir(text: str) -> bool:
+    """``$(dirname "$0")``-like text (a line with ``dirname`` then ``$0``/``${0}``/
+    ``BASH_SOURCE``); linear: only the first ``dirname`` of each line is tried."""
+    for line in text.split("\n"):
+        found = _DIRNAME.search(line)
+        if found is not None and _SELF_REF.search(line, found.end()) is not None:
+            return True
+    return False
 
 
 def unresolved(text: str) -> str:
@@ -466,7 +477,7 @@ class _Evaluator:
             self._braced(node, env, out, quoted=quoted or assignment)
         elif kind == "command_substitution":
             inner = _text(node)
-            value = "." if _SELF_DIR.search(inner) else self.hole(inner)
+            value = "." if _self_dir(inner) else self.hole(inner)
             out.add(value)
         elif kind == "arithmetic_expansion":
             inner = _text(node)
