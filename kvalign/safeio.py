@@ -128,8 +128,6 @@ def note_input(path: Path | str) -> None:
 
 
 def _os_reason(path: Path | str, exc: OSError) -> ConfigNotFound:
-    if exc.errno == errno.ELOOP:
-        return ConfigNotFound(f"{path}: symlink loop")
     if exc.errno == errno.ENOENT:
         return ConfigNotFound(f"{path}: no such file")
     return ConfigNotFound(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})")

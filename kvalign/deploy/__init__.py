@@ -96,6 +96,20 @@ _SHELL_SUFFIXES = (".sh", ".bash")
 
 
 def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Deployment | None:
+    """:func:`_read_one`, a script over the shell budget named with its file.
+
+    Raises:
+        InvalidConfig: as :func:`_read_one`, or ``FILE: shell budget exceeded: …``.
+    """
+    from kvalign.deploy.bash import ShellBudgetExceeded
+
+    try:
+        return _read_one(text, file, base, notes)
+    except ShellBudgetExceeded as exc:
+        raise InvalidConfig(f"{file}: {exc}") from None
+
+
+def _read_one(text: str, file: str, base: Path | None, notes: list[Problem]) -> Deployment | None:
     """Read one file's text (``file`` is its display name, ``-`` for stdin).
 
     ``base`` is the file's folder: ``--config`` files and ``LMCACHE_CONFIG_FILE`` files

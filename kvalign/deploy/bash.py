@@ -42,6 +42,8 @@ from typing import Any
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
+from kvalign.errors import InvalidConfig
+
 __all__ = [
     "CLOSE",
     "OPEN",
@@ -73,6 +75,42 @@ MAX_WORD = 256 * 1024
 MAX_COMMANDS = 20_000
 _MAX_WORDS = 8 * 1024 * 1024  # characters of all the words of one command
 _MAX_ARITH = 1000  # characters of a $(( )) expression kvalign computes
+#: the one shell budget per script (issue 15): text read, evaluation steps (statements
+#: and expansions visited), characters built (words, values, copied variables).
+MAX_SCRIPT_BYTES = 1024 * 1024
+MAX_STEPS = 100_000
+MAX_BUILT = 16 * 1024 * 1024
+
+
+class ShellBudgetExceeded(InvalidConfig):
+    """A script over the shell budget (:data:`MAX_SCRIPT_BYTES`, :data:`MAX_STEPS`,
+    :data:`MAX_BUILT`); the message names the budget, the caller prefixes the file."""
+
+
+@dataclass
+class _Budget:
+    """What one script has spent of the shell budget."""
+
+    steps: int = 0
+    built: int = 0
+
+    def step(self, count: int = 1) -> None:
+        self.steps += count
+        if self.steps > MAX_STEPS:
+            raise ShellBudgetExceeded(
+                f"shell budget exceeded: more than {MAX_STEPS:,} evaluation steps "
+                "(statements and expansions)"
+            )
+
+    def build(self, size: int) -> None:
+        self.built += size
+        if self.built > MAX_BUILT:
+            raise ShellBudgetExceeded(
+                f"shell budget exceeded: more than {MAX_BUILT // (1024 * 1024)} MiB of "
+                "expanded text"
+            )
+
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)\Z", re.DOTALL)
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash"})
@@ -234,7 +272,8 @@ def shell_script(words: list[str] | tuple[str, ...]) -> tuple[str, list[str]] | 
 class _Builder:
     """Words being built (``current is None``: no word started)."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: _Budget | None = None) -> None:
+        self.budget = budget
         self.words: list[str] = []
         self.current: list[str] | None = None
         self.size = 0  # characters of the current word
@@ -242,6 +281,8 @@ class _Builder:
         self.overflow = False  # a word or all of them grew too long (the rest dropped)
 
     def add(self, text: str) -> None:
+        if self.budget is not None:
+            self.budget.build(len(text) + 1)
         if self.overflow:
             return
         self.size += len(text)
@@ -383,6 +424,7 @@ class _Evaluator:
         self.seen: set[tuple[tuple[int, ...], tuple[str, ...], tuple[tuple[str, str], ...]]] = set()
         self.level = 0  # current syntax nesting (run / expand)
         self.commands = 0  # simple commands evaluated (bounded by MAX_COMMANDS)
+        self.budget = _Budget()
         # unresolved pieces are kept as OPEN index CLOSE while evaluating, so that text
         # re-parsed by eval / sh -c never splits them; decoded when a command is recorded
         self.holes: dict[str, int] = {}
@@ -421,7 +463,7 @@ class _Evaluator:
         return self.hole(_text(node)[:200])
 
     def words(self, nodes: list[Node], env: _Env) -> list[str]:
-        out = _Builder()
+        out = _Builder(self.budget)
         for node in nodes:
             before = len(out.words)
             self.expand(node, env, out, quoted=False)
@@ -434,7 +476,7 @@ class _Evaluator:
 
     def joined(self, node: Node, env: _Env) -> str:
         """The value of an assignment's right side: expanded, not split."""
-        out = _Builder()
+        out = _Builder(self.budget)
         self.expand(node, env, out, quoted=True, assignment=True)
         out.end()
         if out.overflow:
@@ -447,6 +489,7 @@ class _Evaluator:
         if self._too_deep(node):
             out.add(self.hole(_text(node)))
             return
+        self.budget.step()
         self.level += 1
         try:
             self._expand(node, env, out, quoted=quoted, assignment=assignment)
@@ -529,6 +572,7 @@ class _Evaluator:
 
     def _emit(self, value: Value, out: _Builder, quoted: bool, written: str) -> None:
         if isinstance(value, tuple):
+            self.budget.step(len(value))
             if not quoted:
                 for item in value:
                     out.add_split(item)
@@ -625,7 +669,7 @@ class _Evaluator:
     def _default(self, node: Node, env: _Env, quoted: bool) -> str:
         """The word after the operator of ``${V:-word}``, expanded (quotes removed)."""
         after = False
-        inner = _Builder()
+        inner = _Builder(self.budget)
         for child in node.children:
             if not child.is_named and _text(child) in (":-", ":=", ":+", ":?", "-", "=", "+", "?"):
                 after = True
@@ -641,6 +685,7 @@ class _Evaluator:
     def run(self, node: Node, envs: list[_Env], ctx: _Ctx) -> list[_Env]:
         if not envs or self.commands > MAX_COMMANDS or self._too_deep(node):
             return envs
+        self.budget.step(len(envs))
         self.level += 1
         try:
             return self._run(node, envs, ctx)
@@ -724,7 +769,7 @@ class _Evaluator:
         if value_node is None:
             value = ""
         elif value_node.type == "array":
-            out = _Builder()
+            out = _Builder(self.budget)
             self.expand(value_node, env, out, quoted=False)
             out.end()
             value = tuple(out.words) if not out.overflow else self._too_long(value_node)
@@ -1341,7 +1386,16 @@ def evaluate(
     Returns:
         A :class:`Script`; never raises for bad shell (tree-sitter recovers; the parts it
         cannot read are noted).
+
+    Raises:
+        ShellBudgetExceeded: the script is over the shell budget (text longer than
+            :data:`MAX_SCRIPT_BYTES`, more than :data:`MAX_STEPS` steps, more than
+            :data:`MAX_BUILT` characters expanded); the message names the budget.
     """
+    if len(text) > MAX_SCRIPT_BYTES:
+        raise ShellBudgetExceeded(
+            f"shell budget exceeded: script longer than {MAX_SCRIPT_BYTES // 1024} KiB"
+        )
     evaluator = _Evaluator(text.splitlines())
     start = _Env(
         dict(env or {}), set(env or {}), tuple(positional) if positional is not None else None
