@@ -1,0 +1,78 @@
+"""Exit codes and the one place typed errors become a line on stderr and an exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from enum import Enum
+from typing import NoReturn, TypeVar
+
+import typer
+
+from kvalign.errors import KvalignError
+
+EXIT_OK, EXIT_FLAGGED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    one_line = " ".join(message.split())
+    sys.stderr.write(f"kvalign: error: {one_line}\n")
+    raise typer.Exit(code)
+
+
+T = TypeVar("T")
+
+
+#: exit code when the reader of stdout went away (128 + SIGPIPE, as shells report it).
+EXIT_BROKEN_PIPE = 141
+
+
+def _stdout_closed() -> NoReturn:
+    """The reader of stdout closed the pipe (``| head``): stop quietly with exit 141."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
+        pass
+    raise typer.Exit(EXIT_BROKEN_PIPE)
+
+
+def _guarded(action: Callable[[], T]) -> T:
+    """Run ``action``; typed errors become one line on stderr + exit 2, bugs exit 70."""
+    try:
+        return action()
+    except KvalignError as exc:
+        _fail(str(exc), exc.exit_code)
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except BrokenPipeError:
+        _stdout_closed()
+    except Exception as exc:  # a bug: no traceback, no locals
+        if os.environ.get("KVALIGN_DEBUG"):
+            raise
+        _fail(
+            f"internal error ({type(exc).__name__}: {exc}); rerun with KVALIGN_DEBUG=1 "
+            "and report it",
+            EXIT_INTERNAL,
+        )
+
+
+def _json_on_error(action: Callable[[], int], output_format: Enum) -> Callable[[], int]:
+    """``action``, printing a JSON error document on stdout before a typed error when
+    ``--format json`` was asked for (a CI consumer always gets a document to parse; the
+    one-line message still goes to stderr and the exit code is unchanged)."""
+
+    def run() -> int:
+        try:
+            return action()
+        except KvalignError as exc:
+            if output_format.value == "json":
+                from kvalign.report.json_format import error_to_json
+
+                typer.echo(error_to_json(str(exc), exc.exit_code))
+            raise
+
+    return run

@@ -1,0 +1,382 @@
+"""Shared command-line options (``vllm serve`` names), their enums, and ``sizing_options``."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from kvalign.errors import InvalidSettings
+from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP, Settings
+
+if TYPE_CHECKING:
+    from kvalign.geometry import ModelGeometry
+
+
+class OutputFormat(str, Enum):
+    """``--format`` values."""
+
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+class AlignmentChoice(str, Enum):
+    """``--alignment`` values."""
+
+    vllm = "vllm"
+    tp_stable = "tp-stable"
+
+
+class FailOn(str, Enum):
+    """``--fail-on`` severities."""
+
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+FailOnOpt = Annotated[
+    FailOn,
+    typer.Option(
+        "--fail-on",
+        help="Exit 1 on findings at or above this severity (see docs/policy.md).",
+    ),
+]
+
+
+class GdnBackendChoice(str, Enum):
+    """``--gdn-prefill-backend`` values."""
+
+    auto = "auto"
+    triton = "triton"
+    flashinfer = "flashinfer"
+
+
+def parse_tp_list(text: str, option: str) -> list[int]:
+    """``"1,2,4"`` → ``[1, 2, 4]`` (order kept, duplicates dropped).
+
+    Raises:
+        InvalidSettings: empty, non-integer or non-positive entries, or more than
+            :data:`~kvalign.settings.MAX_TP_SIZES` entries.
+    """
+    from kvalign.numbers import try_int
+    from kvalign.settings import MAX_TP_SIZES
+
+    parts = text.split(",", MAX_TP_SIZES)
+    if len(parts) > MAX_TP_SIZES:
+        raise InvalidSettings(
+            f"{option}: more than {MAX_TP_SIZES} tensor parallel sizes (budget: TP sizes per run)"
+        )
+    values: list[int] = []
+    for part in parts:
+        item = part.strip()
+        number = try_int(item)
+        if number is None or not 1 <= number <= MAX_TP:
+            raise InvalidSettings(
+                f"{option}: {item[:40]!r} is not a tensor parallel size from 1 to {MAX_TP} "
+                "(expected e.g. 8 or 1,2,4)"
+            )
+        if number not in values:
+            values.append(number)
+    return values
+
+
+# ---- shared options -------------------------------------------------------------------
+ModelArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="MODEL",
+        help="Bundled model id (see `kvalign models`), a directory with config.json, "
+        "a config.json path, or a Hugging Face hub id.",
+        show_default=False,
+    ),
+]
+DtypeOpt = Annotated[str, typer.Option("--dtype", help="Model dtype (auto = config's).")]
+KvDtypeOpt = Annotated[
+    str, typer.Option("--kv-cache-dtype", help="auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2.")
+]
+BlockOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--block-size",
+        min=1,
+        max=MAX_BLOCK_SIZE,
+        help="vLLM --block-size in tokens (default: unset).",
+    ),
+]
+PrefixOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--enable-prefix-caching/--no-enable-prefix-caching",
+        help="Prefix caching (default: the release's default; vLLM 0.33: on).",
+        show_default=False,
+    ),
+]
+MambaDtypeOpt = Annotated[
+    str,
+    typer.Option("--mamba-cache-dtype", help="Conv-state dtype: auto, float32, float16, bfloat16."),
+]
+SsmDtypeOpt = Annotated[
+    str,
+    typer.Option(
+        "--mamba-ssm-cache-dtype", help="SSM/recurrent-state dtype (auto = model default)."
+    ),
+]
+SpecOpt = Annotated[
+    int,
+    typer.Option(
+        "--num-speculative-tokens",
+        min=0,
+        max=MAX_SPEC_TOKENS,
+        help="Speculative tokens (MTP/EAGLE).",
+    ),
+]
+BackendOpt = Annotated[
+    str,
+    typer.Option(
+        "--attention-backend",
+        help="vLLM attention backend name (default auto: the backend vLLM picks for --gpu "
+        "and the release, e.g. FLASHINFER on Blackwell; FLASH_ATTN without --gpu).",
+    ),
+]
+
+
+class MambaCacheModeChoice(str, Enum):
+    """``--mamba-cache-mode`` values."""
+
+    none = "none"
+    align = "align"
+    all = "all"
+
+
+MambaCacheModeOpt = Annotated[
+    MambaCacheModeChoice | None,
+    typer.Option(
+        "--mamba-cache-mode",
+        help="vLLM --mamba-cache-mode (0.15-0.31; 'all' until 0.31; a no-op in 0.33). "
+        "Default: the release's choice.",
+        show_default=False,
+    ),
+]
+MambaBlockOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--mamba-block-size",
+        min=1,
+        max=MAX_BLOCK_SIZE,
+        help="vLLM --mamba-block-size in tokens: replaces the Mamba chunk size in cache mode "
+        "'all' (default: unset).",
+    ),
+]
+ReplayOpt = Annotated[
+    bool,
+    typer.Option(
+        "--use-replayssm",
+        help="vLLM --use-replayssm (Nemotron-H, 0.27+): ReplaySSM ring buffers enlarge the "
+        "Mamba state page.",
+    ),
+]
+ReplayLenOpt = Annotated[
+    int,
+    typer.Option("--replayssm-buffer-len", min=1, max=MAX_BLOCK_SIZE,
+                 help="vLLM --replayssm-buffer-len (ring length in tokens)."),
+]  # fmt: skip
+
+
+class MambaBackendChoice(str, Enum):
+    """``--mamba-backend`` values."""
+
+    triton = "triton"
+    flashinfer = "flashinfer"
+
+
+MambaBackendOpt = Annotated[
+    MambaBackendChoice | None,
+    typer.Option(
+        "--mamba-backend",
+        help="vLLM --mamba-backend (with --use-replayssm; default triton).",
+        show_default=False,
+    ),
+]
+MaxModelLenOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-model-len",
+        min=1,
+        help="vLLM --max-model-len in tokens: prefix caching never hits below one block "
+        "(default: unset).",
+    ),
+]
+GpuOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu",
+        help="GPU model, e.g. H100, B200, MI300X, Max-1550, CPU: platform and "
+        "capability-dependent rules.",
+    ),
+]
+GdnOpt = Annotated[
+    GdnBackendChoice,
+    typer.Option("--gdn-prefill-backend", help="GDN prefill kernel (Qwen3-Next/3.5 checkpoints)."),
+]
+AlignOpt = Annotated[
+    AlignmentChoice,
+    typer.Option(
+        "--alignment", help="vllm = 0.33 per-rank rule; tp-stable = the PR 45575 proposal."
+    ),
+]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Output format.")]
+VersionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--vllm-version", help="vLLM release whose rules apply (default: newest profile)."
+    ),
+]
+RevisionOpt = Annotated[
+    str | None, typer.Option("--revision", help="Hub revision (branch, tag, commit).")
+]
+NoCacheOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Neither read nor write the geometry cache ($XDG_CACHE_HOME/kvalign).",
+    ),
+]
+TrustOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-remote-code",
+        help="Let transformers run a hub repo's config code for unknown model types (off).",
+    ),
+]
+HfOverridesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--hf-overrides",
+        metavar="JSON",
+        help="vLLM --hf-overrides: a JSON object merged into the config before sizing, "
+        """e.g. '{"n_groups": 4}'.""",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """How a command loads MODEL: ``--revision``, ``--trust-remote-code``,
+    ``--hf-overrides`` (JSON text) and the geometry cache (off with ``--no-cache``)."""
+
+    revision: str | None = None
+    trust_remote_code: bool = False
+    hf_overrides: str | None = None
+    use_cache: bool = True
+
+    def overrides(self) -> dict[str, object] | None:
+        """``--hf-overrides`` parsed (``None`` when not given). Raises ``InvalidSettings``."""
+        from kvalign.sources.overrides import parse_hf_overrides
+
+        return parse_hf_overrides(self.hf_overrides)
+
+    def load(self, model: str, *, quiet: bool = False) -> ModelGeometry:
+        """Load one model; warns about remote code and names overridden keys on stderr
+        (``quiet`` skips those lines, for the second and later models of a run)."""
+        from kvalign.sources import load_model
+
+        if self.trust_remote_code and not quiet:
+            sys.stderr.write(
+                "kvalign: warning: --trust-remote-code lets a hub repository run code on "
+                "this machine\n"
+            )
+        overrides = self.overrides()
+        if overrides and not quiet:
+            sys.stderr.write(f"kvalign: note: --hf-overrides applied to: {', '.join(overrides)}\n")
+        return load_model(
+            model,
+            revision=self.revision,
+            trust_remote_code=self.trust_remote_code,
+            hf_overrides=overrides,
+            use_cache=self.use_cache,
+        )
+
+
+def _param(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(
+        name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=annotation
+    )
+
+
+#: the ``vllm serve``-named options every sizing command takes, in help order.
+_SETTINGS_PARAMS = (
+    _param("dtype", DtypeOpt, "auto"),
+    _param("kv_cache_dtype", KvDtypeOpt, "auto"),
+    _param("block_size", BlockOpt, None),
+    _param("enable_prefix_caching", PrefixOpt, None),
+    _param("mamba_cache_dtype", MambaDtypeOpt, "auto"),
+    _param("mamba_ssm_cache_dtype", SsmDtypeOpt, "auto"),
+    _param("num_speculative_tokens", SpecOpt, 0),
+    _param("attention_backend", BackendOpt, "auto"),
+    _param("gpu", GpuOpt, None),
+    _param("gdn_prefill_backend", GdnOpt, GdnBackendChoice.auto),
+    _param("alignment", AlignOpt, AlignmentChoice.vllm),
+    _param("vllm_version", VersionOpt, None),
+    _param("mamba_cache_mode", MambaCacheModeOpt, None),
+    _param("mamba_block_size", MambaBlockOpt, None),
+    _param("max_model_len", MaxModelLenOpt, None),
+    _param("use_replayssm", ReplayOpt, False),
+    _param("replayssm_buffer_len", ReplayLenOpt, 16),
+    _param("mamba_backend", MambaBackendOpt, None),
+)
+#: how MODEL is loaded.
+_SOURCE_PARAMS = (
+    _param("revision", RevisionOpt, None),
+    _param("trust_remote_code", TrustOpt, False),
+    _param("hf_overrides", HfOverridesOpt, None),
+    _param("no_cache", NoCacheOpt, False),
+)
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def sizing_options(*, alignment: bool = True, trust: bool = True) -> Callable[[F], F]:
+    """Give a command the shared settings and model-loading options.
+
+    The decorated function declares ``settings: Settings`` and ``source: ModelSource``
+    instead of the dozen flags; typer sees the flags (inserted before ``--format``), the
+    function receives the built objects. ``alignment``/``trust`` drop ``--alignment`` /
+    ``--trust-remote-code`` for commands where they do not apply.
+    """
+
+    def decorate(func: F) -> F:
+        own = inspect.signature(func, eval_str=True)
+        mine = [p for p in own.parameters.values() if p.name not in ("settings", "source")]
+        settings_params = [p for p in _SETTINGS_PARAMS if alignment or p.name != "alignment"]
+        source_params = [p for p in _SOURCE_PARAMS if trust or p.name != "trust_remote_code"]
+        cut = next((i for i, p in enumerate(mine) if p.name == "output_format"), len(mine))
+        params = [*mine[:cut], *settings_params, *mine[cut:], *source_params]
+
+        @functools.wraps(func)
+        def wrapper(**kwargs: Any) -> None:
+            flags = {p.name: kwargs.pop(p.name) for p in settings_params}
+            loading = {p.name: kwargs.pop(p.name) for p in source_params}
+            kwargs["settings"] = Settings(
+                **{k: v.value if isinstance(v, Enum) else v for k, v in flags.items()}
+            )
+            kwargs["source"] = ModelSource(
+                revision=loading["revision"],
+                trust_remote_code=loading.get("trust_remote_code", False),
+                hf_overrides=loading["hf_overrides"],
+                use_cache=not loading["no_cache"],
+            )
+            func(**kwargs)
+
+        wrapper.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
