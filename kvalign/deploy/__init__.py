@@ -1,10 +1,13 @@
 """Deployment readers: files → :class:`~kvalign.deploy.model.Deployment` objects.
 
-One module per input kind (:mod:`.own` kvalign YAML, :mod:`.stack` production-stack values,
-:mod:`.k8s` Kubernetes manifests and llm-d / KServe / Dynamo resources, :mod:`.cmdline`
-shell scripts and command lines, evaluated by :mod:`.bash`); :func:`read_paths` picks the
-reader by content (docs/inputs.md lists what each reads). The only audit layer that reads
-user files.
+One module per input kind, each with a :class:`~kvalign.deploy.interface.Reader`
+(:mod:`.templated` unrendered Helm templates, :mod:`.own` kvalign YAML, :mod:`.stack`
+production-stack values, :mod:`.k8s` Kubernetes manifests and llm-d / KServe / Dynamo
+resources, :mod:`.cmdline` shell scripts and command lines, evaluated by :mod:`.bash`);
+:func:`read_paths` gives each file to the first reader of
+:data:`~kvalign.deploy.registry.READERS` that takes it (docs/inputs.md lists what each
+reads), then applies what is common to all (LMCache config files, ignore comments). The
+only audit layer that reads user files.
 """
 
 from __future__ import annotations
@@ -12,38 +15,21 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from kvalign.deploy import cmdline, k8s, lmcache, own, stack
+from kvalign.deploy import cmdline, lmcache
 from kvalign.deploy.common import ignores_in
+from kvalign.deploy.interface import Source
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
+from kvalign.deploy.registry import reader_for
 from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
-from kvalign.safeio import YamlRefused, load_yaml, load_yaml_documents, read_stream
+from kvalign.safeio import read_stream
 from kvalign.safeio import read_text as read_file_text
 
 __all__ = ["INPUT_KINDS", "read_paths", "read_text", "refuse_output_over_input"]
 
 #: file suffixes read when scanning a directory.
 SUFFIXES = frozenset({".yaml", ".yml", ".sh", ".bash", ".txt", ".cmd"})
-HELM_HINT = (
-    "Helm template ({{ }}) not rendered: run `helm template RELEASE CHART | kvalign audit -`"
-)
-
-
-def _config_loader(base: Path | None) -> Any:
-    def load(path: str) -> Mapping[str, Any] | None:
-        candidate = Path(path)
-        if not candidate.is_absolute() and base is not None:
-            candidate = base / candidate
-        try:
-            data = load_yaml(read_file_text(candidate), str(candidate))
-        except KvalignError:
-            return None
-        return data if isinstance(data, Mapping) else None
-
-    return load
 
 
 def worker_block_sizes(pools: tuple[Pool, ...] | list[Pool]) -> list[ComponentBlockSize]:
@@ -92,9 +78,6 @@ def _names_vllm_image(text: str) -> bool:
     return any(_VLLM_IN_IMAGE.search(m.group(1)) for m in _IMAGE_TOKEN.finditer(text))
 
 
-_SHELL_SUFFIXES = (".sh", ".bash")
-
-
 def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Deployment | None:
     """:func:`_read_one`, a script over the shell budget named with its file.
 
@@ -126,40 +109,16 @@ def _read_one(text: str, file: str, base: Path | None, notes: list[Problem]) -> 
         InvalidConfig: a YAML file that does not parse; a kvalign-schema field of the wrong type.
     """
     ignores, problems = ignores_in(text, file)
-    deployment: Deployment | None = None
-    is_yaml = file == "-" or file.endswith((".yaml", ".yml"))
-    if "{{" in text and is_yaml and not cmdline.matches(text.split("{{")[0]):
-        line = next((n for n, s in enumerate(text.splitlines(), 1) if "{{" in s), None)
-        return Deployment(
-            source=file, kind="helm-template", problems=(Problem(Location(file, line), HELM_HINT),)
-        )
-    docs: list[tuple[int, Any]] = []
-    if is_yaml:
-        try:
-            docs = load_yaml_documents(text, file)
-        except YamlRefused:
-            raise  # valid YAML syntax, refused (duplicate key, bomb): never a script
-        except InvalidConfig:
-            if file != "-" or not cmdline.matches(text, strict=False):
-                raise  # stdin that is no command line either: the YAML error is the answer
-    plain = [d for _, d in docs]
-    if len(plain) == 1 and own.matches(plain[0]):
-        deployment = own.read(plain[0], text, file)
-    elif len(plain) == 1 and stack.matches(plain[0]):
-        deployment = stack.read(plain[0], text, file)
-    elif k8s.matches(plain):
-        deployment = k8s.read(docs, text, file)
-    elif file.endswith(_SHELL_SUFFIXES) or cmdline.matches(
-        text, strict=is_yaml and any(isinstance(d, (Mapping, list)) for d in plain)
-    ):
-        deployment = cmdline.read(text, file, _config_loader(base))
-    if deployment is None:
+    source = Source(text, file, base, file == "-" and cmdline.matches(text, strict=False))
+    reader = reader_for(source)
+    if reader is None:
         return None
+    deployment = reader.read(source)
     if not deployment.pools and not any(p.blocking for p in deployment.problems):
         plainly = (
             deployment.launches > 0
             or cmdline.matches(text)
-            or (is_yaml and _names_vllm_image(text))
+            or (source.is_yaml and _names_vllm_image(text))
         )
         if not plainly:
             notes.extend(p for p in deployment.problems if p.verbose_only)

@@ -34,6 +34,7 @@ from kvalign.deploy.common import (
     role_from_text,
     version_from_image,
 )
+from kvalign.deploy.interface import Source
 from kvalign.deploy.model import Deployment, Location, Pool, Problem
 from kvalign.deploy.vllm_args import serve_arguments
 
@@ -209,3 +210,25 @@ def read(
         version_source=f"image {versions[version]}" if version is not None else None,
         launches=len(sites),
     )
+
+
+_SHELL_SUFFIXES = (".sh", ".bash")
+
+
+class Reader:
+    """Shell scripts and command lines as a :class:`~kvalign.deploy.interface.Reader`
+    (:func:`matches`, :func:`read`)."""
+
+    kind = KIND
+
+    def matches(self, source: Source) -> bool:
+        """A ``.sh`` / ``.bash`` file, or text that launches vLLM (in a YAML file that holds
+        a mapping or a list, only a plain ``vllm serve`` / ``python -m`` launch counts)."""
+        if source.file.endswith(_SHELL_SUFFIXES):
+            return True
+        structured = source.is_yaml and any(isinstance(d, (Mapping, list)) for d in source.values)
+        return matches(source.text, strict=structured)
+
+    def read(self, source: Source) -> Deployment:
+        """:func:`read`, with ``--config`` files looked up beside the file."""
+        return read(source.text, source.file, source.load_config)

@@ -33,6 +33,7 @@ from kvalign.deploy.common import (
     substitute_k8s,
     version_from_image,
 )
+from kvalign.deploy.interface import Source
 from kvalign.deploy.model import (
     ComponentBlockSize,
     Deployment,
@@ -741,3 +742,18 @@ def read(docs: list[tuple[int, Any]], text: str, file: str) -> Deployment:
         version_source=f"image {ctx.versions[version]}" if version is not None else None,
         launches=ctx.launches,
     )
+
+
+class Reader:
+    """Kubernetes manifests (and llm-d / KServe / Dynamo resources, ModelService values) as
+    a :class:`~kvalign.deploy.interface.Reader` (:func:`matches`, :func:`read`)."""
+
+    kind = KIND
+
+    def matches(self, source: Source) -> bool:
+        """Any YAML document is a Kubernetes object or ModelService values."""
+        return matches(source.values)
+
+    def read(self, source: Source) -> Deployment:
+        """:func:`read` of every document of the file."""
+        return read(list(source.documents), source.text, source.file)

@@ -22,6 +22,7 @@ from typing import Any
 
 from kvalign.backends import get_gpu
 from kvalign.deploy.common import PoolInput, build_pool, line_of
+from kvalign.deploy.interface import Source
 from kvalign.deploy.model import (
     ComponentBlockSize,
     Deployment,
@@ -159,3 +160,19 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
         problems=tuple(problems),
         vllm_version=version,
     )
+
+
+class Reader:
+    """kvalign's own schema as a :class:`~kvalign.deploy.interface.Reader`: one YAML
+    document with ``model`` and ``prefill`` / ``decode`` (:func:`matches`, :func:`read`)."""
+
+    kind = KIND
+
+    def matches(self, source: Source) -> bool:
+        """One YAML document in kvalign's schema."""
+        values = source.values
+        return len(values) == 1 and matches(values[0])
+
+    def read(self, source: Source) -> Deployment:
+        """:func:`read` of the file's one document."""
+        return read(source.values[0], source.text, source.file)

@@ -31,6 +31,7 @@ from kvalign.deploy.common import (
     role_from_text,
     version_from_image,
 )
+from kvalign.deploy.interface import Source
 from kvalign.deploy.k8s import gpu_of
 from kvalign.deploy.model import Deployment, DeploymentKey, Location, Pool, Problem
 from kvalign.errors import InvalidConfig
@@ -145,3 +146,19 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
         version_source=f"image {versions[version]}" if version is not None else None,
         launches=len(specs),
     )
+
+
+class Reader:
+    """production-stack Helm values as a :class:`~kvalign.deploy.interface.Reader`: one
+    YAML document with ``servingEngineSpec.modelSpec`` (:func:`matches`, :func:`read`)."""
+
+    kind = KIND
+
+    def matches(self, source: Source) -> bool:
+        """One YAML document of production-stack values."""
+        values = source.values
+        return len(values) == 1 and matches(values[0])
+
+    def read(self, source: Source) -> Deployment:
+        """:func:`read` of the file's one document."""
+        return read(source.values[0], source.text, source.file)

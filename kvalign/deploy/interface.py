@@ -1,0 +1,125 @@
+"""The one interface every deployment reader implements.
+
+A reader answers two questions about one input file, given as a :class:`Source`: does it
+take this file (:meth:`Reader.matches`), and what pools does the file hold, each with its
+source line (:meth:`Reader.read`, a :class:`~kvalign.deploy.model.Deployment`). The
+readers are tried in the order of :data:`kvalign.deploy.registry.READERS`; the first that
+matches reads the file. What follows a read (LMCache config files, ignore comments, the
+"launches vLLM but no pool" check) is the same for every reader and lives in
+:mod:`kvalign.deploy`.
+
+To add a layout: write a module with a class that has ``kind``, ``matches`` and ``read``
+as below, and put an instance in :data:`~kvalign.deploy.registry.READERS` before any
+reader that would also take its files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Protocol
+
+from kvalign.deploy.model import Deployment
+from kvalign.errors import InvalidConfig, KvalignError
+from kvalign.safeio import YamlRefused, load_yaml, load_yaml_documents
+from kvalign.safeio import read_text as read_file_text
+
+__all__ = ["Reader", "Source"]
+
+#: file names read as YAML (besides stdin, which may be YAML or a command line).
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input file as every reader sees it.
+
+    Attributes:
+        text: the file's contents (already size-capped and decoded, :mod:`kvalign.safeio`).
+        file: its display name (the path as given, ``-`` for stdin).
+        base: the file's folder, where ``--config`` files and ``LMCACHE_CONFIG_FILE`` files
+            are looked up; ``None`` (stdin) looks up nothing.
+        stdin_command_line: whether stdin text that is no YAML may still be a command line
+            (then its YAML error is not raised, :attr:`documents` is empty).
+    """
+
+    text: str
+    file: str
+    base: Path | None = None
+    stdin_command_line: bool = False
+
+    @property
+    def is_yaml(self) -> bool:
+        """Whether the file is read as YAML (a ``.yaml`` / ``.yml`` name, or stdin)."""
+        return self.file == "-" or self.file.endswith(YAML_SUFFIXES)
+
+    @cached_property
+    def documents(self) -> tuple[tuple[int, Any], ...]:
+        """The YAML documents as ``(first line, value)`` pairs, parsed on first use
+        (``()`` for a file that is not read as YAML).
+
+        Raises:
+            InvalidConfig: YAML that does not parse (unless :attr:`stdin_command_line`).
+            YamlRefused: valid YAML refused (duplicate key, alias bomb): never a script.
+        """
+        if not self.is_yaml:
+            return ()
+        try:
+            return tuple(load_yaml_documents(self.text, self.file))
+        except YamlRefused:
+            raise
+        except InvalidConfig:
+            if self.stdin_command_line:
+                return ()
+            raise
+
+    @property
+    def values(self) -> list[Any]:
+        """The YAML documents' values, in file order."""
+        return [value for _, value in self.documents]
+
+    def load_config(self, path: str) -> Mapping[str, Any] | None:
+        """A vLLM ``--config`` YAML named in the file, loaded (relative paths from
+        :attr:`base`); ``None`` when it is missing, unreadable or not a mapping."""
+        candidate = Path(path)
+        if not candidate.is_absolute() and self.base is not None:
+            candidate = self.base / candidate
+        try:
+            data = load_yaml(read_file_text(candidate), str(candidate))
+        except KvalignError:
+            return None
+        return data if isinstance(data, Mapping) else None
+
+
+class Reader(Protocol):
+    """A deployment reader (one per input layout).
+
+    Attributes:
+        kind: the input kind it reads, as :attr:`Deployment.kind` (``kvalign``,
+            ``kubernetes``, ``command-line``, ...).
+    """
+
+    kind: str
+
+    def matches(self, source: Source) -> bool:
+        """Whether this reader takes ``source`` (cheap: the file's name, text or YAML
+        documents; never reads another file).
+
+        Raises:
+            InvalidConfig: the file is YAML that does not parse (from
+                :attr:`Source.documents`).
+        """
+        ...
+
+    def read(self, source: Source) -> Deployment:
+        """Read ``source`` into pools, each with its :class:`~kvalign.deploy.model.Location`.
+
+        What cannot be read or resolved is a :class:`~kvalign.deploy.model.Problem` of the
+        result, never an exception, except:
+
+        Raises:
+            InvalidConfig: a field of the wrong type in a schema kvalign owns.
+        """
+        ...

@@ -1,0 +1,32 @@
+"""The deployment readers, in the order they are tried (the first that matches reads).
+
+Order matters where two readers could take one file: an unrendered Helm template is
+never parsed as YAML; kvalign's own schema and production-stack values are one document
+each and come before Kubernetes manifests; shell scripts and command lines come last
+(a YAML file that merely mentions ``vllm serve`` in a container's ``args`` is a manifest).
+"""
+
+from __future__ import annotations
+
+from kvalign.deploy import cmdline, k8s, own, stack, templated
+from kvalign.deploy.interface import Reader, Source
+
+__all__ = ["READERS", "reader_for"]
+
+#: every reader, in the order they are tried.
+READERS: tuple[Reader, ...] = (
+    templated.Reader(),
+    own.Reader(),
+    stack.Reader(),
+    k8s.Reader(),
+    cmdline.Reader(),
+)
+
+
+def reader_for(source: Source) -> Reader | None:
+    """The first reader of :data:`READERS` that takes ``source`` (``None``: none does).
+
+    Raises:
+        InvalidConfig: YAML that does not parse (:attr:`Source.documents`).
+    """
+    return next((reader for reader in READERS if reader.matches(source)), None)
