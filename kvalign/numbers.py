@@ -5,7 +5,7 @@ then fails ``int()``; ``'٣'`` parses as 3; ``'1_000'`` and ``' 7 '`` parse too)
 ``ValueError`` on more than 4,300 digits. Every integer kvalign takes from text (command
 lines, shell words, YAML/ENV strings, cache entries) goes through :func:`parse_int`:
 ASCII digits only, at most :data:`MAX_DIGITS` of them, one error message shape:
-``WHAT: 'TEXT' is not a whole number (PROBLEM)``.
+``WHAT: 'TEXT' is not an integer (PROBLEM)``.
 """
 
 from __future__ import annotations
@@ -68,13 +68,13 @@ def parse_int(
 
     Raises:
         ``error`` (default :class:`~kvalign.errors.InvalidSettings`): the one message
-            shape ``WHAT: 'TEXT' is not a whole number (PROBLEM)``.
+            shape ``WHAT: 'TEXT' is not an integer (PROBLEM)``.
     """
     problem = int_problem(
         text, minimum=minimum, maximum=maximum, signed=signed, max_digits=max_digits
     )
     if problem is not None:
-        raise error(f"{what}: {_quoted(text)} is not a whole number ({problem})")
+        raise error(f"{what}: {_quoted(text)} is not an integer ({problem})")
     return int(text)
 
 

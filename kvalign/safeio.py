@@ -188,6 +188,21 @@ def read_bytes(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes:
     return data
 
 
+def confined(base: Path, raw: str) -> Path | None:
+    """``raw`` (a path named inside an input file) as a file under ``base``, or ``None``
+    when it is absolute, climbs out with ``..``, or resolves (through symlinks) outside
+    ``base``: a path from a deployment file is never read from the rest of the host."""
+    if not raw or "\x00" in raw or os.path.isabs(raw):
+        return None
+    try:
+        path = base / raw
+        root = base.resolve()
+        path.resolve().relative_to(root)
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return path
+
+
 def write_output(path: str, text: str, *, option: str = "--output") -> None:
     """Write ``text`` (UTF-8) to the file ``path`` asked for by ``option``, atomically.
 

@@ -56,15 +56,25 @@ def xml_text(text: object) -> str:
     return _NOT_XML.sub(_escape, text if isinstance(text, str) else str(text))
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-!|~])")
-
-
 def markdown_cell(text: object) -> str:
-    """Plain text for one Markdown table cell or inline span: controls escaped, one line,
-    Markdown punctuation backslash-escaped (so a name cannot open a heading, a link, a
-    code span, HTML or a new cell)."""
+    """Plain text for one Markdown table cell or inline span: controls escaped, one line
+    (a newline cannot start a heading), ``|`` escaped (no new cell), ``<``/``>`` as
+    entities (no HTML), ``[``/``]`` backslash-escaped (no link)."""
     line = " ".join(clean(text).split())
-    return _MD_SPECIAL.sub(r"\\\1", line)
+    return (
+        line.replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("[", "\\[")
+        .replace("]", "\\]")
+    )
+
+
+def markdown_code(text: object) -> str:
+    """Text for inside a Markdown code span (file names in headings): one line, controls
+    escaped, backticks replaced (a backtick would end the span)."""
+    return " ".join(clean(text).split()).replace("`", "'")
 
 
 class SafeStream:
@@ -98,6 +108,14 @@ class SafeStream:
 
 
 def guard_stderr() -> None:
-    """Route ``sys.stderr`` through :class:`SafeStream` (idempotent)."""
+    """Route ``sys.stderr`` through :class:`SafeStream` (idempotent), and let stdout
+    write what its encoding cannot hold (a file name that is not UTF-8, kept by Python
+    as lone surrogates) as backslash escapes instead of failing."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if callable(reconfigure):
+        try:
+            reconfigure(errors="backslashreplace")
+        except (ValueError, OSError):  # pragma: no cover - a stream that cannot change
+            pass
     if not isinstance(sys.stderr, SafeStream):
-        sys.stderr = SafeStream(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = SafeStream(sys.stderr)

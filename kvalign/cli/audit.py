@@ -135,13 +135,12 @@ def audit(
     """
     from pathlib import Path
 
-    from rich.console import Console
-
     from kvalign.audit import Platform, run_audit
     from kvalign.deploy import INPUT_KINDS, read_paths, refuse_output_over_input
     from kvalign.deploy.model import Problem
     from kvalign.deploy.project import load_baseline, load_ignores
     from kvalign.report import audit as audit_report
+    from kvalign.report.layout import SafeConsole
     from kvalign.safeio import write_output
 
     notes: list[Problem] = []
@@ -243,7 +242,7 @@ def audit(
                 import io
 
                 buffer = io.StringIO()
-                Console(file=buffer, width=audit_report.FILE_WIDTH, no_color=True).print(
+                SafeConsole(file=buffer, width=audit_report.FILE_WIDTH, no_color=True).print(
                     audit_report.to_table(report, audit_report.FILE_WIDTH)
                 )
                 write_output(output, buffer.getvalue())

@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 
 def _stdout() -> Console:
     """The console for data on stdout (width from the terminal, else ``COLUMNS`` or 200)."""
-    from rich.console import Console
+    from kvalign.report.layout import SafeConsole
 
-    class _Stdout(Console):
+    class _Stdout(SafeConsole):
         def on_broken_pipe(self) -> None:  # rich's default exits 1, which means "flagged"
             self.quiet = True
             _stdout_closed()

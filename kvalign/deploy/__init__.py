@@ -13,6 +13,7 @@ only audit layer that reads user files.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import sys
 from pathlib import Path
@@ -165,15 +166,32 @@ def _unreadable(path: Path, exc: KvalignError) -> Deployment:
     )
 
 
+#: most files one run reads (named and found by directory scans).
+MAX_FILES = 10_000
+
+
 def _scanned(path: Path) -> list[Path]:
-    """The files a directory scan reads, sorted (:data:`SUFFIXES`, no hidden paths)."""
-    return [
-        child
-        for child in sorted(path.rglob("*"))
-        if child.is_file()
-        and child.suffix in SUFFIXES
-        and not any(part.startswith(".") for part in child.relative_to(path).parts)
-    ]
+    """The files a directory scan reads, sorted (:data:`SUFFIXES`, no hidden paths).
+
+    Symlinked folders are not followed. Every other entry with a listed suffix is
+    returned, also one that is no regular file (a FIFO, a symlink loop, a broken link), so
+    that reading it reports it instead of skipping it silently.
+
+    Raises:
+        InvalidSettings: more than :data:`MAX_FILES` files (the files-per-run budget).
+    """
+    found: list[Path] = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = [name for name in dirs if not name.startswith(".")]
+        for name in files:
+            if name.startswith(".") or Path(name).suffix not in SUFFIXES:
+                continue
+            found.append(Path(root) / name)
+            if len(found) > MAX_FILES:
+                raise InvalidSettings(
+                    f"{path}: more than {MAX_FILES:,} files to read (budget: files per run)"
+                )
+    return sorted(found)
 
 
 def refuse_output_over_input(output: str, paths: list[str], *others: str | None) -> None:
@@ -227,6 +245,8 @@ def read_paths(
     deployments: list[Deployment] = []
     skipped: list[str] = []
     sink: list[Problem] = notes if notes is not None else []
+    if len(paths) > MAX_FILES:
+        raise InvalidSettings(f"more than {MAX_FILES:,} paths (budget: files per run)")
     for raw in paths:
         if raw == "-":
             text = stdin_text if stdin_text is not None else read_stream(sys.stdin)

@@ -43,6 +43,7 @@ import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from kvalign.errors import InvalidConfig
+from kvalign.numbers import try_int
 
 __all__ = [
     "CLOSE",
@@ -560,7 +561,9 @@ class _Evaluator:
                 return "$0"  # the script's name: never a vLLM setting
             if env.positional is None:
                 return None
-            index = int(name)
+            index = try_int(name)
+            if index is None:  # '²' or 5,000 digits: no such parameter
+                return ""
             return env.positional[index - 1] if index <= len(env.positional) else ""
         if name in ("@", "*"):
             return None if env.positional is None else tuple(env.positional)
@@ -622,8 +625,9 @@ class _Evaluator:
             items = value if isinstance(value, tuple) else (value,)
             if index in ("@", "*"):
                 value = items
-            elif index.isdigit():
-                value = items[int(index)] if int(index) < len(items) else ""
+            elif try_int(index) is not None:
+                number = int(index)
+                value = items[number] if number < len(items) else ""
             else:
                 value = None
         operator = next(
@@ -1171,7 +1175,8 @@ class _Evaluator:
                 env.positional = tuple(words[words.index("--") + 1 :])
             return [env]
         if name == "shift":
-            count = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
+            given = try_int(words[1]) if len(words) > 1 else None
+            count = 1 if given is None else given
             if env.positional is not None:
                 env.positional = env.positional[count:]
             return [env]
@@ -1323,9 +1328,8 @@ def _compare(a: str, op: str, b: str) -> bool | None:
     if op == "!=":
         return a != b
     if op in ("-eq", "-ne", "-lt", "-gt", "-le", "-ge"):
-        try:
-            x, y = int(a), int(b)
-        except ValueError:
+        x, y = try_int(a.strip(), signed=True), try_int(b.strip(), signed=True)
+        if x is None or y is None:
             return None
         return {
             "-eq": x == y, "-ne": x != y, "-lt": x < y,
