@@ -11,6 +11,7 @@ strings, so ``[link=…]`` or ``[/bold]`` in a name prints as itself.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from typing import IO, Any
@@ -113,9 +114,7 @@ def guard_stderr() -> None:
     as lone surrogates) as backslash escapes instead of failing."""
     reconfigure = getattr(sys.stdout, "reconfigure", None)
     if callable(reconfigure):
-        try:
+        with contextlib.suppress(ValueError, OSError):  # a stream that cannot change
             reconfigure(errors="backslashreplace")
-        except (ValueError, OSError):  # pragma: no cover - a stream that cannot change
-            pass
     if not isinstance(sys.stderr, SafeStream):
         sys.stderr = SafeStream(sys.stderr)
