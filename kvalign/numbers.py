@@ -19,9 +19,10 @@ _ASCII_DIGITS = frozenset("0123456789")
 _QUOTE_CHARS = 40
 
 
-def _quoted(text: str) -> str:
-    shown = text if len(text) <= _QUOTE_CHARS else text[:_QUOTE_CHARS] + "…"
-    return repr(shown)
+def quoted(value: object) -> str:
+    """``repr`` of ``value``, cut to 40 characters (error messages quote input values)."""
+    shown = repr(value)
+    return shown if len(shown) <= _QUOTE_CHARS else shown[:_QUOTE_CHARS] + "…"
 
 
 def is_digits(text: str, max_digits: int = MAX_DIGITS) -> bool:
@@ -74,7 +75,7 @@ def parse_int(
         text, minimum=minimum, maximum=maximum, signed=signed, max_digits=max_digits
     )
     if problem is not None:
-        raise error(f"{what}: {_quoted(text)} is not an integer ({problem})")
+        raise error(f"{what}: {quoted(text)} is not an integer ({problem})")
     return int(text)
 
 

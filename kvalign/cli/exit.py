@@ -46,13 +46,16 @@ def _guarded(action: Callable[[], T]) -> T:
         _fail(str(exc), exc.exit_code)
     except typer.Exit:
         raise
-    except KeyboardInterrupt:
-        _fail("interrupted", 130)
     except BrokenPipeError:
         _stdout_closed()
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
     except Exception as exc:  # a bug: no traceback, no locals
         if os.environ.get("KVALIGN_DEBUG"):
             raise
+        if isinstance(exc, OSError) and exc.filename is not None:
+            # a path the user named that the OS refuses (ENAMETOOLONG, EACCES, ...)
+            _fail(f"{exc.filename}: cannot be read ({exc.strerror or type(exc).__name__})")
         _fail(
             f"internal error ({type(exc).__name__}: {exc}); rerun with KVALIGN_DEBUG=1 "
             "and report it",

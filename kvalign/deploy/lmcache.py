@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from kvalign.deploy.bash import UNRESOLVED, shown
 from kvalign.deploy.model import Pool, Problem
 from kvalign.errors import KvalignError
-from kvalign.numbers import try_int
+from kvalign.numbers import quoted, try_int
 from kvalign.safeio import confined, load_yaml, read_text
 
 VAR = "LMCACHE_CONFIG_FILE"
@@ -120,7 +120,7 @@ def apply(pools: Iterable[Pool], base: Path | None) -> tuple[list[Pool], list[Pr
                 Problem(
                     pool.location,
                     f"{where}: {path}: chunk_size: expected a positive integer, "
-                    f"got {data['chunk_size']!r}",
+                    f"got {quoted(data['chunk_size'])}",
                 )
             )
             continue
