@@ -233,7 +233,8 @@ spec:
   containers:
   - name: prefill
     image: vllm/vllm-openai:v0.33.0
-    command: [vllm, serve, tiiuae/Falcon-H1-0.5B-Base, --kv-transfer-config, '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}']
+    command: [vllm, serve, tiiuae/Falcon-H1-0.5B-Base,
+      --kv-transfer-config, '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}']
     resources: {limits: {nvidia.com/gpu: "²"}}
 """
     write(f, "pod.yaml", pod)
