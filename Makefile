@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint format bench docs clean verify-releases release-disagreements
+.PHONY: install demo test lint format bench docs geometry clean verify-releases release-disagreements
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,3 +60,6 @@ release-disagreements: $(STAMP)  ## kvalign vs every release's vectors, per fiel
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info
+
+geometry: $(STAMP)  ## regenerate kvalign/sources/bundled_geometry.json (bundled models' geometry, via transformers)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m kvalign.sources.bundled --write

@@ -22,11 +22,10 @@ from dataclasses import dataclass
 
 from kvalign.backends import Backend
 from kvalign.dtypes import DTYPE_BYTES
-from kvalign.engine import EngineConfig, create_engine_config
+from kvalign.engine import EngineConfig
 from kvalign.errors import InvalidSettings, UnsupportedModel
 from kvalign.families import IndivisibleTP, Shape, family_module, mamba2
 from kvalign.geometry import AttentionGeometry, ModelGeometry
-from kvalign.settings import Settings
 from kvalign.versions import DEFAULT_PROFILE, Profile
 
 #: vLLM 0.33 floor on the alignment unit for MLA hybrids (TRT-LLM/FlashInfer MLA decode).
@@ -444,19 +443,11 @@ def tp_stable_block_size(
     return _derive(a_local, m_local, engine, attention).block, True
 
 
-def engine_for(geometry: ModelGeometry, config: EngineConfig | Settings) -> EngineConfig:
-    """``config`` itself, or the :class:`EngineConfig` resolved from ``Settings`` once
-    (:func:`kvalign.engine.create_engine_config`)."""
-    if isinstance(config, EngineConfig):
-        return config
-    return create_engine_config(geometry, config)
-
-
-def analyze_rank(geometry: ModelGeometry, config: EngineConfig | Settings, tp: int) -> RankResult:
+def analyze_rank(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> RankResult:
     """Predict vLLM's page sizes and block sizes for ``geometry`` at tensor parallel ``tp``.
 
-    ``config`` is the resolved :class:`EngineConfig` (resolve once and pass it for many
-    TPs); ``Settings`` are resolved here for a one-off call.
+    ``engine`` is the pool's resolved :class:`EngineConfig`
+    (:func:`kvalign.engine.create_engine_config`, resolved once for every TP).
 
     Returns:
         A :class:`RankResult`; ``valid=False`` with a reason when vLLM would reject the TP.
@@ -465,7 +456,6 @@ def analyze_rank(geometry: ModelGeometry, config: EngineConfig | Settings, tp: i
         InvalidSettings: a flag value vLLM would not accept.
         NotModelled: a packed KV-cache dtype.
     """
-    engine = engine_for(geometry, config)
     reason = engine.config_error or validate_tp(geometry, tp)
     if reason:
         return RankResult(tp=tp, valid=False, reason=reason, profile=engine.profile.name)
@@ -595,7 +585,7 @@ def _block_requirement(
 
 
 def common_block_size(
-    geometry: ModelGeometry, config: EngineConfig | Settings, tps: list[int]
+    geometry: ModelGeometry, engine: EngineConfig, tps: list[int]
 ) -> tuple[int, dict[int, float]] | None:
     """Smallest ``--block-size B`` that, set on every pool, makes each TP in ``tps`` choose
     exactly ``B`` (spec §7), with the Mamba padding % it costs per TP.
@@ -606,7 +596,7 @@ def common_block_size(
     (model-config era: the fixed unit). ``None`` for models without both
     attention and state layers, or when no TP in ``tps`` is valid.
     """
-    found = _block_requirement(geometry, engine_for(geometry, config), tps)
+    found = _block_requirement(geometry, engine, tps)
     if found is None:
         return None
     unit, need, pages = found
@@ -615,39 +605,10 @@ def common_block_size(
 
 
 def block_requirement(
-    geometry: ModelGeometry, config: EngineConfig | Settings, tp: int
+    geometry: ModelGeometry, engine: EngineConfig, tp: int
 ) -> tuple[int, int] | None:
     """``(unit, need)`` in tokens for one pool: a common ``--block-size`` must be a
     multiple of ``unit`` and at least ``need`` for this pool to keep it (spec §7); ``None``
     when the pool does not constrain the block size (not hybrid, or its TP is invalid)."""
-    found = _block_requirement(geometry, engine_for(geometry, config), [tp])
+    found = _block_requirement(geometry, engine, [tp])
     return None if found is None else (found[0], found[1])
-
-
-def common_block_size_for(
-    pools: list[tuple[ModelGeometry, EngineConfig | Settings, int]],
-) -> int | None:
-    """Smallest ``--block-size B`` that, set on every pool of a deployment whose pools
-    differ in settings (KV-cache dtype, state dtypes, speculative tokens, backend, GPU) or
-    model, makes each pool choose exactly ``B`` with its own settings.
-
-    Each pool is a ``(geometry, engine config or settings, tp)``; ``B`` is a multiple of the
-    ``lcm`` of the pools' alignment units and covers the largest block any pool needs
-    (tokens). Pools whose model is not hybrid or whose TP is invalid do not constrain
-    ``B``. ``None`` when no pool constrains it. Mirrors
-    ``Platform._align_hybrid_block_size`` (``vllm/platforms/interface.py``) applied to each
-    pool.
-
-    Raises:
-        InvalidSettings, NotModelled: a pool's settings are rejected (as :func:`analyze_rank`).
-    """
-    unit, need = 1, 0
-    for geometry, config, tp in pools:
-        found = _block_requirement(geometry, engine_for(geometry, config), [tp])
-        if found is None:
-            continue
-        unit = math.lcm(unit, found[0])
-        need = max(need, found[1])
-    if need == 0:
-        return None
-    return unit * cdiv(need, unit)

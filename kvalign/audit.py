@@ -13,12 +13,12 @@ import dataclasses
 from dataclasses import dataclass
 from fnmatch import fnmatch
 
-from kvalign.alignment import analyze_rank
-from kvalign.backends import AUTO_BACKEND, get_gpu, platform_note
+from kvalign.backends import get_gpu, platform_note
 from kvalign.deploy.model import Deployment, Ignore, Location, Pool, Problem
-from kvalign.engine import create_engine_config
+from kvalign.deploy.vllm_args import settings_from_args
 from kvalign.errors import InvalidSettings, KvalignError
-from kvalign.fixes import FixPool, raised_block_sizes
+from kvalign.exitcodes import ExitCode
+from kvalign.fixes import FixPool, GroupFix, RunCache, raised_block_sizes
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import PairBy, group_pools
 from kvalign.pd import analyze_pair
@@ -32,13 +32,16 @@ from kvalign.rules.base import (
     PairOutcome,
     PoolResult,
     pair_labels,
+    settings_differ,
 )
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.sources.overrides import parse_hf_overrides
 from kvalign.versions import resolve
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNEVALUATED = 0, 1, 2, 3
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNEVALUATED = (
+    ExitCode.OK, ExitCode.FLAGGED, ExitCode.USAGE, ExitCode.UNEVALUATED,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -97,27 +100,14 @@ class AuditReport:
 
 def _pool_settings(pool: Pool, version: str | None, platform: Platform) -> Settings:
     """The pool's settings with the run's assumptions filled in: the version, and the
-    ``--gpu`` / ``--attention-backend`` defaults where the pool names none."""
-    settings = dataclasses.replace(
-        pool.settings,
+    ``--gpu`` / ``--attention-backend`` defaults where the pool names none
+    (:func:`kvalign.deploy.vllm_args.settings_from_args`)."""
+    return settings_from_args(
+        pool.args,
+        gpu=pool.settings.gpu or platform.gpu,
         vllm_version=version,
-        mamba_cache_mode=pool.args.mamba_cache_mode,
-        mamba_block_size=pool.args.mamba_block_size,
-        max_model_len=pool.args.max_model_len,
-        use_replayssm=bool(pool.args.use_replayssm),
-        replayssm_buffer_len=pool.args.replayssm_buffer_len or 16,
-        mamba_backend=pool.args.mamba_backend,
+        attention_backend=platform.attention_backend,
     )
-    if pool.args.attention_backend is None:
-        # neither the pool nor --attention-backend names one: the backend vLLM picks for
-        # the pool's GPU and release (kvalign.backends.default_backend_name)
-        chosen = platform.attention_backend
-        settings = dataclasses.replace(
-            settings, attention_backend=chosen.strip().upper() if chosen else AUTO_BACKEND
-        )
-    if settings.gpu is None and platform.gpu is not None:
-        settings = dataclasses.replace(settings, gpu=platform.gpu)
-    return settings
 
 
 def _evaluate(
@@ -126,6 +116,7 @@ def _evaluate(
     cache: dict[str, ModelGeometry],
     use_cache: bool = False,
     platform: Platform | None = None,
+    engines: RunCache | None = None,
 ) -> tuple[FileResult | None, list[Problem]]:
     """Load every pool's model and predict its rank under the file's version assumption.
 
@@ -139,6 +130,7 @@ def _evaluate(
         label. One unevaluable pool never hides the others (issue 10, D2).
     """
     platform = platform or Platform()
+    engines = engines if engines is not None else RunCache()
     chosen = version or deployment.vllm_version
     try:
         resolved = resolve(chosen)
@@ -169,9 +161,9 @@ def _evaluate(
                     raise InvalidSettings(f"release profile of its vLLM image: {why}") from None
             settings = _pool_settings(pool, own, platform)
             pool = dataclasses.replace(pool, settings=settings)
-            engine = create_engine_config(cache[key], settings)
+            engine = engines.resolve(cache[key], settings)
             results.append(
-                PoolResult(pool, cache[key], analyze_rank(cache[key], engine, pool.tp), engine)
+                PoolResult(pool, cache[key], engines.rank(cache[key], engine, pool.tp), engine)
             )
         except KvalignError as exc:
             errors.append(Problem(pool.location, f"{pool.label}: {exc}"))
@@ -209,18 +201,18 @@ def assumptions(files: tuple[FileResult, ...] | list[FileResult]) -> tuple[str, 
     return tuple(f"{line} [{n} pool(s)]" for line, n in counts.items())
 
 
-def _raised_elsewhere(group: GroupResult) -> list[str]:
+def _raised_elsewhere(group: GroupResult, engines: RunCache) -> list[str]:
     """Where vLLM would raise a pool's own ``--block-size`` on a GPU class the pool may run
     on although not on the one assumed (no ``--gpu`` / node label): a note, as ``check``'s
     "Your --block-size" line (KVA004 covers the assumed GPU; this never fails the gate)."""
     pools = [
-        FixPool(r.geometry, r.pool.settings, r.pool.tp, r.pool.label)
+        FixPool(r.geometry, r.engine, r.pool.tp, r.pool.label)
         for r in group.pools
         if r.rank.valid and not r.rank.block_size_overridden
     ]
     return [
         f"{line} (GPU not given: pass --gpu or a node label to check the one it runs on)"
-        for line in raised_block_sizes(pools)
+        for line in raised_block_sizes(pools, engines)
     ]
 
 
@@ -246,13 +238,16 @@ def _groups(
     pair_by: PairBy,
     version: str | None,
     partial: set[str] | frozenset[str] = frozenset(),
+    engines: RunCache | None = None,
 ) -> tuple[list[GroupResult], list[Problem]]:
     """Group the evaluated pools (:func:`kvalign.grouping.group_pools`) and pair them.
 
     A group's version-dependent rules use ``--vllm-version``, else the first
     ``vllm_version`` its files name (a non-blocking problem when they name several).
-    Unpaired pools are reported as non-blocking problems.
+    Unpaired pools are reported as non-blocking problems. Each group carries its fix
+    (:class:`kvalign.fixes.GroupFix`), proven once when a rule first reads it.
     """
+    engines = engines if engines is not None else RunCache()
     flat = [(f.deployment, r) for f in files for r in f.pools]
     groups: list[GroupResult] = []
     problems: list[Problem] = []
@@ -283,9 +278,17 @@ def _groups(
             if d.pool.role == "decode"
         )
         components = tuple(c for d in deployments for c in d.components)
+        index = {id(r): i for i, r in enumerate(results)}
+        fix = GroupFix(
+            [FixPool(r.geometry, r.engine, r.pool.tp, r.pool.label) for r in results],
+            [(index[id(o.prefill)], index[id(o.decode)]) for o in pairs],
+            resolved.profile,
+            engines,
+            settings_differ=any(settings_differ(o) for o in pairs),
+        )
         group = GroupResult(
             tuple(deployments), results, pairs, resolved.profile, resolved.note,
-            grouping, components,
+            grouping, components, fix,
         )  # fmt: skip
         for result in group.unpaired:
             other = "decode" if result.pool.role == "prefill" else "prefill"
@@ -359,6 +362,7 @@ def run_audit(
     if platform is not None:
         get_gpu(platform.gpu)
     cache: dict[str, ModelGeometry] = {}
+    engines = RunCache()  # each (model, settings, GPU class) resolved once per run
     files: list[FileResult] = []
     unevaluated: list[Problem] = []
     problems: list[Problem] = []
@@ -374,13 +378,13 @@ def run_audit(
             partial.add(deployment.source)
         if not deployment.pools:
             continue
-        result, errors = _evaluate(deployment, vllm_version, cache, use_cache, platform)
+        result, errors = _evaluate(deployment, vllm_version, cache, use_cache, platform, engines)
         unevaluated += errors
         if errors:
             partial.add(deployment.source)
         if result is not None and result.pools:
             files.append(result)
-    groups, grouping_problems = _groups(files, pair_by, vllm_version, partial)
+    groups, grouping_problems = _groups(files, pair_by, vllm_version, partial, engines)
     problems += grouping_problems
     for group in groups:
         findings += run_rules(group)
@@ -417,7 +421,7 @@ def run_audit(
                     f"{' → '.join(pair_labels(outcome))} ({outcome.prefill.pool.model}): "
                     f"nothing to align: {outcome.pair.reason}"
                 )
-        notes += _raised_elsewhere(group)
+        notes += _raised_elsewhere(group, engines)
     return AuditReport(
         notes=tuple(dict.fromkeys(notes)),
         fail_on=fail_on,

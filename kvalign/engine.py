@@ -14,7 +14,7 @@ No I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvalign.backends import AUTO_BACKEND, Backend, Gpu, get_gpu, resolve_backend
 from kvalign.dtypes import (
@@ -25,11 +25,11 @@ from kvalign.dtypes import (
     mamba_dtype,
     resolve_model_dtype,
 )
-from kvalign.errors import InvalidSettings, NotModelled, UnsupportedModel
+from kvalign.errors import InvalidSettings, KvalignError, NotModelled, UnsupportedModel
 from kvalign.families import kda
 from kvalign.geometry import AttentionGeometry, ModelGeometry
 from kvalign.settings import Settings
-from kvalign.versions import Profile, architecture_problem, resolve
+from kvalign.versions import Profile, Resolved, architecture_problem, resolve
 
 #: ``--block-size`` when none is given (vLLM ``CacheConfig.DEFAULT_BLOCK_SIZE``).
 DEFAULT_BLOCK_SIZE = 16
@@ -132,6 +132,28 @@ class EngineConfig:
         """``vllm`` (the release's per-rank rule) or ``tp-stable`` (the PR 45575 proposal)."""
         return self.settings.alignment
 
+    def with_block_size(self, block_size: int) -> EngineConfig:
+        """This config with ``--block-size block_size`` (tokens): only what the block size
+        moves is re-derived (the base block and its resolution; every other step of
+        :func:`create_engine_config` ignores ``--block-size``). The fix proof tries
+        candidate block sizes this way instead of resolving again.
+
+        Raises:
+            InvalidSettings: ``block_size`` is not positive (as ``CacheConfig``).
+        """
+        if block_size <= 0:
+            raise InvalidSettings(f"--block-size must be positive, got {block_size}")
+        if block_size == self.settings.block_size:
+            return self
+        settings = replace(self.settings, block_size=block_size)
+        steps = tuple(
+            Resolution(r.key, str(block_size), f"--block-size {block_size}")
+            if r.key == "base_block_size"
+            else r
+            for r in self.resolutions
+        )
+        return replace(self, settings=settings, base_block=block_size, resolutions=steps)
+
 
 def _kv_cache_dtype(
     geometry: ModelGeometry, settings: Settings, profile: Profile
@@ -150,10 +172,12 @@ def _kv_cache_dtype(
     return "auto", "--kv-cache-dtype auto → the model dtype"
 
 
-def state_dtypes(
+def _state_dtypes(
     geometry: ModelGeometry, settings: Settings, model_dtype: str, profile: Profile
-) -> tuple[str, str, str]:
-    """(conv-state dtype, ssm/recurrent-state dtype, why) after vLLM's model defaults.
+) -> tuple[str, str, str, str]:
+    """(conv-state dtype, ssm/recurrent-state dtype, why, the ``CacheConfig``
+    ``mamba_ssm_cache_dtype`` value after the model's defaults: what FLASH_ATTN's
+    kernel-size rule reads).
 
     ``mamba_ssm_cache_dtype=auto`` first becomes the model's own default (Nemotron-H:
     config value or the release's fallback; Qwen3.5: ``mamba_ssm_dtype``), then KDA's
@@ -166,15 +190,6 @@ def state_dtypes(
     Raises:
         InvalidSettings: an unknown dtype, or a KDA recurrent dtype vLLM rejects.
     """
-    conv, ssm, why, _ = _state_dtypes(geometry, settings, model_dtype, profile)
-    return conv, ssm, why
-
-
-def _state_dtypes(
-    geometry: ModelGeometry, settings: Settings, model_dtype: str, profile: Profile
-) -> tuple[str, str, str, str]:
-    """:func:`state_dtypes` plus the ``CacheConfig.mamba_ssm_cache_dtype`` value after
-    the model's defaults (what FLASH_ATTN's kernel-size rule reads)."""
     conv = mamba_dtype(settings.mamba_cache_dtype, model_dtype, field="--mamba-cache-dtype")
     flag = settings.mamba_ssm_cache_dtype
     for name, value in (
@@ -423,26 +438,47 @@ def _fa4_hd256(
     )
 
 
-def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineConfig:
-    """Resolve ``settings`` for ``geometry`` once, as ``vllm serve`` would.
+class _Trail:
+    """What the steps of :func:`create_engine_config` resolved, in order (for ``explain``),
+    and the remarks to show with any result."""
 
-    Order (as ``EngineArgs.create_engine_config``): release profile; model dtype;
-    KV-cache dtype (``auto`` → the checkpoint's ``quantization_config`` → the model
-    dtype); prefix caching (flag, else the release default); GPU and attention backend;
-    block size before alignment; Mamba state dtypes; prefill-checkpoint and chunk
-    alignment.
+    def __init__(self) -> None:
+        self.steps: list[Resolution] = []
+        self.notes: list[str] = []
+
+    def add(self, key: str, value: str, source: str) -> None:
+        self.steps.append(Resolution(key, value, source))
+
+
+@dataclass(frozen=True)
+class _Attention:
+    """The attention half of the cache config: KV dtype, backend and base block."""
+
+    backend: Backend | None = None
+    kv_dtype: str | None = None
+    kv_bytes: int | None = None
+    base_block: int = DEFAULT_BLOCK_SIZE
+
+
+@dataclass(frozen=True)
+class _MambaAlignment:
+    """Mamba cache mode and the chunk the block is aligned to (``None``: not chunk-aligned)."""
+
+    mode: str
+    chunk: int | None
+
+
+def check_engine_args(settings: Settings) -> None:
+    """Reject sizes ``vllm serve`` refuses before it builds any config.
+
+    Mirrors the argument checks of ``EngineArgs`` (``vllm/engine/arg_utils.py``) and the
+    ``CacheConfig`` / ``SpeculativeConfig`` field validators (``vllm/config/cache.py``,
+    ``vllm/config/speculative.py``): ``--num-speculative-tokens`` ≥ 0, ``--block-size``,
+    ``--mamba-block-size`` and ``--max-model-len`` positive (tokens).
 
     Raises:
-        InvalidSettings: an unknown version, GPU, backend or dtype, a negative
-            ``--block-size`` or ``--num-speculative-tokens``.
-        NotModelled: a packed KV-cache dtype (given, or resolved from the checkpoint).
+        InvalidSettings: a negative or zero size.
     """
-    chosen = resolve(settings.vllm_version)
-    profile = chosen.profile
-    steps = [Resolution("vllm_release", profile.name, chosen.note)]
-    model_dtype = resolve_model_dtype(settings.dtype, geometry.model_dtype)
-    steps.append(Resolution("model_dtype", model_dtype, f"--dtype {settings.dtype} (config: "
-                            f"{geometry.model_dtype})"))  # fmt: skip
     if settings.num_speculative_tokens < 0:
         raise InvalidSettings("--num-speculative-tokens must be >= 0")
     if settings.block_size is not None and settings.block_size <= 0:
@@ -453,91 +489,190 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
     ):
         if value is not None and value <= 0:
             raise InvalidSettings(f"{flag_name} must be positive, got {value}")
+
+
+def resolve_model_config(
+    geometry: ModelGeometry, settings: Settings, trail: _Trail
+) -> tuple[Resolved, str]:
+    """(release chosen for ``--vllm-version``, model dtype): the ``ModelConfig`` step.
+
+    Mirrors ``EngineArgs.create_model_config`` / ``ModelConfig.__post_init__``
+    (``vllm/config/model.py``: ``_get_and_verify_dtype``; the release's model registry
+    refuses architectures it does not know).
+
+    Raises:
+        InvalidSettings: an unknown version or dtype, or a size vLLM refuses
+            (:func:`check_engine_args`).
+        UnsupportedModel: the release does not know the model's architecture.
+    """
+    chosen = resolve(settings.vllm_version)
+    trail.add("vllm_release", chosen.profile.name, chosen.note)
+    model_dtype = resolve_model_dtype(settings.dtype, geometry.model_dtype)
+    trail.add("model_dtype", model_dtype,
+              f"--dtype {settings.dtype} (config: {geometry.model_dtype})")  # fmt: skip
+    check_engine_args(settings)
     problem = architecture_problem(geometry.architecture, chosen.release)
     if problem:
         raise UnsupportedModel(f"{geometry.model_id}: {problem}")
-    notes: list[str] = []
+    return chosen, model_dtype
 
+
+def resolve_prefix_caching(
+    geometry: ModelGeometry, settings: Settings, profile: Profile, trail: _Trail
+) -> bool:
+    """Whether prefix caching is on: the flag, else the release's default (off for hybrid
+    models in some releases). Mirrors ``EngineArgs._set_default_args`` and
+    ``VllmConfig.__post_init__``'s hybrid default (``vllm/config/vllm.py``)."""
     if settings.enable_prefix_caching is not None:
         prefix_caching = settings.enable_prefix_caching
         why = "--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching"
     else:
         prefix_caching = profile.prefix_caching_default(geometry.is_hybrid)
         why = f"vLLM {profile.name} default" + (" for hybrid models" if geometry.is_hybrid else "")
-    steps.append(Resolution("prefix_caching", "on" if prefix_caching else "off", why))
+    trail.add("prefix_caching", "on" if prefix_caching else "off", why)
+    return prefix_caching
 
-    gpu = get_gpu(settings.gpu)
-    backend: Backend | None = None
-    kv_dtype: str | None = None
-    kv_bytes: int | None = None
-    base_block = settings.block_size if settings.block_size is not None else DEFAULT_BLOCK_SIZE
+
+def resolve_attention(
+    geometry: ModelGeometry,
+    settings: Settings,
+    profile: Profile,
+    gpu: Gpu | None,
+    model_dtype: str,
+    trail: _Trail,
+) -> _Attention:
+    """KV-cache dtype, attention backend and the block size before hybrid alignment.
+
+    Mirrors ``CacheConfig`` (``vllm/config/cache.py``: ``cache_dtype``, ``block_size``),
+    ``resolve_kv_cache_dtype_string`` (``vllm/utils/torch_utils.py``), the platform's
+    ``get_attn_backend_cls`` and ``Platform.check_and_update_config`` /
+    ``update_block_size_for_backend`` (``vllm/platforms/*.py``: the backend's preferred
+    block when ``--block-size`` is unset). Sizes in tokens.
+
+    Raises:
+        InvalidSettings: an unknown dtype or backend, or a backend the GPU cannot run.
+        NotModelled: a packed KV-cache dtype resolved from the checkpoint.
+    """
     attention = geometry.attention
-    if attention is not None:
-        flag, source = _kv_cache_dtype(geometry, settings, profile)
-        if flag in PACKED_KV_CACHE_DTYPES and settings.kv_cache_dtype == "auto":
-            raise NotModelled(
-                f"{geometry.config_path}: the checkpoint's quantization_config asks for a "
-                f"{flag} KV cache (what --kv-cache-dtype auto resolves to): that packed layout "
-                "is not modelled by kvalign; pass --kv-cache-dtype fp8 or bfloat16 to size "
-                "another layout"
-            )
-        kv_bytes = kv_cache_dtype_bytes(flag, model_dtype)
-        kv_dtype = model_dtype if flag == "auto" else flag
-        steps.append(Resolution("kv_cache_dtype", f"{kv_dtype} ({kv_bytes} B)", source))
-        if flag != settings.kv_cache_dtype:
-            notes.append(f"KV cache in {kv_dtype}: {source.split(' (')[0]}")
-        backend = resolve_backend(
-            settings.attention_backend,
-            use_mla=attention.use_mla,
-            gqa=attention.num_attention_heads > attention.total_kv_heads,
-            gpu=gpu,
-            large_pages=profile.flashinfer_large_pages,
-            mla_blackwell=profile.mla_blackwell_backend,
+    base_block = settings.block_size if settings.block_size is not None else DEFAULT_BLOCK_SIZE
+    if attention is None:
+        return _Attention(base_block=base_block)
+    flag, source = _kv_cache_dtype(geometry, settings, profile)
+    if flag in PACKED_KV_CACHE_DTYPES and settings.kv_cache_dtype == "auto":
+        raise NotModelled(
+            f"{geometry.config_path}: the checkpoint's quantization_config asks for a "
+            f"{flag} KV cache (what --kv-cache-dtype auto resolves to): that packed layout "
+            "is not modelled by kvalign; pass --kv-cache-dtype fp8 or bfloat16 to size "
+            "another layout"
         )
-        if _fa4_hd256(profile, backend, gpu, attention, kv_dtype):
-            backend = Backend("FLASH_ATTN", sizes=(FA4_HD256_PAGE,), preferred=FA4_HD256_PAGE)
-            steps.append(Resolution("kernel_block_sizes", str(FA4_HD256_PAGE), (
-                f"vLLM {profile.name}: FlashAttention 4's head-size-256 kernel on "
-                "capability 10.x")))  # fmt: skip
-        where = gpu.name if gpu is not None else "an unspecified CUDA GPU"
-        if settings.attention_backend.strip().lower() == AUTO_BACKEND:
-            flag_text = f"--attention-backend unset → vLLM {profile.name}'s choice on {where}"
-        else:
-            flag_text = f"--attention-backend {settings.attention_backend} on {where}"
-        steps.append(Resolution("attention_backend", backend.name, flag_text))
-        if settings.block_size is None and profile.backend_preferred_block:
-            base_block = backend.preferred_block_size()  # the platform's default (16; CPU 128)
-            block_why = f"--block-size unset → {backend.name}'s preferred size"
-        elif settings.block_size is None:
-            block_why = f"--block-size unset → {DEFAULT_BLOCK_SIZE}"
-        else:
-            block_why = f"--block-size {settings.block_size}"
-        steps.append(Resolution("base_block_size", str(base_block), block_why))
+    kv_bytes = kv_cache_dtype_bytes(flag, model_dtype)
+    kv_dtype = model_dtype if flag == "auto" else flag
+    trail.add("kv_cache_dtype", f"{kv_dtype} ({kv_bytes} B)", source)
+    if flag != settings.kv_cache_dtype:
+        trail.notes.append(f"KV cache in {kv_dtype}: {source.split(' (')[0]}")
+    backend = resolve_backend(
+        settings.attention_backend,
+        use_mla=attention.use_mla,
+        gqa=attention.num_attention_heads > attention.total_kv_heads,
+        gpu=gpu,
+        large_pages=profile.flashinfer_large_pages,
+        mla_blackwell=profile.mla_blackwell_backend,
+    )
+    if _fa4_hd256(profile, backend, gpu, attention, kv_dtype):
+        backend = Backend("FLASH_ATTN", sizes=(FA4_HD256_PAGE,), preferred=FA4_HD256_PAGE)
+        trail.add("kernel_block_sizes", str(FA4_HD256_PAGE),
+                  f"vLLM {profile.name}: FlashAttention 4's head-size-256 kernel on "
+                  "capability 10.x")  # fmt: skip
+    where = gpu.name if gpu is not None else "an unspecified CUDA GPU"
+    if settings.attention_backend.strip().lower() == AUTO_BACKEND:
+        flag_text = f"--attention-backend unset → vLLM {profile.name}'s choice on {where}"
+    else:
+        flag_text = f"--attention-backend {settings.attention_backend} on {where}"
+    trail.add("attention_backend", backend.name, flag_text)
+    if settings.block_size is None and profile.backend_preferred_block:
+        base_block = backend.preferred_block_size()  # the platform's default (16; CPU 128)
+        block_why = f"--block-size unset → {backend.name}'s preferred size"
+    elif settings.block_size is None:
+        block_why = f"--block-size unset → {DEFAULT_BLOCK_SIZE}"
+    else:
+        block_why = f"--block-size {settings.block_size}"
+    trail.add("base_block_size", str(base_block), block_why)
+    return _Attention(backend, kv_dtype, kv_bytes, base_block)
 
-    conv: str | None = None
-    ssm: str | None = None
-    if geometry.state is not None:
-        conv, ssm, ssm_why, ssm_config = _state_dtypes(geometry, settings, model_dtype, profile)
-        steps.append(Resolution("mamba_cache_dtype", conv,
-                                f"--mamba-cache-dtype {settings.mamba_cache_dtype}"))  # fmt: skip
-        steps.append(Resolution("mamba_ssm_cache_dtype", ssm, ssm_why))
-        for dtype in (conv, ssm):
-            assert dtype in DTYPE_BYTES
-        if backend is not None and _flash_attn_restricted(
-            profile, backend, gpu, geometry.is_hybrid, (conv, ssm_config)
-        ):
+
+def resolve_mamba_state(
+    geometry: ModelGeometry,
+    settings: Settings,
+    profile: Profile,
+    gpu: Gpu | None,
+    model_dtype: str,
+    backend: Backend | None,
+    trail: _Trail,
+) -> tuple[str | None, str | None, Backend | None]:
+    """(conv-state dtype, ssm-state dtype, backend with FLASH_ATTN's kernel sizes applied).
+
+    Mirrors ``MambaStateDtypeCalculator`` (``vllm/model_executor/layers/mamba/mamba_utils.py``)
+    after the model defaults of ``vllm/model_executor/models/config.py``, and FLASH_ATTN's
+    ``get_supported_kernel_block_sizes`` (``vllm/v1/attention/backends/flash_attn.py``).
+    ``None`` dtypes without state layers.
+
+    Raises:
+        InvalidSettings: an unknown dtype, or one the release rejects.
+    """
+    if geometry.state is None:
+        if backend is not None and _flash_attn_restricted(profile, backend, gpu, False, ()):
             backend = Backend("FLASH_ATTN", sizes=(16, 32, 64))
-            steps.append(Resolution("kernel_block_sizes", "16, 32, 64", (
-                f"vLLM {profile.name}: FLASH_ATTN with a float32 Mamba state "
-                "(flash-attention issue 1974)")))  # fmt: skip
-    elif backend is not None and _flash_attn_restricted(profile, backend, gpu, False, ()):
+        return None, None, backend
+    conv, ssm, ssm_why, ssm_config = _state_dtypes(geometry, settings, model_dtype, profile)
+    trail.add("mamba_cache_dtype", conv, f"--mamba-cache-dtype {settings.mamba_cache_dtype}")
+    trail.add("mamba_ssm_cache_dtype", ssm, ssm_why)
+    for dtype in (conv, ssm):
+        assert dtype in DTYPE_BYTES
+    if backend is not None and _flash_attn_restricted(
+        profile, backend, gpu, geometry.is_hybrid, (conv, ssm_config)
+    ):
         backend = Backend("FLASH_ATTN", sizes=(16, 32, 64))
+        trail.add("kernel_block_sizes", "16, 32, 64",
+                  f"vLLM {profile.name}: FLASH_ATTN with a float32 Mamba state "
+                  "(flash-attention issue 1974)")  # fmt: skip
+    return conv, ssm, backend
 
-    checkpoint, checkpoint_note = 1, "no prefill checkpoint alignment"
-    if profile.gdn_checkpoint_alignment:
-        checkpoint, checkpoint_note = checkpoint_alignment(geometry, settings, gpu, prefix_caching)
-        if geometry.state is not None and geometry.state.family == "gdn":
-            steps.append(Resolution("prefill_checkpoint", str(checkpoint), checkpoint_note))
+
+def resolve_prefill_checkpoint(
+    geometry: ModelGeometry,
+    settings: Settings,
+    profile: Profile,
+    gpu: Gpu | None,
+    prefix_caching: bool,
+    trail: _Trail,
+) -> tuple[int, str]:
+    """(prefill-checkpoint alignment in tokens, why) on releases that fold it in (0.33),
+    else 1: :func:`checkpoint_alignment` (``get_mamba_prefill_checkpoint_alignment``)."""
+    if not profile.gdn_checkpoint_alignment:
+        return 1, "no prefill checkpoint alignment"
+    checkpoint, note = checkpoint_alignment(geometry, settings, gpu, prefix_caching)
+    if geometry.state is not None and geometry.state.family == "gdn":
+        trail.add("prefill_checkpoint", str(checkpoint), note)
+    return checkpoint, note
+
+
+def resolve_mamba_alignment(
+    geometry: ModelGeometry,
+    settings: Settings,
+    profile: Profile,
+    prefix_caching: bool,
+    trail: _Trail,
+) -> _MambaAlignment:
+    """Mamba cache mode and, in mode ``all``, the chunk size (tokens) blocks align to.
+
+    Mirrors ``VllmConfig.validate_mamba_block_size`` (``vllm/config/vllm.py``) and
+    ``MambaModelConfig`` / ``HybridAttentionMambaModelConfig.verify_and_update_config``
+    (``vllm/model_executor/models/config.py``; :func:`mamba_cache_mode`).
+
+    Raises:
+        InvalidSettings: ``--mamba-block-size`` without prefix caching, or a cache mode
+            the release rejects.
+    """
     if settings.mamba_block_size is not None and not prefix_caching:
         # VllmConfig.validate_mamba_block_size (vllm/config/vllm.py, 0.11.1-0.33 read)
         raise InvalidSettings(
@@ -547,7 +682,7 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
     chunk: int | None = None
     mode, mode_why = mamba_cache_mode(geometry, settings, profile, prefix_caching)
     if geometry.is_hybrid:
-        steps.append(Resolution("mamba_cache_mode", mode, mode_why))
+        trail.add("mamba_cache_mode", mode, mode_why)
     if mode == "all":
         if settings.mamba_block_size is not None:
             chunk, chunk_why = (
@@ -558,12 +693,21 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
             chunk = geometry.mamba_chunk_size or DEFAULT_MAMBA_CHUNK_SIZE
             chunk_why = "the model's Mamba chunk size"
         why = f"prefix caching in Mamba cache mode 'all' (vLLM {profile.name}): {chunk_why}"
-        steps.append(Resolution("mamba_chunk_alignment", str(chunk), why))
+        trail.add("mamba_chunk_alignment", str(chunk), why)
     elif settings.mamba_block_size is not None and geometry.is_hybrid:
-        notes.append(
+        trail.notes.append(
             f"--mamba-block-size {settings.mamba_block_size} does not move the block size "
             f"in Mamba cache mode '{mode}' (only 'all' aligns to it)"
         )
+    return _MambaAlignment(mode, chunk)
+
+
+def resolve_state_spec_rows(
+    geometry: ModelGeometry, settings: Settings, profile: Profile, trail: _Trail
+) -> int:
+    """Speculative rows in the conv state: ``num_speculative_tokens``, or 0 for Mamba2
+    models whose release's ``MambaStateShapeCalculator.mamba2_state_shape`` ignores them
+    (``vllm/model_executor/layers/mamba/mamba_utils.py``)."""
     spec_rows = settings.num_speculative_tokens
     state = geometry.state
     if (
@@ -572,47 +716,104 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         and spec_rows
         and geometry.model_type not in profile.mamba2_spec_types
     ):
-        spec_rows = 0
-        steps.append(Resolution("conv_state_spec_rows", "0", (
-            f"vLLM {profile.name}: {geometry.model_type}'s Mamba2 conv state has no "
-            "speculative rows")))  # fmt: skip
-    ring = replay_ring(geometry, settings, profile, mode)
-    if ring:
-        steps.append(Resolution("replayssm_ring", str(ring), (
-            f"--use-replayssm --replayssm-buffer-len {settings.replayssm_buffer_len} "
-            f"--mamba-backend {settings.mamba_backend or 'triton'}")))  # fmt: skip
-    config_error = ""
+        trail.add("conv_state_spec_rows", "0",
+                  f"vLLM {profile.name}: {geometry.model_type}'s Mamba2 conv state has no "
+                  "speculative rows")  # fmt: skip
+        return 0
+    return spec_rows
+
+
+def model_config_error(geometry: ModelGeometry, profile: Profile) -> str:
+    """Why the release cannot build the model's config at all (``""`` when it can): the
+    ``ModelArchConfigConvertor`` of 0.14-0.17 reads ``num_attention_heads``
+    (``vllm/transformers_utils/model_arch_config_convertor.py``)."""
     if (
         profile.attention_free_kv_heads_error
         and geometry.attention is None
         and geometry.model_type not in ("mamba", "falcon_mamba")
     ):
-        config_error = (
+        return (
             f"vLLM {profile.name} cannot build this model's config: its "
             "ModelArchConfigConvertor reads num_attention_heads, which the "
             f"{geometry.model_type} config lacks (AttributeError; fixed in 0.18)"
         )
-    if settings.max_model_len is not None:
-        steps.append(Resolution("max_model_len", str(settings.max_model_len), "--max-model-len"))
-    hybrid_alignment = True
+    return ""
+
+
+def resolve_hybrid_alignment(
+    geometry: ModelGeometry, profile: Profile, gpu: Gpu | None, trail: _Trail
+) -> bool:
+    """Whether the platform aligns hybrid block sizes at all: vLLM 0.20.0's
+    ``CpuPlatform.check_and_update_config`` (``vllm/platforms/cpu.py``) skips
+    ``_align_hybrid_block_size``."""
     if (
         geometry.is_hybrid
         and gpu is not None
         and gpu.platform == "cpu"
         and not (profile.cpu_hybrid_alignment)
     ):
-        hybrid_alignment = False
-        steps.append(Resolution("hybrid_alignment", "off", (
-            f"vLLM {profile.name}'s CPU platform does no hybrid block alignment")))  # fmt: skip
-        notes.append(
+        trail.add("hybrid_alignment", "off",
+                  f"vLLM {profile.name}'s CPU platform does no hybrid block alignment")  # fmt: skip
+        trail.notes.append(
             f"vLLM {profile.name}'s CPU platform does no hybrid block alignment: the block "
             "stays at its base size"
         )
-    if gpu is not None and gpu.capability is not None:
-        cap = gpu.capability
-        sm100 = cap == (10, 0) if profile.blackwell_hd256_exact else cap[0] == 10
-    else:
-        sm100 = False
+        return False
+    return True
+
+
+def is_sm100(profile: Profile, gpu: Gpu | None) -> bool:
+    """The release's SM100 test for the model-config-era FlashInfer head-size-256 rule
+    (``HybridAttentionMambaModelConfig.verify_and_update_config``:
+    ``current_platform.is_device_capability(100)``, 10.x family in 0.13+)."""
+    if gpu is None or gpu.capability is None:
+        return False
+    cap = gpu.capability
+    return cap == (10, 0) if profile.blackwell_hd256_exact else cap[0] == 10
+
+
+def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineConfig:
+    """Resolve ``settings`` for ``geometry`` once, as ``vllm serve`` would.
+
+    Mirrors ``EngineArgs.create_engine_config`` (``vllm/engine/arg_utils.py``), in its
+    order, one named step each: the model config and release
+    (:func:`resolve_model_config`); prefix caching (:func:`resolve_prefix_caching`); GPU,
+    KV-cache dtype, attention backend and base block (:func:`resolve_attention`); Mamba
+    state dtypes (:func:`resolve_mamba_state`); prefill-checkpoint and chunk alignment
+    (:func:`resolve_prefill_checkpoint`, :func:`resolve_mamba_alignment`); conv-state
+    speculative rows; ReplaySSM ring (:func:`replay_ring`); the platform's hybrid
+    alignment. :meth:`EngineConfig.with_block_size` re-derives only what ``--block-size``
+    moves.
+
+    Raises:
+        InvalidSettings: an unknown version, GPU, backend or dtype, a negative
+            ``--block-size`` or ``--num-speculative-tokens``.
+        NotModelled: a packed KV-cache dtype (given, or resolved from the checkpoint).
+        UnsupportedModel: the release does not know the model's architecture.
+    """
+    trail = _Trail()
+    chosen, model_dtype = resolve_model_config(geometry, settings, trail)
+    profile = chosen.profile
+    prefix_caching = resolve_prefix_caching(geometry, settings, profile, trail)
+    gpu = get_gpu(settings.gpu)
+    attention = resolve_attention(geometry, settings, profile, gpu, model_dtype, trail)
+    conv, ssm, backend = resolve_mamba_state(
+        geometry, settings, profile, gpu, model_dtype, attention.backend, trail
+    )
+    checkpoint, checkpoint_note = resolve_prefill_checkpoint(
+        geometry, settings, profile, gpu, prefix_caching, trail
+    )
+    mamba = resolve_mamba_alignment(geometry, settings, profile, prefix_caching, trail)
+    spec_rows = resolve_state_spec_rows(geometry, settings, profile, trail)
+    ring = replay_ring(geometry, settings, profile, mamba.mode)
+    if ring:
+        trail.add("replayssm_ring", str(ring),
+                  f"--use-replayssm --replayssm-buffer-len {settings.replayssm_buffer_len} "
+                  f"--mamba-backend {settings.mamba_backend or 'triton'}")  # fmt: skip
+    config_error = model_config_error(geometry, profile)
+    if settings.max_model_len is not None:
+        trail.add("max_model_len", str(settings.max_model_len), "--max-model-len")
+    hybrid_alignment = resolve_hybrid_alignment(geometry, profile, gpu, trail)
     return EngineConfig(
         settings=settings,
         profile=profile,
@@ -620,24 +821,61 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         gpu=gpu,
         backend=backend,
         model_dtype=model_dtype,
-        kv_cache_dtype=kv_dtype,
-        kv_bytes=kv_bytes,
+        kv_cache_dtype=attention.kv_dtype,
+        kv_bytes=attention.kv_bytes,
         conv_dtype=conv,
         ssm_dtype=ssm,
         prefix_caching=prefix_caching,
-        base_block=base_block,
+        base_block=attention.base_block,
         checkpoint=checkpoint,
         checkpoint_note=checkpoint_note,
-        chunk=chunk,
+        chunk=mamba.chunk,
         num_speculative_tokens=settings.num_speculative_tokens,
-        blackwell=sm100,
-        mamba_cache_mode=mode,
+        blackwell=is_sm100(profile, gpu),
+        mamba_cache_mode=mamba.mode,
         hybrid_alignment=hybrid_alignment,
         max_model_len=settings.max_model_len,
         state_spec_tokens=spec_rows,
         replay_ring=ring,
         replay_padded=profile.replayssm >= 4,
         config_error=config_error,
-        resolutions=tuple(steps),
-        notes=tuple(notes),
+        resolutions=tuple(trail.steps),
+        notes=tuple(trail.notes),
     )
+
+
+class EngineCache:
+    """Resolve each (model, settings) once for one run (a ``check``, an ``audit``).
+
+    :meth:`resolve` calls :func:`create_engine_config` the first time it sees a model
+    object with given settings and returns the same :class:`EngineConfig` (or raises the
+    same error) every later time. Models are told apart by identity: a run loads each
+    model once. One instance per run, never module-level: nothing outlives the run.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[int, Settings], EngineConfig | KvalignError] = {}
+        self._models: dict[int, ModelGeometry] = {}  # keeps each id() valid for the run
+
+    def keep(self, geometry: ModelGeometry) -> None:
+        """Hold ``geometry`` for the run, so that its ``id()`` in a key stays its own."""
+        self._models.setdefault(id(geometry), geometry)
+
+    def resolve(self, geometry: ModelGeometry, settings: Settings) -> EngineConfig:
+        """:func:`create_engine_config` for ``(geometry, settings)``, once.
+
+        Raises:
+            InvalidSettings, NotModelled, UnsupportedModel: as :func:`create_engine_config`.
+        """
+        key = (id(geometry), settings)
+        found = self._seen.get(key)
+        if found is None:
+            self.keep(geometry)
+            try:
+                found = create_engine_config(geometry, settings)
+            except KvalignError as exc:
+                found = exc
+            self._seen[key] = found
+        if isinstance(found, KvalignError):
+            raise found
+        return found

@@ -6,11 +6,13 @@ stderr with exit code 2. Nothing below the CLI prints or exits.
 
 from __future__ import annotations
 
+from kvalign.exitcodes import ExitCode
+
 
 class KvalignError(Exception):
     """Base class: a problem with the user's input that kvalign can explain in one line."""
 
-    exit_code = 2
+    exit_code: int = ExitCode.USAGE
 
 
 class ConfigNotFound(KvalignError):
@@ -34,4 +36,4 @@ class NotModelled(KvalignError):
 
 
 class MissingDependency(KvalignError):
-    """An optional extra is not installed (e.g. matplotlib for ``--plot``: ``kvalign[plot]``)."""
+    """An optional extra is not installed (e.g. matplotlib for ``--plot``: the ``plot`` extra)."""

@@ -8,7 +8,12 @@ keeps exactly ``B`` on all of them and every pair's verdict is then ``ok``; othe
 next multiple of the alignment unit is tried. When no block size can fix a pair (the
 release's NIXL connector lacks hybrid P/D, a TP the model rejects) the fix says what would
 instead (:func:`kvalign.policy.blocking_limit`). Mirrors ``Platform._align_hybrid_block_size``
-(``vllm/platforms/interface.py``) by calling :func:`kvalign.alignment.analyze_rank`. No I/O.
+(``vllm/platforms/interface.py``) by calling :func:`kvalign.alignment.analyze_rank`.
+
+Resolved once: each pool arrives with its own :class:`~kvalign.engine.EngineConfig`; each
+(pool settings, GPU class) is resolved once through an :class:`~kvalign.engine.EngineCache`
+shared by the run, and candidate block sizes only vary the block size of those configs
+(:meth:`~kvalign.engine.EngineConfig.with_block_size`). No I/O.
 """
 
 from __future__ import annotations
@@ -19,8 +24,8 @@ from dataclasses import dataclass
 
 from kvalign.alignment import RankResult, analyze_rank, block_requirement
 from kvalign.backends import get_gpu, platform_for
-from kvalign.engine import EngineConfig, create_engine_config
-from kvalign.errors import InvalidSettings
+from kvalign.engine import EngineCache, EngineConfig
+from kvalign.errors import InvalidSettings, KvalignError
 from kvalign.geometry import ModelGeometry
 from kvalign.policy import analyze_pair, blocking_limit
 from kvalign.settings import Settings
@@ -62,6 +67,31 @@ PLATFORM_CLASSES: dict[str, tuple[GpuClass, ...]] = {
 }
 
 
+class RunCache(EngineCache):
+    """One run's memo (a ``check``, an ``audit``): each (model, settings) resolved once
+    (:class:`~kvalign.engine.EngineCache`), each (model, settings, TP) analysed once, and
+    each distinct set of pools and pairs proven once (an audit of many copies of one
+    deployment proves its fix once). Pure: every entry is a function of its key."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ranks: dict[tuple[int, Settings, int], RankResult] = {}
+        self._fixes: dict[tuple[object, ...], Fix] = {}
+
+    def rank(self, geometry: ModelGeometry, engine: EngineConfig, tp: int) -> RankResult:
+        """:func:`kvalign.alignment.analyze_rank`, once per (model, settings, TP).
+
+        Raises:
+            InvalidSettings: as :func:`kvalign.alignment.analyze_rank`.
+        """
+        key = (id(geometry), engine.settings, tp)
+        found = self._ranks.get(key)
+        if found is None:
+            self.keep(geometry)
+            found = self._ranks[key] = analyze_rank(geometry, engine, tp)
+        return found
+
+
 def gpu_classes(settings: Settings) -> tuple[GpuClass, ...]:
     """The GPU classes a pool with ``settings`` may run on: its ``--gpu`` alone, else every
     class of the platform its backend runs on (an unspecified GPU is a CUDA GPU unless the
@@ -82,15 +112,21 @@ class FixPool:
 
     Attributes:
         geometry: the pool's model.
-        settings: the pool's settings as given (its own ``--block-size`` is replaced).
+        engine: the pool's settings as given, resolved (its own ``--block-size`` is
+            replaced by each candidate).
         tp: tensor parallel size.
         label: how messages name the pool (``prefill TP 8``, ``decode/vllm-decode``).
     """
 
     geometry: ModelGeometry
-    settings: Settings
+    engine: EngineConfig
     tp: int
     label: str
+
+    @property
+    def settings(self) -> Settings:
+        """The pool's settings as given."""
+        return self.engine.settings
 
 
 @dataclass(frozen=True)
@@ -122,9 +158,8 @@ class Fix:
         return "holds on " + ", ".join(self.proven_on)
 
 
-def valid_tps(geometry: ModelGeometry, settings: Settings) -> list[int]:
-    """TP sizes from :data:`TP_CHOICES` the model accepts and loads at."""
-    engine = create_engine_config(geometry, settings)
+def valid_tps(geometry: ModelGeometry, engine: EngineConfig) -> list[int]:
+    """TP sizes from :data:`TP_CHOICES` the model accepts and loads at under ``engine``."""
     return [tp for tp in TP_CHOICES if analyze_rank(geometry, engine, tp).usable]
 
 
@@ -133,66 +168,92 @@ def _gpu_name(settings: Settings) -> str:
     return gpu.name if gpu is not None else ""
 
 
-def _scenarios(pools: list[FixPool]) -> list[tuple[str, list[Settings | None]]]:
-    """``(label, per-pool settings)`` for each GPU class the unpinned pools may share;
-    pinned pools keep their GPU. A pool whose backend cannot run on a class gets
-    ``None`` there (it cannot be deployed on it)."""
+#: per GPU class: its label and each pool's config resolved there (``None``: the pool's
+#: backend cannot run on that class).
+Scenario = tuple[str, list[EngineConfig | None]]
+
+
+def scenarios(pools: list[FixPool], cache: EngineCache) -> list[Scenario]:
+    """``(label, per-pool config)`` for each GPU class the unpinned pools may share;
+    pinned pools keep their own config. A pool whose backend cannot run on a class gets
+    ``None`` there (it cannot be deployed on it). Each (pool settings, class) is resolved
+    once through ``cache``."""
     unpinned = [p for p in pools if p.settings.gpu is None]
     classes = gpu_classes(unpinned[0].settings) if unpinned else (None,)
     pinned = sorted({_gpu_name(p.settings) for p in pools if p.settings.gpu})
-    out: list[tuple[str, list[Settings | None]]] = []
+    out: list[Scenario] = []
     for cls in classes:
-        per_pool: list[Settings | None] = []
+        per_pool: list[EngineConfig | None] = []
         for pool in pools:
-            settings = pool.settings
-            if settings.gpu is None and cls is not None:
-                settings = dataclasses.replace(settings, gpu=cls.gpu)
+            if pool.settings.gpu is not None or cls is None:
+                per_pool.append(pool.engine)
+                continue
+            settings = dataclasses.replace(pool.settings, gpu=cls.gpu)
             try:
-                create_engine_config(pool.geometry, settings)
+                per_pool.append(cache.resolve(pool.geometry, settings))
             except InvalidSettings:
                 per_pool.append(None)
-                continue
-            per_pool.append(settings)
         label = "/".join(pinned) if cls is None else cls.label
-        if any(s is not None for s in per_pool):
+        if any(e is not None for e in per_pool):
             out.append((label, per_pool))
     return out
 
 
 def _ranks(
-    pools: list[FixPool], per_pool: list[Settings | None], block: int | None
+    pools: list[FixPool], per_pool: list[EngineConfig | None], block: int | None, cache: RunCache
 ) -> list[RankResult | None]:
+    """Each pool's rank on one GPU class, with ``--block-size block`` (``None``: its own)."""
     ranks: list[RankResult | None] = []
-    for pool, settings in zip(pools, per_pool, strict=True):
-        if settings is None:
+    for pool, engine in zip(pools, per_pool, strict=True):
+        if engine is None:
             ranks.append(None)
             continue
-        if block is not None:  # None: the pool's own --block-size
-            settings = dataclasses.replace(settings, block_size=block)
-        engine: EngineConfig = create_engine_config(pool.geometry, settings)
-        ranks.append(analyze_rank(pool.geometry, engine, pool.tp))
+        if block is not None:
+            engine = engine.with_block_size(block)
+        ranks.append(cache.rank(pool.geometry, engine, pool.tp))
     return ranks
 
 
-def prove_fix(pools: list[FixPool], pairs: list[tuple[int, int]], profile: Profile) -> Fix:
+def prove_fix(
+    pools: list[FixPool],
+    pairs: list[tuple[int, int]],
+    profile: Profile,
+    cache: RunCache | None = None,
+) -> Fix:
     """The smallest ``--block-size`` every pool keeps on every GPU class it may run on and
     that makes every pair ``ok``, or what would fix the pairs when no block size can.
 
     ``pairs`` are ``(prefill index, decode index)`` into ``pools``; ``profile`` is the
-    release whose NIXL rules pair them.
+    release whose NIXL rules pair them; ``cache`` resolves each pool on each GPU class
+    once (share it with :func:`raised_block_sizes` of the same run).
 
     Raises:
         InvalidSettings, NotModelled: a pool's settings are rejected (as
             :func:`kvalign.alignment.analyze_rank`).
     """
-    own = [
-        analyze_rank(p.geometry, create_engine_config(p.geometry, p.settings), p.tp) for p in pools
-    ]
+    cache = cache if cache is not None else RunCache()
+    key = (
+        tuple((id(p.geometry), p.settings, p.tp, p.label) for p in pools),
+        tuple(pairs),
+        profile.name,
+    )
+    found = cache._fixes.get(key)
+    if found is None:
+        for pool in pools:
+            cache.keep(pool.geometry)
+        found = cache._fixes[key] = _prove_fix(pools, pairs, profile, cache)
+    return found
+
+
+def _prove_fix(
+    pools: list[FixPool], pairs: list[tuple[int, int]], profile: Profile, cache: RunCache
+) -> Fix:
+    own = [cache.rank(p.geometry, p.engine, p.tp) for p in pools]
     # one line per invalid (model, TP), naming every pool that uses it
     invalid: dict[tuple[str, int, str, str], list[str]] = {}
     for pool, rank in zip(pools, own, strict=True):
         if not rank.usable:
-            choices = ", ".join(map(str, valid_tps(pool.geometry, pool.settings))) or "none"
+            choices = ", ".join(map(str, valid_tps(pool.geometry, pool.engine))) or "none"
             key = (pool.geometry.model_id, pool.tp, rank.problem, choices)
             labels = invalid.setdefault(key, [])
             if pool.label not in labels:
@@ -208,13 +269,11 @@ def prove_fix(pools: list[FixPool], pairs: list[tuple[int, int]], profile: Profi
             blockers.append(limit)
     if blockers:
         return Fix(None, blockers=tuple(blockers))
-    scenarios = _scenarios(pools)
+    classes = scenarios(pools, cache)
     unit, need = 1, 0
-    for _, per_pool in scenarios:
-        for pool, settings in zip(pools, per_pool, strict=True):
-            found = (
-                None if settings is None else block_requirement(pool.geometry, settings, pool.tp)
-            )
+    for _, per_pool in classes:
+        for pool, engine in zip(pools, per_pool, strict=True):
+            found = None if engine is None else block_requirement(pool.geometry, engine, pool.tp)
             if found is not None:
                 unit, need = math.lcm(unit, found[0]), max(need, found[1])
     if need == 0:
@@ -223,8 +282,8 @@ def prove_fix(pools: list[FixPool], pairs: list[tuple[int, int]], profile: Profi
     for _ in range(MAX_STEPS):
         kept, verdicts_ok, why = True, True, ""
         padding: dict[str, float] = {}
-        for label, per_pool in scenarios:
-            ranks = _ranks(pools, per_pool, block)
+        for label, per_pool in classes:
+            ranks = _ranks(pools, per_pool, block, cache)
             for pool, result in zip(pools, ranks, strict=True):
                 if result is None:
                     continue
@@ -256,7 +315,7 @@ def prove_fix(pools: list[FixPool], pairs: list[tuple[int, int]], profile: Profi
             if not verdicts_ok:
                 break
         if kept and verdicts_ok:
-            proven = [label for label, _ in scenarios]
+            proven = [label for label, _ in classes]
             if any(p.settings.gpu is None for p in pools):  # and on each pinned pool's GPU
                 proven += sorted(
                     {f"{_gpu_name(p.settings)} (pinned)" for p in pools if p.settings.gpu}
@@ -268,16 +327,18 @@ def prove_fix(pools: list[FixPool], pairs: list[tuple[int, int]], profile: Profi
     return Fix(None, unproven=f"no --block-size up to {block - unit} is kept by every pool")
 
 
-def raised_block_sizes(pools: list[FixPool]) -> list[str]:
+def raised_block_sizes(pools: list[FixPool], cache: RunCache | None = None) -> list[str]:
     """Where vLLM would raise a pool's own ``--block-size`` (hybrid alignment), one line
     per pool and resulting size naming the GPU classes, e.g. ``prefill TP 8: vLLM raises
-    --block-size 2096 to 8,384 on H100/H200 (SM90), B200 (SM100)``."""
+    --block-size 2096 to 8,384 on H100/H200 (SM90), B200 (SM100)``. ``cache`` as in
+    :func:`prove_fix`."""
     mine = [p for p in pools if p.settings.block_size is not None]
     if not mine:
         return []
+    cache = cache if cache is not None else RunCache()
     found: dict[tuple[str, int, int], list[str]] = {}
-    for label, per_pool in _scenarios(mine):
-        for pool, rank in zip(mine, _ranks(mine, per_pool, None), strict=True):
+    for label, per_pool in scenarios(mine, cache):
+        for pool, rank in zip(mine, _ranks(mine, per_pool, None, cache), strict=True):
             asked = pool.settings.block_size
             assert asked is not None
             if rank is None or not rank.usable or rank.block_size in (None, asked):
@@ -290,3 +351,63 @@ def raised_block_sizes(pools: list[FixPool]) -> list[str]:
         f"{who}: vLLM raises --block-size {asked} to {new:,} on {', '.join(where)}"
         for (who, asked, new), where in found.items()
     ]
+
+
+class GroupFix:
+    """One audit group's fix, proven once on first use (:func:`prove_fix`) and then kept:
+    every finding of the group names the same fix (an audit of 24 prefill x 24 decode
+    pools in one group would otherwise prove it 720 times). The audit builds it with its
+    group; the rules read :attr:`text`.
+
+    Args:
+        pools: the group's pools, each with its resolved config.
+        pairs: ``(prefill index, decode index)`` into ``pools``.
+        profile: the release whose NIXL rules pair them.
+        cache: the run's :class:`~kvalign.engine.EngineCache`.
+        settings_differ: the pools' KV-cache settings differ (audit rule KVA005).
+    """
+
+    def __init__(
+        self,
+        pools: list[FixPool],
+        pairs: list[tuple[int, int]],
+        profile: Profile,
+        cache: RunCache,
+        settings_differ: bool = False,
+    ) -> None:
+        self._pools, self._pairs, self._profile = pools, pairs, profile
+        self._cache, self._differ = cache, settings_differ
+        self._text: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The remediation, one line: ``set --block-size B on every prefill and decode
+        pool (holds on …)`` with each pool's own settings on every GPU class it may run
+        on, or what would fix the pairs when no block size can. When the pools' KV-cache
+        settings differ the text says to fix that first: ``B`` still works then, but a
+        smaller one may."""
+        if self._text is None:
+            self._text = self._prove()
+        return self._text
+
+    def _prove(self) -> str:
+        generic = "set the same --block-size on every pool"
+        if not self._pools:
+            return generic
+        try:
+            fix = prove_fix(self._pools, self._pairs, self._profile, self._cache)
+        except KvalignError:  # pragma: no cover - the pools were analysed with these settings
+            return generic
+        if fix.blockers:
+            return "no --block-size can fix this: " + "; ".join(fix.blockers)
+        if fix.block_size is None:
+            return f"no --block-size fixes every pair: {fix.unproven}" if fix.unproven else generic
+        text = (
+            f"set --block-size {fix.block_size} on every prefill and decode pool ({fix.holds_on})"
+        )
+        if self._differ:
+            text += (
+                " (each pool's own settings; their KV-cache settings differ: fix KVA005 "
+                "first, then a smaller --block-size may do)"
+            )
+        return text

@@ -29,8 +29,6 @@ from typing import Literal
 from kvalign.deploy.model import Pool
 
 PairBy = Literal["label", "file", "model"]
-#: ``--pair-by`` values, default first.
-PAIR_BY: tuple[PairBy, ...] = ("label", "file", "model")
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from kvalign.alignment import RankResult, analyze_rank
+from kvalign.alignment import RankResult
 from kvalign.backends import platform_note
-from kvalign.engine import EngineConfig, create_engine_config
-from kvalign.fixes import Fix, FixPool, prove_fix, raised_block_sizes
+from kvalign.engine import EngineConfig
+from kvalign.fixes import Fix, FixPool, RunCache, prove_fix, raised_block_sizes
 from kvalign.geometry import ModelGeometry
 from kvalign.policy import (
     DEFAULT_FAIL_ON,
@@ -27,9 +27,9 @@ from kvalign.policy import (
 from kvalign.settings import Settings
 
 __all__ = [
+    "CheckReport",
     "PairResult",
     "Recommendation",
-    "Report",
     "Verdict",
     "analyze",
     "analyze_pair",
@@ -73,7 +73,7 @@ class Recommendation:
 
 
 @dataclass(frozen=True)
-class Report:
+class CheckReport:
     """The full result of ``check``/``matrix``: what every layer above reads (``engine``:
     the settings resolved once for every TP).
 
@@ -198,19 +198,18 @@ def _padding_text(padding: dict[int, float]) -> str:
 
 
 def _recommend(report_levels: list[Level | None], geometry: ModelGeometry, engine: EngineConfig,
-               prefill_tps: list[int], decode_tps: list[int],
-               report: Report | None = None) -> Recommendation:  # fmt: skip
-    settings = engine.settings
+               prefill_tps: list[int], decode_tps: list[int], cache: RunCache,
+               report: CheckReport | None = None) -> Recommendation:  # fmt: skip
     invalid = {tp for tp, r in (report.ranks if report else {}).items() if not r.usable}
     good_p = [tp for tp in prefill_tps if tp not in invalid]
     good_d = [tp for tp in decode_tps if tp not in invalid]
     if invalid and good_p and good_d:
         # TP sizes the model rejects: no block size fixes those, but the valid pools still
         # get the block size that fixes their pairs (an invalid TP must not hide it)
-        whole = _recommend(report_levels, geometry, engine, prefill_tps, decode_tps)
+        whole = _recommend(report_levels, geometry, engine, prefill_tps, decode_tps, cache)
         assert report is not None
         good = set(good_p) | set(good_d)
-        part = _recommend(report.levels(good), geometry, engine, good_p, good_d)
+        part = _recommend(report.levels(good), geometry, engine, good_p, good_d, cache)
         if part.block_size is None:
             return whole
         tps = tuple(sorted(set(good_p) | set(good_d)))
@@ -230,15 +229,15 @@ def _recommend(report_levels: list[Level | None], geometry: ModelGeometry, engin
             raised=whole.raised,
             only_tps=tps,
         )
-    pools = [FixPool(geometry, settings, tp, f"prefill TP {tp}") for tp in prefill_tps]
-    pools += [FixPool(geometry, settings, tp, f"decode TP {tp}") for tp in decode_tps]
+    pools = [FixPool(geometry, engine, tp, f"prefill TP {tp}") for tp in prefill_tps]
+    pools += [FixPool(geometry, engine, tp, f"decode TP {tp}") for tp in decode_tps]
     pairs = [
         (p, len(prefill_tps) + d) for p in range(len(prefill_tps)) for d in range(len(decode_tps))
     ]
     needed = any(level in ("warning", "error") for level in report_levels)
-    raised = tuple(dict.fromkeys(raised_block_sizes(pools)))
+    raised = tuple(dict.fromkeys(raised_block_sizes(pools, cache)))
     needed = needed or bool(raised)  # raised on some GPU class: say which --block-size holds
-    fix: Fix = prove_fix(pools, pairs, engine.profile)
+    fix: Fix = prove_fix(pools, pairs, engine.profile, cache)
     if not fix.aligned:
         kind = "attention-free" if geometry.attention_free else "attention-only"
         return Recommendation(
@@ -271,7 +270,7 @@ def analyze(
     settings: Settings,
     prefill_tps: list[int],
     decode_tps: list[int],
-) -> Report:
+) -> CheckReport:
     """Analyse every prefill × decode TP pair for one model and settings.
 
     Pairs follow vLLM's rules; with ``settings.alignment == "tp-stable"`` the same pairs
@@ -280,10 +279,11 @@ def analyze(
     Raises:
         InvalidSettings, NotModelled: see :func:`kvalign.alignment.analyze_rank`.
     """
-    engine = create_engine_config(geometry, settings)
+    cache = RunCache()
+    engine = cache.resolve(geometry, settings)
     profile = engine.profile
     tps = sorted(set(prefill_tps) | set(decode_tps))
-    ranks = {tp: analyze_rank(geometry, engine, tp) for tp in tps}
+    ranks = {tp: cache.rank(geometry, engine, tp) for tp in tps}
     pairs = tuple(
         analyze_pair(ranks[p], ranks[d], "vllm", profile) for p in prefill_tps for d in decode_tps
     )
@@ -355,7 +355,7 @@ def analyze(
         )
     notes += economics_notes(ranks, engine)
     notes += max_model_len_notes(ranks, engine)
-    report = Report(
+    report = CheckReport(
         geometry=geometry,
         settings=settings,
         prefill_tps=tuple(prefill_tps),
@@ -367,5 +367,5 @@ def analyze(
         notes=tuple(notes),
         tp_stable_pairs=what_if,
     )
-    rec = _recommend(report.levels(), geometry, engine, prefill_tps, decode_tps, report)
+    rec = _recommend(report.levels(), geometry, engine, prefill_tps, decode_tps, cache, report)
     return dataclasses.replace(report, recommendation=rec)

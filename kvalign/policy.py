@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kvalign.alignment import RankResult
+from kvalign.exitcodes import ExitCode
 from kvalign.versions import DEFAULT_PROFILE, PROFILES, Profile
 
 Verdict = Literal["ok", "drift", "ratio", "split", "incompatible", "invalid", "nothing-to-align"]
@@ -55,8 +56,6 @@ VERDICTS: tuple[Verdict, ...] = (
     "invalid",
     "nothing-to-align",
 )
-#: ``--fail-on`` levels, lowest first.
-LEVELS: tuple[Level, ...] = ("info", "warning", "error")
 LEVEL_RANK: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
 #: the default ``--fail-on``.
 DEFAULT_FAIL_ON: Level = "error"
@@ -64,7 +63,7 @@ DEFAULT_FAIL_ON: Level = "error"
 OVERRIDE_LEVEL: Level = "warning"
 
 #: exit codes of the gate.
-EXIT_PASS, EXIT_FAIL = 0, 1
+EXIT_PASS, EXIT_FAIL = ExitCode.OK, ExitCode.FLAGGED
 
 _FIXED_LEVEL: dict[str, Level | None] = {
     "ok": None,
@@ -309,12 +308,18 @@ def analyze_pair(
         )  # fmt: skip
     unit = math.gcd(p_kernel, d_kernel)
     splits = max(p_kernel // unit, d_kernel // unit)
+    # NIXL's rule, as it applies it: the decode kernel block must be a multiple of the
+    # prefill one (so 528 vs 1056 fails although 528 divides 1056)
+    rule = (
+        f"NIXL needs the decode kernel block to be a multiple of the prefill one: "
+        f"{d_kernel} is not a multiple of {p_kernel}"
+        + (" (here prefill's is the larger)" if p_kernel > d_kernel else "")
+    )
     if profile.nixl_gcd_split and splits <= profile.nixl_split_limit:
         return _pair(
             prefill, decode, (*facts, unit), verdict="split",
-            reason=f"decode kernel block {d_kernel} is not a multiple of prefill {p_kernel}: "
-            f"NIXL splits into {unit}-token units ({splits} per block); hard failure on "
-            "releases without the split path",
+            reason=f"{rule}; NIXL splits into {unit}-token units ({splits} per block); "
+            "hard failure on releases without the split path",
         )  # fmt: skip
     if profile.nixl_gcd_split:
         why = f"a {unit}-token split needs {splits} > {profile.nixl_split_limit} units"
@@ -322,6 +327,5 @@ def analyze_pair(
         why = f"vLLM {profile.name} has no gcd split path"
     return _pair(
         prefill, decode, (*facts, unit), verdict="incompatible",
-        reason=f"decode kernel block {d_kernel} is not a multiple of prefill {p_kernel} and "
-        f"{why}: NIXL transfer fails",
+        reason=f"{rule}, and {why}: NIXL transfer fails",
     )  # fmt: skip

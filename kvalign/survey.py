@@ -27,7 +27,7 @@ from typing import Literal
 from kvalign.errors import InvalidSettings, KvalignError, NotModelled, UnsupportedModel
 from kvalign.fixes import Fix, FixPool, prove_fix
 from kvalign.geometry import ModelGeometry
-from kvalign.pd import PairResult, Report, analyze
+from kvalign.pd import CheckReport, PairResult, analyze
 from kvalign.settings import Settings
 
 #: the two alignments compared, in output order.
@@ -153,7 +153,7 @@ def _kind(geometry: ModelGeometry) -> ModelKind:
     return "attention-free" if geometry.attention_free else "attention"
 
 
-def _stats(report: Report, valid: set[int]) -> AlignmentStats:
+def _stats(report: CheckReport, valid: set[int]) -> AlignmentStats:
     alignment = report.settings.alignment
     pairs = report.tp_stable_pairs if alignment == "tp-stable" else report.pairs
     assert pairs is not None  # analyze() adds the what-if pairs for tp-stable
@@ -207,9 +207,8 @@ def survey_model(geometry: ModelGeometry, settings: Settings, tps: Sequence[int]
     # the smallest common --block-size every valid TP keeps on every GPU class, needed or
     # not (kvalign.fixes: the proof check's recommendation uses)
     usable = sorted(valid)
-    fix_pools = [
-        FixPool(geometry, replace(settings, alignment="vllm"), tp, str(tp)) for tp in usable
-    ]
+    engine = reports[0].engine  # resolved under ALIGNMENTS[0], vLLM's own rule
+    fix_pools = [FixPool(geometry, engine, tp, str(tp)) for tp in usable]
     every_pair = [(i, j) for i in range(len(usable)) for j in range(len(usable))]
     fix = prove_fix(fix_pools, every_pair, reports[0].engine.profile) if usable else Fix(None)
     note = "" if valid else "no valid TP size among those requested"

@@ -49,10 +49,10 @@ __all__ = [
     "verify",
 ]
 
-#: what ``pip install 'kvalign[verify]'`` provides.
+#: how to get vLLM beside kvalign (kvalign is not on PyPI: the extra from a checkout).
 INSTALL_HINT = (
-    "pip install 'kvalign[verify]' (installs vllm; kvalign's default profile models "
-    f"vLLM {DEFAULT_PROFILE.verified[-1]}; verify is tested on vLLM {RANGE_NOTE})"
+    "pip install '.[verify]' in a kvalign checkout (installs vllm; kvalign's default "
+    f"profile models vLLM {DEFAULT_PROFILE.verified[-1]}; verify is tested on vLLM {RANGE_NOTE})"
 )
 
 

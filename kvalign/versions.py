@@ -181,11 +181,6 @@ class Profile:
         """Whether prefix caching is on when no flag names it (non-hybrids: always on)."""
         return self.hybrid_prefix_caching_default if hybrid else True
 
-    @property
-    def chunk_aligned_types(self) -> frozenset[str]:
-        """Model types whose block is chunk-aligned with prefix caching (empty if none)."""
-        return self.mamba_prefix_caching_types if self.chunk_alignment else frozenset()
-
 
 #: the oldest profile, every field spelled out (vLLM 0.10.x, read in 0.10.2 and 0.11.0).
 _OLDEST = Profile(

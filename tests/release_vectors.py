@@ -19,10 +19,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from kvalign.alignment import analyze_rank
 from kvalign.errors import KvalignError
 from kvalign.settings import Settings
 from tests.conftest import GOLDEN, geometry_for
+from tests.resolve import rank_of
 
 #: every compared field, in report order. ``settings`` is a pseudo-field: a flag of the
 #: vector that kvalign cannot express (its value names the flag).
@@ -107,7 +107,7 @@ def compare(row: dict[str, Any], release: str) -> dict[str, tuple[Any, Any]]:
         return {"settings": ("cannot express " + ", ".join(unsupported), ", ".join(unsupported))}
     geometry = geometry_for(row["config"])
     try:
-        result = analyze_rank(geometry, settings, row["tp"])
+        result = rank_of(geometry, settings, row["tp"])
     except KvalignError as exc:
         unknown = bool(UNKNOWN_ARCHITECTURE.search(str(exc)))
         if expected.get("unknown_architecture"):

@@ -7,9 +7,7 @@ import pytest
 
 from kvalign.alignment import (
     aligned_block_size,
-    analyze_rank,
     attention_page_bytes_per_token,
-    common_block_size,
     kernel_block_size,
     kv_heads_per_rank,
     mamba_page,
@@ -23,6 +21,7 @@ from kvalign.families import mamba2
 from kvalign.geometry import AttentionGeometry, ModelGeometry, StateGeometry
 from kvalign.settings import Settings
 from kvalign.sources import load_model
+from tests.resolve import common_block_size_of, rank_of
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 
@@ -112,12 +111,12 @@ def test_gdn_checkpoint_alignment_depends_on_gpu() -> None:
     geo = load_model("Qwen/Qwen3.5-27B")
     # a = 4 heads x 256 x 2 B = 4096? (head_dim 256, kv 4): 4 x (256+256) x 2 = 4096
     # m = 3,207,168; no checkpoint: 16 x ceil(3207168 / 65536 = 48.9) = 784
-    assert analyze_rank(geo, Settings(), 1).block_size == 784
+    assert rank_of(geo, Settings(), 1).block_size == 784
     # H100 + prefix caching: lcm(16, 64) = 64 -> 64 x ceil(3207168 / 262144 = 12.2) = 832
     assert create_engine_config(geo, Settings(gpu="H100")).checkpoint == 64
-    assert analyze_rank(geo, Settings(gpu="H100"), 1).block_size == 832
+    assert rank_of(geo, Settings(gpu="H100"), 1).block_size == 832
     # prefix caching off: no checkpoint alignment even on H100
-    assert analyze_rank(geo, Settings(gpu="H100", enable_prefix_caching=False), 1).block_size == 784
+    assert rank_of(geo, Settings(gpu="H100", enable_prefix_caching=False), 1).block_size == 784
     assert create_engine_config(geo, Settings(gpu="A100")).checkpoint == 1
     assert create_engine_config(geo, Settings(gdn_prefill_backend="flashinfer")).checkpoint == 64
     assert (
@@ -130,7 +129,7 @@ def test_tp_stable_not_grown_for_nano(nano: ModelGeometry) -> None:
     # TP 1 pages: a1 = 1024, m1 = 2,134,016 -> 16 x ceil(130.25) = 2096 at every TP where
     # 2096 x a_local >= m_local; at TP 8: a = 512, m = 266,752 -> 1,073,152 >= 266,752
     assert tp_stable_block_size(nano, create_engine_config(nano, Settings()), 8) == (2096, False)
-    assert analyze_rank(nano, Settings(), 8).block_size == 528  # 16 x ceil(266752/8192=32.6)
+    assert rank_of(nano, Settings(), 8).block_size == 528  # 16 x ceil(266752/8192=32.6)
 
 
 def _synthetic(kv_heads: int = 8) -> ModelGeometry:
@@ -161,7 +160,7 @@ def test_tp_stable_grows_when_group_padding_outgrows_it() -> None:
 
 def test_common_block_size_for_reported_nemotron_pair(nano: ModelGeometry) -> None:
     settings = Settings(kv_cache_dtype="fp8_e4m3", block_size=32)
-    found = common_block_size(nano, settings, [1, 4])
+    found = common_block_size_of(nano, settings, [1, 4])
     assert found is not None
     block, padding = found
     # need max(ceil(2134016/512) = 4168, ceil(533504/256) = 2084) -> 16 x ceil(4168/16) = 4176
@@ -170,8 +169,8 @@ def test_common_block_size_for_reported_nemotron_pair(nano: ModelGeometry) -> No
     assert padding[4] == pytest.approx(100 * (4176 * 256 - 533_504) / 533_504)
     # and with --block-size 4176 both TPs really choose 4176
     fixed = Settings(kv_cache_dtype="fp8_e4m3", block_size=4176)
-    assert analyze_rank(nano, fixed, 1).block_size == 4176
-    assert analyze_rank(nano, fixed, 4).block_size == 4176
+    assert rank_of(nano, fixed, 1).block_size == 4176
+    assert rank_of(nano, fixed, 4).block_size == 4176
 
 
 def test_padding_pct() -> None:
@@ -182,7 +181,7 @@ def test_padding_pct() -> None:
 def test_kda_rejects_float16_recurrent_state() -> None:
     geo = load_model("moonshotai/Kimi-K3")
     with pytest.raises(InvalidSettings, match="KDA"):
-        analyze_rank(geo, Settings(mamba_ssm_cache_dtype="float16"), 1)
+        rank_of(geo, Settings(mamba_ssm_cache_dtype="float16"), 1)
     # bfloat16 recurrent state: 96x128x128x2 = 3,145,728 + conv 3x36864x2 = 221,184
     assert (
         mamba_page(
@@ -194,22 +193,22 @@ def test_kda_rejects_float16_recurrent_state() -> None:
 
 def test_packed_kv_dtype_is_not_modelled(nano: ModelGeometry) -> None:
     with pytest.raises(NotModelled, match="nvfp4"):
-        analyze_rank(nano, Settings(kv_cache_dtype="nvfp4"), 1)
+        rank_of(nano, Settings(kv_cache_dtype="nvfp4"), 1)
     with pytest.raises(InvalidSettings, match="unknown value"):
-        analyze_rank(nano, Settings(kv_cache_dtype="fp7"), 1)
+        rank_of(nano, Settings(kv_cache_dtype="fp7"), 1)
 
 
 def test_indivisible_state_is_invalid_not_a_crash() -> None:
     geo = _synthetic()
     # H = 8 does not divide by 16 (heads 32 do): invalid with a reason naming H
-    result = analyze_rank(geo, Settings(), 16)
+    result = rank_of(geo, Settings(), 16)
     assert not result.valid
     assert "mamba heads H = 8" in result.reason
 
 
 def test_heads_not_divisible_is_invalid() -> None:
     geo = load_model("tiiuae/Falcon-H1-0.5B-Base")  # 8 attention heads
-    result = analyze_rank(geo, Settings(), 16)
+    result = rank_of(geo, Settings(), 16)
     assert (result.valid, result.reason) == (False, "heads not divisible by tensor parallel size")
 
 
@@ -239,7 +238,7 @@ def test_preferred_block_size_when_unset() -> None:
 
 def test_attention_free_has_no_block() -> None:
     geo = load_model("tiiuae/falcon-mamba-7b")
-    result = analyze_rank(geo, Settings(), 1)
+    result = rank_of(geo, Settings(), 1)
     assert result.attention_free and result.block_size is None
     # mamba1: conv (3, 8192) x 2 B = 49,152; ssm 8192 x 16 x 2 B = 262,144
     assert result.mamba_page_bytes == 49_152 + 262_144
@@ -250,26 +249,26 @@ def test_mamba2_group_rule_is_a_load_error_not_a_config_error(nano: ModelGeometr
     # conv (4096 + 2*16*128)/16 = 512 x 3 x 2 = 3,072; ssm 4x64x128x4 = 131,072 -> 134,144;
     # a = 512 -> 16 x ceil(134144 / 8192 = 16.4) = 272. But n_groups = 8 is neither 1 nor
     # divisible by 16: MambaMixer2 refuses to load, so the TP is not usable.
-    rank = analyze_rank(nano, Settings(), 16)
+    rank = rank_of(nano, Settings(), 16)
     assert rank.valid and rank.block_size == 272
     assert not rank.usable
     assert "n_groups G = 8" in rank.load_error and rank.problem == rank.load_error
     # G = 1 (Falcon-H1) replicates groups and loads at any TP that divides the heads
-    assert analyze_rank(load_model("tiiuae/Falcon-H1-0.5B-Base"), Settings(), 8).usable
+    assert rank_of(load_model("tiiuae/Falcon-H1-0.5B-Base"), Settings(), 8).usable
 
 
 def test_gdn_key_heads_must_shard() -> None:
     geo = load_model("Qwen/Qwen3.5-397B-A17B")  # 32 attention heads, 16 key heads
-    rank = analyze_rank(geo, Settings(), 32)
+    rank = rank_of(geo, Settings(), 32)
     assert rank.valid and not rank.usable
     assert "linear_num_key_heads Hk = 16" in rank.load_error
-    assert analyze_rank(geo, Settings(), 16).usable
+    assert rank_of(geo, Settings(), 16).usable
 
 
 def test_kv_heads_and_tp_must_divide_one_way() -> None:
     # QKVParallelLinear: 3 KV heads at TP 2 neither split (3 % 2) nor replicate (2 % 3)
     geo = _synthetic(kv_heads=3)
-    assert "num_key_value_heads = 3" in analyze_rank(geo, Settings(), 2).load_error
-    assert analyze_rank(geo, Settings(), 1).usable
+    assert "num_key_value_heads = 3" in rank_of(geo, Settings(), 2).load_error
+    assert rank_of(geo, Settings(), 1).usable
     # 2 KV heads at TP 8: replicated 4 times, loads
-    assert analyze_rank(_synthetic(kv_heads=2), Settings(), 8).load_error == ""
+    assert rank_of(_synthetic(kv_heads=2), Settings(), 8).load_error == ""

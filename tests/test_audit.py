@@ -318,6 +318,23 @@ def test_sarif_shape() -> None:
     assert [r["level"] for r in run["results"]] == ["error", "error"]
 
 
+def test_sarif_rules_link_their_docs_section() -> None:
+    """Every rule's helpUri points at its own ``## KVA0xx: …`` section of docs/rules.md,
+    as GitHub names the anchor (e.g. ``KVA002: … (block_size_ratio != 1)`` → ``…ratio--1``)."""
+    import re
+
+    headings = re.findall(r"^## (KVA\d{3}: .*)$", (ROOT / "docs/rules.md").read_text(), re.M)
+    anchors = {
+        re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-"): h.split(":")[0] for h in headings
+    }
+    sarif = json.loads(runner.invoke(app, ["audit", BAD, "--format", "sarif"]).stdout)
+    rules = sarif["runs"][0]["tool"]["driver"]["rules"]
+    for rule in rules:
+        page, _, anchor = rule["helpUri"].partition("#")
+        assert page.endswith("/docs/rules.md") and anchors[anchor] == rule["id"]
+    assert "kva002-kernel-block-sizes-differ-block_size_ratio--1" in anchors
+
+
 def test_junit_parses_as_xml() -> None:
     out = runner.invoke(app, ["audit", BAD, GOOD, "--format", "junit"]).stdout
     suite = ET.fromstring(out).find("testsuite")

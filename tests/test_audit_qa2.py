@@ -21,16 +21,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kvalign.alignment import analyze_rank
 from kvalign.audit import run_audit
 from kvalign.backends import gpu_from_product
 from kvalign.cli import app
 from kvalign.deploy import read_paths, read_text
-from kvalign.deploy.bash import evaluate, shown
+from kvalign.deploy.cmdline import evaluate
 from kvalign.errors import InvalidConfig
-from kvalign.rules.kva001 import recommend
 from kvalign.safeio import load_yaml_documents
 from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS
+from kvalign.shell import shown
+from tests.resolve import rank_of
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "configs" / "deployments"
@@ -224,23 +224,21 @@ def test_recommendation_makes_every_pool_choose_it() -> None:
     # prefill bf16 SSM needs 544, decode fp32 SSM 1056; unit 16 → 1056 on A100, but on
     # H100/H200/B200 the FlashInfer GDN prefill makes the unit lcm(16, 64) = 64, and vLLM
     # aligns 1056 to lcm(1056, 64) = 2112 there: 1088 = 17 x 64 is the smallest that holds
-    assert recommend(group).startswith(
+    assert group.fix.text.startswith(
         "set --block-size 1088 on every prefill and decode pool (holds on A100 (SM80), "
         "H100/H200 (SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120))"
     )
-    assert "fix KVA005 first" in recommend(group)
+    assert "fix KVA005 first" in group.fix.text
     for gpu in ("A100", "H100", "B200", "B300", "RTX-PRO-6000"):
         for result in group.pools:
             settings = dataclasses.replace(result.pool.settings, block_size=1088, gpu=gpu)
-            assert analyze_rank(result.geometry, settings, result.pool.tp).block_size == 1088
+            assert rank_of(result.geometry, settings, result.pool.tp).block_size == 1088
     on_h100 = dataclasses.replace(group.pools[1].pool.settings, block_size=1056, gpu="H100")
-    assert analyze_rank(group.pools[1].geometry, on_h100, group.pools[1].pool.tp).block_size == (
-        2112
-    )
+    assert rank_of(group.pools[1].geometry, on_h100, group.pools[1].pool.tp).block_size == (2112)
     # same settings on both sides: the plain text, no KVA005 hint
     bad = EXAMPLES / "kvalign" / "nemotron-nano-bad.yaml"
     nano = run_audit(read_paths([str(bad)])[0]).groups[0]
-    assert recommend(nano) == (
+    assert nano.fix.text == (
         "set --block-size 2096 on every prefill and decode pool (holds on A100 (SM80), "
         "H100/H200 (SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120))"
     )

@@ -1,4 +1,4 @@
-"""The shell evaluator (kvalign/deploy/bash.py): which assignments reach which command.
+"""The shell evaluator (kvalign/shell/): which assignments reach which command.
 
 Every expected word list is what bash itself would pass to the command (derived by hand
 from bash's expansion rules), with the pieces bash would take from outside the script
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvalign.deploy.bash import MAX_ALTERNATIVES, Command, evaluate, shell_script, shown
-from kvalign.deploy.cmdline import launch_arguments
+from kvalign.deploy.cmdline import evaluate, launch_arguments
 from kvalign.deploy.common import is_vllm_image, version_from_image
+from kvalign.shell import MAX_ALTERNATIVES, Command, shell_script, shown
 
 
 def _commands(text: str, **kw: object) -> list[Command]:
@@ -188,7 +188,7 @@ def test_code_points_that_crash_the_grammar_are_replaced() -> None:
     # 3-16 (found by the property test below);
     # run it in a child process many times: it must exit cleanly every time
     code = (
-        "from kvalign.deploy.bash import evaluate\n"
+        "from kvalign.shell import evaluate\n"
         "for _ in range(300):\n"
         "    evaluate('{\\U000f7eb8} run \\U0010fffd w\\U0008dff8{\\U0008ff42')\n"
     )
@@ -315,7 +315,7 @@ def test_arithmetic_that_python_cannot_parse_or_divide_is_left_unresolved() -> N
 
 
 def test_many_commands_stop_at_the_bound_with_a_note() -> None:
-    from kvalign.deploy.bash import MAX_COMMANDS
+    from kvalign.shell import MAX_COMMANDS
 
     script = evaluate("echo hi\n" * (MAX_COMMANDS + 10) + "run last\n")
     # every line is a command of its own: the first MAX_COMMANDS are read, `run` is not

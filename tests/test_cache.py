@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from kvalign.cli import app
 from kvalign.sources import cache, catalog, load_model
-from tests.conftest import ROOT
+from tests.conftest import CATALOG, ROOT
 
 runner = CliRunner()
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
@@ -147,12 +147,17 @@ def test_concurrent_writers_and_readers_see_whole_entries() -> None:
 
 
 def test_warm_check_never_imports_transformers(tmp_path: Path) -> None:
-    """Two processes sharing a cache: the second answers without importing transformers."""
+    """Two processes sharing a cache: the second answers without importing transformers.
+    (A local copy of a bundled config: bundled models answer from their precomputed
+    geometry and never import transformers, tests/test_bundled_geometry.py.)"""
+    local = tmp_path / "nano" / "config.json"
+    local.parent.mkdir()
+    local.write_bytes((CATALOG / NANO / "config.json").read_bytes())
     probe = (
         "import sys\n"
         "from kvalign.cli import main\n"
         "try:\n"
-        f"    main(['check', '{NANO}', '--format', 'json'])\n"
+        f"    main(['check', '{local}', '--format', 'json'])\n"
         "except SystemExit as exc:\n"
         "    code = exc.code\n"
         "sys.stderr.write(f'exit={code} transformers={\"transformers\" in sys.modules}\\n')\n"

@@ -43,6 +43,8 @@ CLASSES = [
     "R1",
     "R2",
     "G",
+    # issue 14: the shell as bash runs it with no arguments, launch forms, layouts
+    *(f"S{n}" for n in range(1, 13)),
 ]
 runner = CliRunner()
 

@@ -11,13 +11,13 @@ from dataclasses import replace
 import pytest
 from typer.testing import CliRunner
 
-from kvalign.alignment import analyze_rank
 from kvalign.cli import app
 from kvalign.dtypes import checkpoint_kv_cache_dtype
 from kvalign.engine import create_engine_config
 from kvalign.errors import InvalidSettings, NotModelled
 from kvalign.settings import Settings
 from kvalign.sources import load_model
+from tests.resolve import rank_of
 
 NVFP4_QWEN = "nvidia/Qwen3.5-397B-A17B-NVFP4"
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
@@ -56,10 +56,10 @@ def test_bundled_modelopt_checkpoint_resolves_fp8() -> None:
     engine = create_engine_config(geo, Settings())
     assert engine.kv_cache_dtype == "fp8" and engine.kv_bytes == 1
     # golden vector: 1 KV head x (256 + 256) x 1 B = 512 B/token at TP 4; block 2096
-    rank = analyze_rank(geo, engine, 4)
+    rank = rank_of(geo, engine, 4)
     assert rank.attn_page_bytes_per_token == 512 and rank.block_size == 2096
     # an explicit flag wins over the checkpoint: bfloat16 doubles a → 1056
-    bf16 = analyze_rank(geo, Settings(kv_cache_dtype="bfloat16"), 4)
+    bf16 = rank_of(geo, Settings(kv_cache_dtype="bfloat16"), 4)
     assert bf16.attn_page_bytes_per_token == 1024 and bf16.block_size == 1056
     sources = {r.key: r.source for r in engine.resolutions}
     assert "quantization_config" in sources["kv_cache_dtype"]
@@ -78,7 +78,7 @@ def test_prefix_caching_default_and_flags() -> None:
     assert create_engine_config(geo, Settings()).prefix_caching is True  # 0.33 default
     off = create_engine_config(geo, Settings(enable_prefix_caching=False))
     assert off.prefix_caching is False
-    assert analyze_rank(geo, off, 1).prefix_caching is False
+    assert rank_of(geo, off, 1).prefix_caching is False
 
 
 def test_resolution_order_and_sources() -> None:

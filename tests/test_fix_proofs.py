@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 import yaml
 
-from kvalign.alignment import analyze_rank
 from kvalign.errors import KvalignError
 from kvalign.fixes import PLATFORM_CLASSES
 from kvalign.pd import analyze
 from kvalign.settings import Settings
 from tests.conftest import GOLDEN, geometry_for, oracle_rows
+from tests.resolve import rank_of
 
 GPU_OF_LABEL = {c.label: c.gpu for classes in PLATFORM_CLASSES.values() for c in classes}
 
@@ -67,7 +67,7 @@ def _proven(config: str, raw: dict[str, Any], tps: list[int]) -> int:
         gpu = GPU_OF_LABEL[label]
         fed_back = dataclasses.replace(settings, block_size=rec.block_size, gpu=gpu)
         for tp in usable:
-            kept = analyze_rank(geometry, fed_back, tp).block_size
+            kept = rank_of(geometry, fed_back, tp).block_size
             assert kept == rec.block_size, (config, raw, label, tp, kept)
             points += 1
         # and every pair is then ok on that class
@@ -103,4 +103,4 @@ def test_public_report_qwen35_tep8_vs_dep8_fix() -> None:
     for label in rec.proven_on:
         for tp in (8, 1):
             fed = Settings(kv_cache_dtype="fp8", block_size=rec.block_size, gpu=GPU_OF_LABEL[label])
-            assert analyze_rank(geometry, fed, tp).block_size == rec.block_size
+            assert rank_of(geometry, fed, tp).block_size == rec.block_size

@@ -14,7 +14,6 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvalign.alignment import analyze_rank
 from kvalign.deploy import cmdline, read_text
 from kvalign.deploy.model import Deployment
 from kvalign.deploy.vllm_args import ALIASES, KNOWN, VllmArgs, parse_vllm_args
@@ -25,6 +24,7 @@ from kvalign.settings import Settings
 from kvalign.sources import catalog, load_model
 from kvalign.sources.config_file import parse_config_bytes
 from kvalign.versions import resolve
+from tests.resolve import rank_of
 
 FUZZ = settings(
     max_examples=int(os.environ.get("KVALIGN_FUZZ_EXAMPLES", "150")),
@@ -189,7 +189,7 @@ fuzz_settings = st.builds(
 def test_arithmetic_raises_only_kvalign_errors(index: int, settings_: Settings, tp: int) -> None:
     geometry = GEOMETRIES[index]
     try:
-        rank = analyze_rank(geometry, settings_, tp)
+        rank = rank_of(geometry, settings_, tp)
     except KvalignError:
         return
     assert rank.tp == tp

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from kvalign.alignment import analyze_rank
 from kvalign.settings import Settings
 from tests.conftest import geometry_for, oracle_rows
+from tests.resolve import rank_of
 
 ROWS = oracle_rows()
 
@@ -40,7 +40,7 @@ def test_oracle_is_complete() -> None:
 @pytest.mark.parametrize("row", ROWS, ids=[_id(r) for r in ROWS])
 def test_oracle_vector(row: dict[str, Any]) -> None:
     geometry = geometry_for(row["config"])
-    result = analyze_rank(geometry, _settings(row["settings"]), row["tp"])
+    result = rank_of(geometry, _settings(row["settings"]), row["tp"])
     expected = row["expected"]
     got: dict[str, Any] = {
         "valid": result.valid,

@@ -14,12 +14,13 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from kvalign.alignment import analyze_rank, kernel_block_size
+from kvalign.alignment import kernel_block_size
 from kvalign.backends import BACKENDS, get_gpu, platform_for, resolve_backend
 from kvalign.errors import InvalidSettings
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.sources.overrides import apply_hf_overrides, parse_hf_overrides
+from tests.resolve import rank_of
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 KIMI = "moonshotai/Kimi-K3"
@@ -27,7 +28,7 @@ runner = CliRunner()
 
 
 def _rank(model: str, tp: int = 1, **settings: object):  # type: ignore[no-untyped-def]
-    return analyze_rank(load_model(model), Settings(**settings), tp)  # type: ignore[arg-type]
+    return rank_of(load_model(model), Settings(**settings), tp)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -209,10 +210,10 @@ def test_hf_overrides_change_conv_state() -> None:
     # 129.9) = 2,080. At TP 8, G = 4 pads to 8: conv (4096 + 2·8·128)/8 = 768 wide, as without
     # the override → m = 3·768·2 + 8·64·128·4 = 4,608 + 262,144 = 266,752.
     geometry = load_model(NANO, hf_overrides={"n_groups": 4})
-    tp1 = analyze_rank(geometry, Settings(), 1)
+    tp1 = rank_of(geometry, Settings(), 1)
     assert tp1.mamba_state_shapes[0] == (3, 5120)
     assert (tp1.mamba_page_bytes, tp1.block_size) == (2_127_872, 2080)
-    assert analyze_rank(geometry, Settings(), 8).mamba_page_bytes == 266_752
+    assert rank_of(geometry, Settings(), 8).mamba_page_bytes == 266_752
 
 
 def test_hf_overrides_cli() -> None:

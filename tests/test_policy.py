@@ -14,11 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from kvalign.alignment import analyze_rank
 from kvalign.cli import app
 from kvalign.policy import drift_level, exit_code, verdict_level
 from kvalign.settings import Settings
 from kvalign.sources import load_model
+from tests.resolve import rank_of
 
 runner = CliRunner()
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
@@ -207,9 +207,9 @@ def test_qwen35_fix_is_2112_and_holds_on_every_gpu_class() -> None:
     geometry = load_model(QWEN397)
     for gpu in ("A100", "H100", "H200", "B200", "B300", "RTX-PRO-6000"):
         for tp in (8, 1):
-            kept = analyze_rank(geometry, Settings(block_size=2112, gpu=gpu), tp).block_size
+            kept = rank_of(geometry, Settings(block_size=2112, gpu=gpu), tp).block_size
             assert kept == 2112, (gpu, tp)
-    raised = analyze_rank(geometry, Settings(block_size=2096, gpu="H200"), 8).block_size
+    raised = rank_of(geometry, Settings(block_size=2096, gpu="H200"), 8).block_size
     assert raised == 8384
     # the user's own 2096 is reported as raised where it is
     data = _check(QWEN397, 8, 1, ["--block-size", "2096"], None, None)
@@ -232,9 +232,7 @@ def test_pinned_gpu_fix_for_audit(tmp_path: Path) -> None:
     assert block % 64 == 0 and block != 1056
     geometry = load_model(QWEN397)
     for tp in (8, 16):
-        assert analyze_rank(geometry, Settings(block_size=block, gpu="H200"), tp).block_size == (
-            block
-        )
+        assert rank_of(geometry, Settings(block_size=block, gpu="H200"), tp).block_size == (block)
 
 
 def test_no_block_size_when_the_release_cannot_pair_hybrids() -> None:
@@ -541,7 +539,7 @@ def test_a_group_is_proven_once_however_many_findings(
 ) -> None:
     # 6 prefill x 6 decode pools in one file (one group): 36 pairs, many findings, all
     # naming the same fix (Nemotron-3-Nano TP 1/2/4/8 → 2096 covers TP 1's 2096)
-    import kvalign.rules.kva001 as kva001
+    import kvalign.fixes as kva001
 
     calls: list[int] = []
     real = kva001.prove_fix

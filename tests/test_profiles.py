@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvalign.alignment import RankResult, analyze_rank, derive_block, mamba_page
+from kvalign.alignment import RankResult, derive_block, mamba_page
 from kvalign.backends import BACKENDS
 from kvalign.engine import create_engine_config
 from kvalign.errors import UnsupportedModel
@@ -28,13 +28,14 @@ from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import PROFILES, profile_named, resolve
 from tests.conftest import geometry_for
+from tests.resolve import rank_of
 
 NANO = "hf-configs/nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16/config.json"
 QWEN3_NEXT = "hf-configs/Qwen__Qwen3-Next-80B-A3B-Instruct/config.json"
 
 
 def _rank(config: str, tp: int, **settings: object) -> RankResult:
-    result = analyze_rank(geometry_for(config), Settings(**settings), tp)  # type: ignore[arg-type]
+    result = rank_of(geometry_for(config), Settings(**settings), tp)  # type: ignore[arg-type]
     assert result.valid
     return result
 

@@ -7,15 +7,11 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvalign.alignment import (
-    MLA_ALIGNMENT_FLOOR,
-    aligned_block_size,
-    analyze_rank,
-    kernel_block_size,
-)
+from kvalign.alignment import MLA_ALIGNMENT_FLOOR, aligned_block_size, kernel_block_size
 from kvalign.backends import BACKENDS
 from kvalign.geometry import AttentionGeometry, ModelGeometry, StateGeometry
 from kvalign.settings import Settings
+from tests.resolve import rank_of
 
 backends = st.sampled_from(sorted(BACKENDS))
 
@@ -98,7 +94,7 @@ def test_tp_stable_block_equal_across_tps_when_check_passes(
     geo: ModelGeometry, kv: str, backend: str, block: int | None
 ) -> None:
     s = Settings(kv_cache_dtype=kv, attention_backend=backend, block_size=block)
-    results = [analyze_rank(geo, s, tp) for tp in (1, 2, 4, 8)]
+    results = [rank_of(geo, s, tp) for tp in (1, 2, 4, 8)]
     stable = {r.tp_stable_block_size for r in results if r.valid and not r.tp_stable_grown}
     assert len(stable) <= 1
     for r in results:

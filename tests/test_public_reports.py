@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 import yaml
 
-from kvalign.alignment import analyze_rank
 from kvalign.settings import Settings
 from tests.conftest import GOLDEN, geometry_for
+from tests.resolve import rank_of
 
 with (GOLDEN / "public-reports.yaml").open(encoding="utf-8") as _handle:
     CASES: list[dict[str, Any]] = yaml.safe_load(_handle)
@@ -38,7 +38,7 @@ def test_every_report_is_loaded() -> None:
 def test_public_report(case: dict[str, Any], point: dict[str, Any]) -> None:
     geometry = geometry_for(case["config"])
     settings = Settings(**case["settings"], vllm_version=REPORTED_ON.get(case["id"]))
-    result = analyze_rank(geometry, settings, point["tp"])
+    result = rank_of(geometry, settings, point["tp"])
     assert result.valid
     assert result.block_size == point["block_size"]
     if "attn_page_bytes_per_token" in point:
@@ -48,7 +48,7 @@ def test_public_report(case: dict[str, Any], point: dict[str, Any]) -> None:
     if "mamba_padding_pct" in point:
         assert result.mamba_padding_pct == pytest.approx(point["mamba_padding_pct"], abs=0.005)
     for backend, kernel in point.get("kernel_block_size", {}).items():
-        per_backend = analyze_rank(
+        per_backend = rank_of(
             geometry,
             Settings(
                 **case["settings"],
@@ -66,9 +66,7 @@ def test_reports_on_older_releases_use_their_profile() -> None:
     for case_id, version in REPORTED_ON.items():
         case = next(c for c in CASES if c["id"] == case_id)
         point = case["expected"][0]
-        result = analyze_rank(
-            geometry_for(case["config"]), Settings(vllm_version=version), point["tp"]
-        )
+        result = rank_of(geometry_for(case["config"]), Settings(vllm_version=version), point["tp"])
         assert result.derivation is not None
         assert result.derivation.site == "model-config"
         assert result.block_size == point["block_size"]

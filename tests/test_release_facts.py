@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kvalign.alignment import RankResult, analyze_rank
+from kvalign.alignment import RankResult
 from kvalign.audit import run_audit
 from kvalign.cli import app
 from kvalign.deploy import read_paths
@@ -36,6 +36,7 @@ from kvalign.pd import analyze
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import PROFILES, architecture_problem
+from tests.resolve import rank_of
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 LIGHTNING = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
@@ -45,7 +46,7 @@ runner = CliRunner()
 
 
 def _rank(model: str, tp: int, **settings: object) -> RankResult:
-    result = analyze_rank(load_model(model), Settings(**settings), tp)  # type: ignore[arg-type]
+    result = rank_of(load_model(model), Settings(**settings), tp)  # type: ignore[arg-type]
     assert result.usable, result.problem
     return result
 
@@ -268,8 +269,8 @@ def test_kv_cache_dtype_from_checkpoint_from_0_14() -> None:
     # 0.11.1-0.13.0). An fp8 KV cache halves a: TP 4 a = 256 B → 16 · ⌈2,084 / 16⌉ = 2,096
     geometry = dataclasses.replace(load_model(NANO), checkpoint_kv_cache_dtype="fp8")
     kwargs = {"enable_prefix_caching": False, "mamba_ssm_cache_dtype": "float32"}
-    old = analyze_rank(geometry, Settings(vllm_version="0.13.0", **kwargs), 4)  # type: ignore[arg-type]
-    new = analyze_rank(geometry, Settings(vllm_version="0.14.0", **kwargs), 4)  # type: ignore[arg-type]
+    old = rank_of(geometry, Settings(vllm_version="0.13.0", **kwargs), 4)  # type: ignore[arg-type]
+    new = rank_of(geometry, Settings(vllm_version="0.14.0", **kwargs), 4)  # type: ignore[arg-type]
     assert (old.attn_page_bytes_per_token, old.block_size) == (512, 1056)
     assert (new.attn_page_bytes_per_token, new.block_size) == (256, 2096)
     first = next(p for p in PROFILES if p.kv_cache_dtype_from_checkpoint)
@@ -396,9 +397,7 @@ def test_falcon_h1_conv_state_speculative_rows_from_0_32() -> None:
 def test_attention_free_mamba2_config_fails_in_0_14_to_0_17(version: str, valid: bool) -> None:
     # measured on 0.14.0: "AttributeError: 'Mamba2Config' object has no attribute
     # 'num_attention_heads'" (get_total_num_kv_heads' fallback) at every TP
-    r = analyze_rank(
-        load_model("mistralai/Mamba-Codestral-7B-v0.1"), Settings(vllm_version=version), 1
-    )
+    r = rank_of(load_model("mistralai/Mamba-Codestral-7B-v0.1"), Settings(vllm_version=version), 1)
     assert r.valid is valid
     if not valid:
         assert "num_attention_heads" in r.reason

@@ -129,7 +129,7 @@ def test_plot_without_matplotlib(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     target = tmp_path / "x.svg"
     code, out, err = run("survey", NANO, "--tp", "1,2", "--plot", str(target))
     assert code == 2
-    assert "pip install 'kvalign[plot]'" in err
+    assert "pip install '.[plot]' in a kvalign checkout" in err
     assert out == "" and not target.exists()
 
 

@@ -169,7 +169,7 @@ def test_vllm_missing_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
     result = runner.invoke(app, ["verify", NANO, "--tp", "1"])
     assert result.exit_code == 2
     assert result.stdout == ""
-    assert "pip install 'kvalign[verify]'" in result.stderr
+    assert "pip install '.[verify]' in a kvalign checkout" in result.stderr
     assert "tested on vLLM 0.14.0–0.33.x" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
@@ -330,3 +330,29 @@ def test_backend_module_imports_without_flashinfer(
     assert module.Backend.get_supported_kernel_block_sizes() == [16, 32, 64]
     assert importlib.util.find_spec("flashinfer") is None  # gone again
     assert "flashinfer" not in sys.modules
+
+
+def test_json_stdout_holds_only_the_document(
+    stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM logs to stdout (16 INFO lines before the result in 0.33): they go to stderr."""
+
+    def noisy(request: ProbeRequest) -> VllmAnswer:
+        print("INFO 12-01 21:00:00 [config.py:1] vllm log line")
+        return stand_in(request)
+
+    monkeypatch.setattr(verify_module, "default_probe", noisy)
+    result = runner.invoke(app, ["verify", NANO, "--tp", "1", "--format", "json"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["identical"] is True
+    assert "vllm log line" in result.stderr
+
+
+def test_vllm_missing_prints_a_json_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm → ImportError
+    result = runner.invoke(app, ["verify", NANO, "--tp", "1", "--format", "json"])
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert error["exit_code"] == 2 and "needs vLLM importable" in error["message"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -10,13 +11,14 @@ import typer
 from kvalign import __version__
 from kvalign.cli.audit import audit
 from kvalign.cli.check import check
-from kvalign.cli.exit import EXIT_OK, EXIT_USAGE, _stdout_closed
+from kvalign.cli.exit import stdout_closed
 from kvalign.cli.explain import explain
 from kvalign.cli.matrix import matrix
 from kvalign.cli.models import models
 from kvalign.cli.rules import rules
 from kvalign.cli.survey import survey
 from kvalign.cli.verify import verify
+from kvalign.exitcodes import ExitCode
 
 app = typer.Typer(
     name="kvalign",
@@ -63,26 +65,47 @@ def main(argv: list[str] | None = None) -> None:
     Usage errors (unknown option, a value out of range) become one line on stderr with
     exit 2, like every other bad input; ``kvalign`` with no arguments prints the help.
     """
+    from typer._click.exceptions import NoArgsIsHelpError  # typer vendors click
+
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        code = app(args=argv, standalone_mode=False)
+        code = _fast(args)
+        if code is None:
+            code = app(args=args, standalone_mode=False)
     except BrokenPipeError:
         try:
-            _stdout_closed()
+            stdout_closed()
         except typer.Exit as stop:
             sys.exit(stop.exit_code)
-    except Exception as exc:
-        show = getattr(exc, "show", None)
-        if type(exc).__name__ == "NoArgsIsHelpError" and callable(show):
-            show()
-            sys.exit(EXIT_USAGE)
-        message = getattr(exc, "format_message", None)
-        if callable(message):  # click's UsageError / BadParameter
-            command = getattr(getattr(exc, "ctx", None), "command_path", "kvalign")
-            one_line = " ".join(str(message()).split())
-            sys.stderr.write(f"kvalign: error: {one_line} (see `{command} --help`)\n")
-            sys.exit(int(getattr(exc, "exit_code", EXIT_USAGE)))
-        if type(exc).__name__ == "Abort":
-            sys.stderr.write("kvalign: error: aborted\n")
-            sys.exit(130)
-        raise
-    sys.exit(code if isinstance(code, int) else EXIT_OK)
+    except NoArgsIsHelpError as exc:
+        exc.show()
+        sys.exit(ExitCode.USAGE)
+    except typer.Abort:
+        sys.stderr.write("kvalign: error: aborted\n")
+        sys.exit(ExitCode.INTERRUPTED)
+    except typer.TyperException as exc:  # click's UsageError / BadParameter
+        command = getattr(getattr(exc, "ctx", None), "command_path", "kvalign")
+        one_line = " ".join(str(exc.format_message()).split())
+        sys.stderr.write(f"kvalign: error: {one_line} (see `{command} --help`)\n")
+        sys.exit(int(getattr(exc, "exit_code", ExitCode.USAGE)))
+    sys.exit(code if isinstance(code, int) else ExitCode.OK)
+
+
+def _fast(args: list[str]) -> int | None:
+    """Run a plain ``check``/``matrix`` command line without typer's parsing
+    (:mod:`kvalign.cli.fast`); ``None``: typer parses it."""
+    from kvalign.cli.fast import FAST_COMMANDS, parse
+
+    if not args or args[0] not in FAST_COMMANDS:
+        return None
+    commands: dict[str, Callable[..., None]] = {"check": check, "matrix": matrix}
+    command = commands[args[0]]
+    kwargs = parse(command, args[1:])
+    if kwargs is None:
+        return None
+    _root(version=False)  # the app callback, as typer calls it before a command
+    try:
+        command(**kwargs)
+    except typer.Exit as stop:
+        return stop.exit_code
+    return ExitCode.OK

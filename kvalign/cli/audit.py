@@ -4,28 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from enum import Enum
 from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import _guarded
+from kvalign.cli.exit import guarded
 from kvalign.cli.options import FailOn, FailOnOpt, NoCacheOpt, VersionOpt
-from kvalign.cli.output import _stdout
-from kvalign.errors import InvalidSettings, KvalignError
-
-
-# ---- audit ------------------------------------------------------------------------------
-class AuditFormat(str, Enum):
-    """``kvalign audit --format`` values."""
-
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    sarif = "sarif"
-    junit = "junit"
-    github = "github"
+from kvalign.cli.output import AUDIT, AuditFormat, View
+from kvalign.errors import KvalignError
 
 
 class PairByChoice(str, Enum):
@@ -133,30 +120,38 @@ def audit(
     Exit 0 clean, 1 findings at or above --fail-on, 2 usage or unreadable input,
     3 a file could not be evaluated.
     """
-    from pathlib import Path
 
-    from kvalign.audit import Platform, run_audit
-    from kvalign.deploy import INPUT_KINDS, read_paths, refuse_output_over_input
-    from kvalign.deploy.model import Problem
-    from kvalign.deploy.project import load_baseline, load_ignores
+    from kvalign.auditing import AuditRequest, AuditStopped
+    from kvalign.auditing import run as run_audit
     from kvalign.report import audit as audit_report
-    from kvalign.report.layout import SafeConsole
     from kvalign.safeio import write_output
 
-    notes: list[Problem] = []
-    shown: list[bool] = [False]  # notes already printed (--verbose)
+    request = AuditRequest(
+        paths=tuple(paths),
+        vllm_version=vllm_version,
+        select=None if select is None else tuple(select),
+        ignore=None if ignore is None else tuple(ignore),
+        baseline=baseline,
+        config=config,
+        verbose=verbose,
+        use_cache=not no_cache,
+        pair_by=pair_by.value,
+        gpu=gpu,
+        attention_backend=attention_backend,
+        skip_unrelated=skip_unrelated,
+        fail_on=fail_on.value,
+        output=output,
+    )
 
     def run() -> int:
         try:
-            return evaluate()
-        except KvalignError as exc:
+            outcome = run_audit(request)
+        except AuditStopped as exc:
             # the reasons behind "nothing found" (e.g. an image not recognised as vLLM)
-            # are kept for --verbose; --format json still prints a document (D4)
-            if verbose and not shown[0]:
-                for note in notes:
-                    sys.stderr.write(f"kvalign: note: {note.location}: {note.message}\n")
+            # are kept for --verbose; --format json still prints a document
+            _say(exc.messages)
             if output_format is AuditFormat.json:
-                text = audit_report.error_to_json(str(exc), exc.exit_code, notes) + "\n"
+                text = audit_report.error_to_json(str(exc), exc.exit_code, list(exc.notes)) + "\n"
                 # an error never replaces an existing file (it may be an input)
                 if output is None or os.path.lexists(output):
                     typer.echo(text, nl=False)
@@ -166,97 +161,17 @@ def audit(
                     except KvalignError:
                         typer.echo(text, nl=False)
             raise
-
-    def evaluate() -> int:
-        from kvalign.backends import check_backend_choice, get_gpu
-        from kvalign.rules import parse_rule_codes
-
-        selected = parse_rule_codes(select, "--select")
-        ignored = parse_rule_codes(ignore, "--ignore") or frozenset()
-        # bad command-line choices are usage errors, not per-file problems (pools that name
-        # their own backend are checked against --gpu when they are evaluated)
-        gpu_model = get_gpu(gpu)
-        if attention_backend is not None:
-            check_backend_choice(attention_backend, gpu_model)
-        if output is not None:
-            refuse_output_over_input(output, paths, baseline, config)
-        deployments, skipped = read_paths(paths, notes=notes, skip_unrelated=skip_unrelated)
-        if config is not None and not Path(config).is_file():
-            raise InvalidSettings(f"--config {config}: no such file")
-        ignores, ignore_problems = load_ignores(Path(config or ".kvalign.yaml"))
-        known = load_baseline(Path(baseline)) if baseline else frozenset()
-        report = run_audit(
-            deployments,
-            vllm_version=vllm_version,
-            ignores=ignores,
-            baseline=known,
-            skipped=tuple(skipped),
-            use_cache=not no_cache,
-            pair_by=pair_by.value,
-            platform=Platform(gpu, attention_backend),
-            fail_on=fail_on.value,
-            select=selected,
-            ignore_rules=ignored,
-        )
-        for problem in (*ignore_problems, *notes, *report.problems):
-            if problem.verbose_only and not verbose:
-                continue
-            sys.stderr.write(f"kvalign: warning: {problem.location}: {problem.message}\n")
-        shown[0] = True
-        if verbose:
-            for item in skipped:
-                sys.stderr.write(f"kvalign: skipped {item}: no deployment found\n")
-            for file in report.files:
-                for result in file.pools:
-                    if result.pool.args.unknown:
-                        flags = " ".join(result.pool.args.unknown)
-                        sys.stderr.write(
-                            f"kvalign: {result.pool.location} {result.pool.label}: "
-                            f"ignored flags: {flags}\n"
-                        )
-        if not report.files and not report.unevaluated and not skip_unrelated:
-            # an empty or mistyped deploy path must not pass a CI gate silently
-            looked = (
-                f"{len(skipped)} file(s) read, none a deployment"
-                + ("" if verbose else " (--verbose gives the reasons)")
-                + "; "
-                if skipped
-                else ""
-            )
-            raise InvalidSettings(
-                f"no vLLM prefill/decode deployment found in: {', '.join(paths)} "
-                f"({looked}use --skip-unrelated to accept that; kvalign reads: {INPUT_KINDS})"
-            )
-        renderers: dict[AuditFormat, Callable[[object], str]] = {
-            AuditFormat.json: audit_report.to_json,  # type: ignore[dict-item]
-            AuditFormat.markdown: audit_report.to_markdown,  # type: ignore[dict-item]
-            AuditFormat.sarif: audit_report.to_sarif,  # type: ignore[dict-item]
-            AuditFormat.junit: audit_report.to_junit,  # type: ignore[dict-item]
-            AuditFormat.github: audit_report.to_github,  # type: ignore[dict-item]
-        }
-        if output_format is AuditFormat.table:
-            if output is None:
-                console = _stdout()
-                console.print(audit_report.to_table(report, console.width))
-            else:
-                import io
-
-                buffer = io.StringIO()
-                SafeConsole(file=buffer, width=audit_report.FILE_WIDTH, no_color=True).print(
-                    audit_report.to_table(report, audit_report.FILE_WIDTH)
-                )
-                write_output(output, buffer.getvalue())
-        else:
-            text = renderers[output_format](report)
-            text = text if text.endswith("\n") or not text else text + "\n"
-            if output is None:
-                typer.echo(text, nl=False)
-            else:
-                write_output(output, text)
-        for problem in report.unevaluated:  # exit 3: say why on stderr too, one line each
-            sys.stderr.write(
-                f"kvalign: error: not evaluated: {problem.location}: {problem.message}\n"
-            )
+        _say(outcome.messages)
+        report = outcome.report
+        view = View(fail_on.value, None if output is None else audit_report.FILE_WIDTH)
+        AUDIT.emit(report, output_format, view, output)
+        _say(outcome.unevaluated_messages())  # exit 3: say why on stderr too
         return report.exit_code()
 
-    raise typer.Exit(_guarded(run))
+    raise typer.Exit(guarded(run))
+
+
+def _say(messages: tuple[str, ...]) -> None:
+    """Library messages on stderr, one ``kvalign: `` line each."""
+    for message in messages:
+        sys.stderr.write(f"kvalign: {message}\n")

@@ -6,18 +6,17 @@ from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import _guarded, _json_on_error
+from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import (
     FailOn,
     FailOnOpt,
     FormatOpt,
     ModelArg,
     ModelSource,
-    OutputFormat,
     parse_tp_list,
     sizing_options,
 )
-from kvalign.cli.output import _emit
+from kvalign.cli.output import CHECK, OutputFormat, View
 from kvalign.settings import Settings
 
 
@@ -43,12 +42,12 @@ def check(
     """
 
     from kvalign.pd import analyze
-    from kvalign.report import check_markdown, check_table
 
     def run() -> int:
         prefill = parse_tp_list(prefill_tp, "--prefill-tp")
         decode = parse_tp_list(decode_tp, "--decode-tp")
         report = analyze(source.load(model), settings, prefill, decode)
-        return _emit(report, output_format, check_table, check_markdown, fail_on)
+        CHECK.emit(report, output_format, View(fail_on.value))
+        return report.exit_code(fail_on.value)
 
-    raise typer.Exit(_guarded(_json_on_error(run, output_format)))
+    raise typer.Exit(guarded(json_on_error(run, output_format)))

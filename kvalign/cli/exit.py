@@ -1,4 +1,5 @@
-"""Exit codes and the one place typed errors become a line on stderr and an exit code."""
+"""Exit codes (:class:`~kvalign.exitcodes.ExitCode`) and the one place typed errors become
+a line on stderr and an exit code."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from typing import NoReturn, TypeVar
 import typer
 
 from kvalign.errors import KvalignError
+from kvalign.exitcodes import ExitCode
 
-EXIT_OK, EXIT_FLAGGED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
-
-def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+def fail(message: str, code: int = ExitCode.USAGE) -> NoReturn:
+    """Print ``kvalign: error: message`` (one line) on stderr and exit with ``code``."""
     one_line = " ".join(message.split())
     sys.stderr.write(f"kvalign: error: {one_line}\n")
     raise typer.Exit(code)
@@ -24,46 +25,42 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 T = TypeVar("T")
 
 
-#: exit code when the reader of stdout went away (128 + SIGPIPE, as shells report it).
-EXIT_BROKEN_PIPE = 141
-
-
-def _stdout_closed() -> NoReturn:
+def stdout_closed() -> NoReturn:
     """The reader of stdout closed the pipe (``| head``): stop quietly with exit 141."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
         pass
-    raise typer.Exit(EXIT_BROKEN_PIPE)
+    raise typer.Exit(ExitCode.BROKEN_PIPE)
 
 
-def _guarded(action: Callable[[], T]) -> T:
+def guarded(action: Callable[[], T]) -> T:
     """Run ``action``; typed errors become one line on stderr + exit 2, bugs exit 70."""
     try:
         return action()
     except KvalignError as exc:
-        _fail(str(exc), exc.exit_code)
+        fail(str(exc), exc.exit_code)
     except typer.Exit:
         raise
-    except BrokenPipeError:
-        _stdout_closed()
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
+        fail("interrupted", ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        stdout_closed()
     except Exception as exc:  # a bug: no traceback, no locals
         if os.environ.get("KVALIGN_DEBUG"):
             raise
         if isinstance(exc, OSError) and exc.filename is not None:
             # a path the user named that the OS refuses (ENAMETOOLONG, EACCES, ...)
-            _fail(f"{exc.filename}: cannot be read ({exc.strerror or type(exc).__name__})")
-        _fail(
+            fail(f"{exc.filename}: cannot be read ({exc.strerror or type(exc).__name__})")
+        fail(
             f"internal error ({type(exc).__name__}: {exc}); rerun with KVALIGN_DEBUG=1 "
             "and report it",
-            EXIT_INTERNAL,
+            ExitCode.INTERNAL,
         )
 
 
-def _json_on_error(action: Callable[[], int], output_format: Enum) -> Callable[[], int]:
+def json_on_error(action: Callable[[], int], output_format: Enum) -> Callable[[], int]:
     """``action``, printing a JSON error document on stdout before a typed error when
     ``--format json`` was asked for (a CI consumer always gets a document to parse; the
     one-line message still goes to stderr and the exit code is unchanged)."""

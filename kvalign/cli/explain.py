@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import EXIT_OK, _guarded
+from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import ModelArg, ModelSource, sizing_options
+from kvalign.cli.output import EXPLAIN, ExplainFormat
+from kvalign.exitcodes import ExitCode
 from kvalign.settings import Settings
-
-
-# ---- explain (appended) -----------------------------------------------------------------
-class ExplainFormat(str, Enum):
-    """``explain --format`` values."""
-
-    text = "text"
-    json = "json"
 
 
 @sizing_options(alignment=False)
@@ -36,15 +29,10 @@ def explain(
     Exit 0, or 2 on bad input.
     """
     from kvalign.explain import explain as build_explanation
-    from kvalign.report.explain_format import explain_json, explain_text
 
     def run() -> int:
         geometry = source.load(model)
-        ex = build_explanation(geometry, settings, tp)
-        if output_format is ExplainFormat.json:
-            typer.echo(explain_json(ex))
-        else:
-            typer.echo(explain_text(ex), nl=False)
-        return EXIT_OK
+        EXPLAIN.emit(build_explanation(geometry, settings, tp), output_format)
+        return ExitCode.OK
 
-    raise typer.Exit(_guarded(run))
+    raise typer.Exit(guarded(json_on_error(run, output_format)))

@@ -6,18 +6,17 @@ from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import _guarded, _json_on_error
+from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import (
     FailOn,
     FailOnOpt,
     FormatOpt,
     ModelArg,
     ModelSource,
-    OutputFormat,
     parse_tp_list,
     sizing_options,
 )
-from kvalign.cli.output import _emit
+from kvalign.cli.output import MATRIX, OutputFormat, View
 from kvalign.settings import Settings
 
 
@@ -40,11 +39,11 @@ def matrix(
     """
 
     from kvalign.pd import analyze
-    from kvalign.report import matrix_markdown, matrix_table
 
     def run() -> int:
         tps = parse_tp_list(tp, "--tp")
         report = analyze(source.load(model), settings, tps, tps)
-        return _emit(report, output_format, matrix_table, matrix_markdown, fail_on)
+        MATRIX.emit(report, output_format, View(fail_on.value))
+        return report.exit_code(fail_on.value)
 
-    raise typer.Exit(_guarded(_json_on_error(run, output_format)))
+    raise typer.Exit(guarded(json_on_error(run, output_format)))

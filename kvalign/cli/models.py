@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from kvalign.cli.exit import EXIT_OK, _guarded
-from kvalign.cli.options import FormatOpt, OutputFormat
-from kvalign.cli.output import _stdout
-from kvalign.errors import KvalignError
+from kvalign.cli.exit import guarded, json_on_error
+from kvalign.cli.options import FormatOpt
+from kvalign.cli.output import MODELS, OutputFormat
+from kvalign.exitcodes import ExitCode
 
 
 def models(
@@ -16,37 +16,9 @@ def models(
     """List the bundled model configs (usable offline by their hub id)."""
 
     def run() -> int:
-        import json
+        from kvalign.sources.catalog import with_model_types
 
-        from kvalign.report import models_table
-        from kvalign.sources import catalog
-        from kvalign.sources.config_file import read_config_json
+        MODELS.emit(with_model_types(), output_format)
+        return ExitCode.OK
 
-        entries = catalog.entries()
-        kinds: dict[str, str] = {}
-        for entry in entries:
-            model_type = ""
-            try:
-                model_type = str(read_config_json(entry.config_path).get("model_type", ""))
-            except KvalignError:
-                model_type = "(unreadable)"
-            kinds[entry.model_id] = model_type
-        if output_format is OutputFormat.json:
-            payload = [
-                {
-                    "id": e.model_id,
-                    "model_type": kinds[e.model_id],
-                    "config_path": str(e.config_path),
-                }
-                for e in entries
-            ]
-            typer.echo(json.dumps(payload, indent=2))
-        elif output_format is OutputFormat.markdown:
-            lines = ["| Model | Type |", "|---|---|"]
-            lines += [f"| {e.model_id} | {kinds[e.model_id]} |" for e in entries]
-            typer.echo("\n".join(lines))
-        else:
-            _stdout().print(models_table(entries, kinds))
-        return EXIT_OK
-
-    raise typer.Exit(_guarded(run))
+    raise typer.Exit(guarded(json_on_error(run, output_format)))

@@ -12,19 +12,12 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from kvalign.cli.output import OutputFormat
 from kvalign.errors import InvalidSettings
 from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP, Settings
 
 if TYPE_CHECKING:
     from kvalign.geometry import ModelGeometry
-
-
-class OutputFormat(str, Enum):
-    """``--format`` values."""
-
-    table = "table"
-    json = "json"
-    markdown = "markdown"
 
 
 class AlignmentChoice(str, Enum):

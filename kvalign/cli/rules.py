@@ -6,9 +6,10 @@ from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import EXIT_OK, _guarded
-from kvalign.cli.options import FormatOpt, OutputFormat
-from kvalign.cli.output import _stdout
+from kvalign.cli.exit import guarded, json_on_error
+from kvalign.cli.options import FormatOpt
+from kvalign.cli.output import RULE, RULES, OutputFormat
+from kvalign.exitcodes import ExitCode
 
 
 def rules(
@@ -26,24 +27,13 @@ def rules(
 
     Exit 0, or 2 for an unknown rule code.
     """
-    from kvalign.report import rules_format
     from kvalign.rules import find_rule, rule_docs
 
     def run() -> int:
         if rule_id is not None:
-            doc = find_rule(rule_id)
-            if output_format is OutputFormat.json:
-                typer.echo(rules_format.rule_json(doc))
-            else:
-                typer.echo(rules_format.rule_page(doc), nl=False)
-            return EXIT_OK
-        docs = rule_docs()
-        if output_format is OutputFormat.json:
-            typer.echo(rules_format.rules_json(docs))
-        elif output_format is OutputFormat.markdown:
-            typer.echo(rules_format.rules_markdown(docs), nl=False)
+            RULE.emit(find_rule(rule_id), output_format)
         else:
-            _stdout().print(rules_format.rules_table(docs))
-        return EXIT_OK
+            RULES.emit(rule_docs(), output_format)
+        return ExitCode.OK
 
-    raise typer.Exit(_guarded(run))
+    raise typer.Exit(guarded(json_on_error(run, output_format)))

@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
 from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import EXIT_OK, _guarded
+from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import ModelSource, parse_tp_list, sizing_options
-from kvalign.cli.output import _stdout
+from kvalign.cli.output import SURVEY, SurveyFormat
 from kvalign.errors import InvalidSettings
+from kvalign.exitcodes import ExitCode
 from kvalign.settings import Settings
-
-
-# ---- survey (issue 6) -------------------------------------------------------------------
-class SurveyFormat(str, Enum):
-    """``kvalign survey --format`` values."""
-
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    csv = "csv"
 
 
 @sizing_options(alignment=False)
@@ -48,7 +38,7 @@ def survey(
         typer.Option(
             "--plot",
             metavar="FILE.svg",
-            help="Also write the prefill × decode grids as an SVG heatmap (needs kvalign[plot]).",
+            help="Also write the prefill × decode grids as an SVG heatmap (needs the plot extra).",
         ),
     ] = None,
 ) -> None:
@@ -59,7 +49,6 @@ def survey(
     each alignment pays. Exit 0 on success, 2 on bad input.
     """
     from kvalign.report.plot import survey_svg
-    from kvalign.report.survey import survey_csv, survey_json, survey_markdown, survey_table
     from kvalign.sources import catalog
     from kvalign.survey import survey as run_survey
 
@@ -71,20 +60,12 @@ def survey(
         geometries = [source.load(name, quiet=index > 0) for index, name in enumerate(names)]
         result = run_survey(geometries, settings, tps)
         svg = survey_svg(result) if plot is not None else None
-        if output_format is SurveyFormat.json:
-            typer.echo(survey_json(result))
-        elif output_format is SurveyFormat.markdown:
-            typer.echo(survey_markdown(result), nl=False)
-        elif output_format is SurveyFormat.csv:
-            typer.echo(survey_csv(result), nl=False)
-        else:
-            console = _stdout()
-            console.print(survey_table(result, console.width))
+        SURVEY.emit(result, output_format)
         if plot is not None and svg is not None:
             from kvalign.safeio import write_output
 
             write_output(plot, svg, option="--plot")
             sys.stderr.write(f"kvalign: wrote {plot}\n")
-        return EXIT_OK
+        return ExitCode.OK
 
-    raise typer.Exit(_guarded(run))
+    raise typer.Exit(guarded(json_on_error(run, output_format)))

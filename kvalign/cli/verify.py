@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-from enum import Enum
+import contextlib
+import sys
 from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import EXIT_FLAGGED, EXIT_OK, _guarded
+from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import ModelArg, ModelSource, parse_tp_list, sizing_options
-from kvalign.cli.output import _stdout
+from kvalign.cli.output import VERIFY, VerifyFormat
+from kvalign.exitcodes import ExitCode
 from kvalign.settings import Settings
-
-
-# ---- verify (issue 4) ---------------------------------------------------------------------
-class VerifyFormat(str, Enum):
-    """``verify --format`` values."""
-
-    table = "table"
-    json = "json"
 
 
 @sizing_options(alignment=False, trust=False)
@@ -33,22 +27,22 @@ def verify(
 ) -> None:
     """Compare kvalign's pages and block sizes with the installed vLLM's own functions,
     run CPU-only as if on --gpu (default H100); needs vLLM importable here (pip install
-    'kvalign[verify]'). No GPU, weights or model code. Tested on vLLM 0.14.0-0.33.x;
+    '.[verify]' from a checkout). No GPU, weights or model code. Tested on vLLM 0.14.0-0.33.x;
     says so plainly outside that range.
 
     Exit 0 when identical, 1 on any difference, 2 when vLLM is missing, raises, or on
     bad input.
     """
-    from kvalign.report.verify_format import verify_json, verify_table
     from kvalign.verify import verify as run_verify
 
     def run() -> int:
         tps = parse_tp_list(tp, "--tp")
-        result = run_verify(source.load(model), settings, tps, hf_overrides=source.overrides())
-        if output_format is VerifyFormat.json:
-            typer.echo(verify_json(result))
-        else:
-            _stdout().print(verify_table(result))
-        return EXIT_OK if result.identical else EXIT_FLAGGED
+        geometry = source.load(model)
+        # vLLM logs to stdout (its handler binds at import, inside this block): stderr,
+        # so that stdout holds only the result (e.g. one JSON document)
+        with contextlib.redirect_stdout(sys.stderr):
+            result = run_verify(geometry, settings, tps, hf_overrides=source.overrides())
+        VERIFY.emit(result, output_format)
+        return ExitCode.OK if result.identical else ExitCode.FLAGGED
 
-    raise typer.Exit(_guarded(run))
+    raise typer.Exit(guarded(json_on_error(run, output_format)))

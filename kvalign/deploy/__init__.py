@@ -3,7 +3,7 @@
 One module per input kind, each with a :class:`~kvalign.deploy.interface.Reader`
 (:mod:`.templated` unrendered Helm templates, :mod:`.own` kvalign YAML, :mod:`.stack`
 production-stack values, :mod:`.k8s` Kubernetes manifests and llm-d / KServe / Dynamo
-resources, :mod:`.cmdline` shell scripts and command lines, evaluated by :mod:`.bash`);
+resources, :mod:`.cmdline` shell scripts and command lines, evaluated by :mod:`kvalign.shell`);
 :func:`read_paths` gives each file to the first reader of
 :data:`~kvalign.deploy.registry.READERS` that takes it (docs/inputs.md lists what each
 reads), then applies what is common to all (LMCache config files, ignore comments). The
@@ -18,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-from kvalign.deploy import cmdline, lmcache
+from kvalign.deploy import cmdline, justfile, lmcache
 from kvalign.deploy.common import ignores_in
 from kvalign.deploy.interface import Source
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
@@ -61,10 +61,10 @@ def read_text(text: str, file: str, base: Path | None = None) -> Deployment | No
 INPUT_KINDS = (
     "kvalign YAML (model + prefill/decode), shell scripts and command lines launching vLLM "
     "(vllm serve, python -m vllm.entrypoints.openai.api_server, python -m dynamo.vllm, "
-    "docker run vllm/vllm-openai), Kubernetes Deployment/StatefulSet/Pod/Job, "
-    "LeaderWorkerSet, llm-d ModelService values and DisaggregatedSet, KServe "
-    "LLMInferenceService, NVIDIA Dynamo DynamoGraphDeployment, production-stack Helm values "
-    "(servingEngineSpec.modelSpec)"
+    "docker run vllm/vllm-openai, ssh HOST CMD, srun), Justfile recipes, Kubernetes "
+    "Deployment/StatefulSet/Pod/Job, LeaderWorkerSet, llm-d ModelService values and "
+    "DisaggregatedSet, KServe LLMInferenceService, NVIDIA Dynamo DynamoGraphDeployment, "
+    "production-stack Helm values (servingEngineSpec.modelSpec)"
 )
 # linear: one possessive token per `image:`, then a check inside the token
 _IMAGE_TOKEN = re.compile(r"image:\s*+['\"]?([^\s'\"]*+)")
@@ -85,7 +85,7 @@ def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Depl
     Raises:
         InvalidConfig: as :func:`_read_one`, or ``FILE: shell budget exceeded: …``.
     """
-    from kvalign.deploy.bash import ShellBudgetExceeded
+    from kvalign.shell.expand import ShellBudgetExceeded
 
     try:
         return _read_one(text, file, base, notes)
@@ -171,7 +171,8 @@ MAX_FILES = 10_000
 
 
 def _scanned(path: Path) -> list[Path]:
-    """The files a directory scan reads, sorted (:data:`SUFFIXES`, no hidden paths).
+    """The files a directory scan reads, sorted (:data:`SUFFIXES` and Justfiles, no hidden
+    paths).
 
     Symlinked folders are not followed. Every other entry with a listed suffix is
     returned, also one that is no regular file (a FIFO, a symlink loop, a broken link), so
@@ -184,7 +185,9 @@ def _scanned(path: Path) -> list[Path]:
     for root, dirs, files in os.walk(path):
         dirs[:] = [name for name in dirs if not name.startswith(".")]
         for name in files:
-            if name.startswith(".") or Path(name).suffix not in SUFFIXES:
+            if name.startswith(".") or not (
+                Path(name).suffix in SUFFIXES or justfile.is_justfile(name)
+            ):
                 continue
             found.append(Path(root) / name)
             if len(found) > MAX_FILES:

@@ -1,8 +1,9 @@
 """Shell scripts and plain command lines that launch vLLM (and the ``--config`` YAML they
 name).
 
-The script is evaluated by :mod:`kvalign.deploy.bash` (tree-sitter-bash parse; which
-assignments reach which command). Every command that launches vLLM becomes a pool:
+The script is evaluated by :mod:`kvalign.shell` (tree-sitter-bash parse; which
+assignments reach which command); ``docker run`` / ``podman run`` commands are split into
+image and arguments here (:func:`container_image`). Every command that launches vLLM becomes a pool:
 ``vllm serve`` (also through a variable, ``$VLLM serve``), ``python -m
 vllm.entrypoints.openai.api_server``, ``python -m dynamo.vllm`` (also
 ``python3 -m "$WORKER_MODULE"``), ``eval "$CMD"``, ``bash -c`` / ``-exc`` scripts, and
@@ -25,7 +26,6 @@ from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import Any
 
-from kvalign.deploy.bash import UNRESOLVED, Command, evaluate, shown
 from kvalign.deploy.common import (
     PoolInput,
     build_pool,
@@ -36,7 +36,9 @@ from kvalign.deploy.common import (
 )
 from kvalign.deploy.interface import Source
 from kvalign.deploy.model import Deployment, Location, Pool, Problem
-from kvalign.deploy.vllm_args import serve_arguments
+from kvalign.deploy.vllm_args import dynamo_worker, serve_arguments
+from kvalign.shell import UNRESOLVED, Command, Script, is_shell, shown
+from kvalign.shell import evaluate as evaluate_shell
 
 KIND = "command-line"
 _LAUNCH = re.compile(
@@ -44,6 +46,55 @@ _LAUNCH = re.compile(
     r"|\bdynamo\.vllm\b|\bvllm\.entrypoints\b"
 )
 _STRICT = re.compile(r"\bvllm\s+serve\b|-m\s+(vllm\.entrypoints|dynamo\.vllm)\b")
+
+
+_DOCKER_VALUE_OPTIONS = frozenset(
+    {"-e", "--env", "-v", "--volume", "-p", "--publish", "--name", "--gpus", "--ipc",
+     "--network", "--net", "--shm-size", "-w", "--workdir", "--env-file", "--runtime",
+     "-u", "--user", "--entrypoint", "--device", "--mount", "--label", "-l", "--ulimit",
+     "--cap-add", "--security-opt", "--platform", "--memory", "-m", "--cpus", "--pull",
+     "--restart", "--hostname", "-h", "--add-host", "--log-driver", "--pid", "--uts"}
+)  # fmt: skip
+
+
+def container_image(words: list[str]) -> tuple[str, list[str]] | None:
+    """``docker run [options] IMAGE ARGS…`` (also ``podman``, ``nerdctl``; ``create`` as
+    ``run``) → ``(IMAGE, ARGS)``; the ``--entrypoint`` is put before ARGS when given.
+    ``None`` when ``words`` is no container launch (or names no image)."""
+    if len(words) < 3 or words[0].rsplit("/", 1)[-1] not in ("docker", "podman", "nerdctl"):
+        return None
+    if words[1] not in ("run", "create"):
+        return None
+    entrypoint: list[str] = []
+    i = 2
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            i += 1
+            break
+        if not word.startswith("-"):
+            break
+        flag, eq, value = word.partition("=")
+        if flag == "--entrypoint":
+            entrypoint = [value] if eq else ([words[i + 1]] if i + 1 < len(words) else [])
+        if not eq and flag in _DOCKER_VALUE_OPTIONS:
+            i += 2
+        else:
+            i += 1
+    if i >= len(words):
+        return None
+    return words[i], entrypoint + list(words[i + 1 :])
+
+
+def evaluate(
+    text: str,
+    env: Mapping[str, str] | None = None,
+    positional: list[str] | tuple[str, ...] | None = None,
+) -> Script:
+    """:func:`kvalign.shell.evaluate` with container launches split
+    (:func:`container_image`): a ``docker run … IMAGE ARGS`` command's
+    :attr:`~kvalign.shell.Command.image` is IMAGE and its words are ARGS."""
+    return evaluate_shell(text, env, positional, container_image)
 
 
 def matches(text: str, *, strict: bool = True) -> bool:
@@ -59,14 +110,30 @@ def launch_arguments(command: Command) -> list[str] | None:
     """The ``vllm serve`` arguments of one evaluated command (``None``: no vLLM launch).
 
     ``docker run IMAGE ARGS``: ARGS after ``vllm serve`` when they say so, else (a vLLM
-    image, whose entrypoint is ``vllm serve``) ARGS themselves.
+    image, whose entrypoint is ``vllm serve``) ARGS themselves, unless an ``--entrypoint``
+    shell replaced ``vllm serve`` (``--entrypoint /bin/sh IMAGE -c …``: no vLLM launch).
     """
     words = list(command.words)
     found = serve_arguments(words)
     if found is not None:
         return found
     if command.image is not None and is_vllm_image(command.image):
-        return words
+        return None if words and is_shell(words[0]) else words
+    return None
+
+
+def dynamo_mode(args: list[str]) -> str | None:
+    """A Dynamo vLLM worker's role flag: ``--is-prefill-worker`` → ``prefill``,
+    ``--is-decode-worker`` → ``decode``, ``--disaggregation-mode MODE`` → MODE; ``None``
+    when it has none (in a file that also starts a prefill worker: the decode worker)."""
+    for i, arg in enumerate(args):
+        if arg == "--is-prefill-worker":
+            return "prefill"
+        if arg == "--is-decode-worker":
+            return "decode"
+        flag, eq, value = arg.partition("=")
+        if flag == "--disaggregation-mode":
+            return value if eq else (args[i + 1] if i + 1 < len(args) else "")
     return None
 
 
@@ -132,6 +199,11 @@ def read(
     pools: list[Pool] = []
     versions: dict[str, str] = {}
     single = len(sites) == 1
+    dynamo_prefill = any(
+        dynamo_worker(c.words) and dynamo_mode(a) == "prefill"
+        for alternatives in sites.values()
+        for c, a in alternatives
+    )
     for count, alternatives in enumerate(sites.values(), start=1):
         built: list[tuple[Command, Pool]] = []
         seen: set[tuple[Any, ...]] = set()
@@ -147,9 +219,11 @@ def read(
             version = version_from_image(command.image) if command.image else None
             if version is not None and command.image is not None:
                 versions.setdefault(version, command.image)
+            # Dynamo's disaggregated pair: the worker without --is-prefill-worker decodes
+            paired = dynamo_prefill and dynamo_worker(command.words)
             found = PoolInput(
-                role=None,
-                role_source="args",
+                role="decode" if paired and dynamo_mode(launched) is None else None,
+                role_source="dynamo pair" if paired else "args",
                 name=f"command-{count}",
                 args=launched,
                 location=Location(file, command.line),

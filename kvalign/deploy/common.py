@@ -11,9 +11,9 @@ from functools import lru_cache
 from typing import Any
 
 from kvalign.deploy.model import DeploymentKey, Ignore, Location, Pool, Problem, Role
-from kvalign.deploy.vllm_args import VllmArgs, parse_vllm_args
+from kvalign.deploy.vllm_args import VllmArgs, parse_vllm_args, settings_from_args
 from kvalign.errors import KvalignError
-from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP, Settings
+from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP
 
 _K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 # linear: the codes are matched greedily and the rest of the line split off in code
@@ -197,6 +197,24 @@ class PoolInput:
     gpu: str | None = None
 
 
+#: a Hugging Face cache snapshot folder: ``…/models--ORG--NAME/snapshots/REVISION``
+#: (huggingface_hub's cache layout, ``repo_folder_name``: ``/`` in the repo id is ``--``).
+_SNAPSHOT = re.compile(r"(?:^|/)models--([^/]+?)--([^/]+)/snapshots/[^/]+/?\Z")
+
+
+def snapshot_hub_id(model: str) -> str | None:
+    """The Hub id (``ORG/NAME``) of a model path that is a Hugging Face cache snapshot
+    (``/root/.cache/huggingface/hub/models--ORG--NAME/snapshots/REV``), else ``None``.
+
+    vLLM loads such a folder as a local path; its config is that of the Hub model at that
+    revision, so kvalign reads it as the Hub id (bundled, or from the local cache).
+    """
+    match = _SNAPSHOT.search(model)
+    if match is None:
+        return None
+    return f"{match.group(1)}/{match.group(2)}"
+
+
 def build_pool(
     found: PoolInput,
     config_files: Mapping[str, Mapping[str, Any]] | None = None,
@@ -248,6 +266,17 @@ def build_pool(
     model = found.model or args.model
     if not model:
         return None, [Problem(found.location, f"{role}/{found.name}: no model given")]
+    hub_id = snapshot_hub_id(model)
+    if hub_id is not None:
+        notes.append(
+            Problem(
+                found.location,
+                f"{role}/{found.name}: model {model} is a Hugging Face cache snapshot: read as "
+                f"{hub_id}",
+                blocking=False,
+            )
+        )
+        model = hub_id
     # (what, value, smallest, largest): the bounds `check` applies to the same settings
     sizes = (
         ("tensor parallel size (manifest field)", found.tp, 1, MAX_TP),
@@ -274,18 +303,7 @@ def build_pool(
             ]
     tp = found.tp or args.tensor_parallel_size or 1
     dp = found.dp or args.data_parallel_size or 1
-    settings = Settings(
-        dtype=args.dtype or "auto",
-        kv_cache_dtype=args.kv_cache_dtype or "auto",
-        block_size=args.block_size,
-        enable_prefix_caching=args.enable_prefix_caching,
-        mamba_cache_dtype=args.mamba_cache_dtype or "auto",
-        mamba_ssm_cache_dtype=args.mamba_ssm_cache_dtype or "auto",
-        num_speculative_tokens=args.num_speculative_tokens or 0,
-        attention_backend=(args.attention_backend or "FLASH_ATTN").upper(),
-        gpu=found.gpu,
-        vllm_version=found.vllm_version,
-    )
+    settings = settings_from_args(args, gpu=found.gpu, vllm_version=found.vllm_version)
     pool = Pool(
         role=role,
         name=found.name,

@@ -19,8 +19,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kvalign.backends import gpu_from_product
-from kvalign.deploy.bash import Command, evaluate, shell_script
-from kvalign.deploy.cmdline import differences, launch_arguments, signature
+from kvalign.deploy.cmdline import differences, evaluate, launch_arguments, signature
 from kvalign.deploy.common import (
     PoolInput,
     build_pool,
@@ -47,6 +46,7 @@ from kvalign.deploy.vllm_args import parse_vllm_args, serve_arguments, split_com
 from kvalign.errors import KvalignError
 from kvalign.numbers import try_int
 from kvalign.safeio import load_yaml
+from kvalign.shell import Command, shell_script
 
 KIND = "kubernetes"
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "Pod", "Job"})
@@ -146,7 +146,7 @@ def _launch(
     entry per ``if``/``case`` alternative of its launch.
 
     ``command``/``args`` that run a shell (``/bin/bash -exc SCRIPT``, ``sh -c``; options
-    may be combined) are evaluated as a script (:mod:`kvalign.deploy.bash`) with the
+    may be combined) are evaluated as a script (:mod:`kvalign.shell`) with the
     container's ``env``; the first vLLM launch in it counts, with each of its
     alternatives. A container without ``command`` runs its image's entrypoint: ``vllm
     serve`` for a vLLM image, or when ``implied`` (the reader knows the controller launches
@@ -326,12 +326,14 @@ def _add_pool(
     nodes: int | None = None,
     gpu_node: Any = None,
     implied: bool = False,
+    kind_lws: bool = False,
 ) -> None:
     """Read the first container under ``node`` that launches vLLM as one pool.
 
     ``gpu_node``: where the GPU pin is (default ``node``; llm-d ModelService values put
     ``nodeSelector`` / ``affinity`` / ``acceleratorTypes`` on the role block). ``implied``:
     the controller launches vLLM in the first container whatever its image (KServe).
+    ``kind_lws``: a LeaderWorkerSet, whose pods see ``LWS_GROUP_SIZE`` = ``nodes``.
     """
     bad = _malformed_containers(node)
     if bad is not None:
@@ -350,6 +352,10 @@ def _add_pool(
             )  # fmt: skip
             return
         env = _env(container, ctx)
+        if nodes is not None and kind_lws:
+            # the LeaderWorkerSet controller sets LWS_GROUP_SIZE in every pod of a group
+            # to spec.leaderWorkerTemplate.size (leaderworkerset.x-k8s.io)
+            env = {"LWS_GROUP_SIZE": str(nodes), **env}
         alternatives = _launch(container, env, implied=implied and index == 0)
         image = str(container.get("image", ""))
         if not alternatives:
@@ -510,6 +516,7 @@ def _workload(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
         ctx, doc.get("spec"), name=name, start=start,
         role=role, role_source="label" if role else "args",
         key=key_from_labels(labels, _namespace(doc)), nodes=nodes,
+        kind_lws=doc.get("kind") == "LeaderWorkerSet",
     )  # fmt: skip
 
 

@@ -16,11 +16,11 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
-from kvalign.deploy.bash import UNRESOLVED, shown
 from kvalign.deploy.model import Pool, Problem
 from kvalign.errors import KvalignError
 from kvalign.numbers import quoted, try_int
 from kvalign.safeio import confined, load_yaml, read_text
+from kvalign.shell import UNRESOLVED, shown
 
 VAR = "LMCACHE_CONFIG_FILE"
 

@@ -17,9 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kvalign.backends import AUTO_BACKEND
 from kvalign.errors import InvalidSettings
 from kvalign.numbers import MAX_DIGITS, parse_int
 from kvalign.safeio import JsonProblem, parse_json
+from kvalign.settings import Settings
 
 #: flags that take no value (``--no-`` forms are derived).
 BOOLEAN_FLAGS: frozenset[str] = frozenset(
@@ -46,7 +48,7 @@ KNOWN: frozenset[str] = frozenset(
      "use-replayssm", "replayssm-buffer-len", "mamba-backend"}
 )  # fmt: skip
 #: an expansion kvalign could not resolve: Kubernetes ``$(VAR)`` left as written, or a
-#: shell expansion :mod:`kvalign.deploy.bash` marked unresolved (``$1``, ``${A[@]}``, …).
+#: shell expansion :mod:`kvalign.shell` marked unresolved (``$1``, ``${A[@]}``, …).
 _VAR = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_]*\)|\ue000[^\ue000\ue001]*\ue001")
 #: ``--kv-transfer-config`` fields that move sizing or the role; an unresolved value
 #: anywhere else in it (``kv_ip``, ``kv_port``, buffer sizes) is noted, not fatal.
@@ -151,9 +153,23 @@ def split_command(text: str) -> list[str]:
         raise InvalidSettings(f"cannot split command line: {exc}") from None
 
 
+#: Dynamo's vLLM worker launcher modules (``python -m dynamo.vllm``, and the unified entry
+#: point ``python -m dynamo.vllm.unified_main``): their arguments are vLLM engine flags.
+DYNAMO_VLLM_MODULES = frozenset({"dynamo.vllm", "dynamo.vllm.unified_main"})
+
+
+def dynamo_worker(words: Sequence[str]) -> bool:
+    """Whether ``words`` launch a Dynamo vLLM worker (:data:`DYNAMO_VLLM_MODULES`)."""
+    return any(
+        word == "-m" and i + 1 < len(words) and words[i + 1] in DYNAMO_VLLM_MODULES
+        for i, word in enumerate(words)
+    )
+
+
 def serve_arguments(words: Sequence[str]) -> list[str] | None:
     """The arguments after ``vllm serve`` / ``python -m vllm.entrypoints.openai.api_server`` /
-    ``python -m dynamo.vllm`` in ``words`` (``None`` when no vLLM launch is found).
+    ``python -m dynamo.vllm`` (:data:`DYNAMO_VLLM_MODULES`) in ``words`` (``None`` when no
+    vLLM launch is found).
     """
     for i, word in enumerate(words):
         base = word.rsplit("/", 1)[-1]
@@ -164,7 +180,7 @@ def serve_arguments(words: Sequence[str]) -> list[str] | None:
             if module == "vllm.entrypoints.cli.main":
                 rest = list(words[i + 2 :])
                 return rest[1:] if rest[:1] == ["serve"] else rest
-            if module.startswith("vllm.entrypoints") or module in ("dynamo.vllm",):
+            if module.startswith("vllm.entrypoints") or module in DYNAMO_VLLM_MODULES:
                 return list(words[i + 2 :])
     return None
 
@@ -471,4 +487,50 @@ def _build(
         mamba_backend=opt_str("mamba-backend"),
         unknown=unknown,
         unresolved=unres,
+    )
+
+
+#: :class:`~kvalign.settings.Settings` fields that are no ``vllm serve`` argument: what a
+#: deployment runs on (the GPU, the vLLM release of its image) and kvalign's own choices
+#: (``--alignment``; the GDN prefill backend, set through vLLM's ``additional_config``,
+#: which kvalign reads only from ``check --gdn-prefill-backend``).
+NOT_SERVE_ARGUMENTS = frozenset({"gpu", "vllm_version", "alignment", "gdn_prefill_backend"})
+
+
+def settings_from_args(
+    args: VllmArgs,
+    *,
+    gpu: str | None = None,
+    vllm_version: str | None = None,
+    attention_backend: str | None = None,
+) -> Settings:
+    """The one place a pool's :class:`~kvalign.settings.Settings` are built from its
+    ``vllm serve`` arguments (every deployment reader and ``audit`` use it).
+
+    A flag not given keeps vLLM's default: ``--attention-backend`` unset (and no
+    ``VLLM_ATTENTION_BACKEND``) is ``attention_backend`` (``audit --attention-backend``)
+    when given, else ``auto``: the backend vLLM picks for the GPU and release
+    (:func:`kvalign.backends.resolve_backend`). ``gpu`` and ``vllm_version`` are what the
+    deployment runs on (node label or ``--gpu``; image tag or ``--vllm-version``), not
+    arguments (:data:`NOT_SERVE_ARGUMENTS`). Mirrors the ``EngineArgs`` defaults
+    (``vllm/engine/arg_utils.py``).
+    """
+    backend = args.attention_backend or attention_backend
+    return Settings(
+        dtype=args.dtype or "auto",
+        kv_cache_dtype=args.kv_cache_dtype or "auto",
+        block_size=args.block_size,
+        enable_prefix_caching=args.enable_prefix_caching,
+        mamba_cache_dtype=args.mamba_cache_dtype or "auto",
+        mamba_ssm_cache_dtype=args.mamba_ssm_cache_dtype or "auto",
+        num_speculative_tokens=args.num_speculative_tokens or 0,
+        attention_backend=backend.strip().upper() if backend else AUTO_BACKEND,
+        gpu=gpu,
+        vllm_version=vllm_version,
+        mamba_cache_mode=args.mamba_cache_mode,
+        mamba_block_size=args.mamba_block_size,
+        max_model_len=args.max_model_len,
+        use_replayssm=bool(args.use_replayssm),
+        replayssm_buffer_len=args.replayssm_buffer_len or Settings.replayssm_buffer_len,
+        mamba_backend=args.mamba_backend,
     )

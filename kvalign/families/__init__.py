@@ -40,7 +40,7 @@ FAMILY_MODULES: dict[Family, ModuleType] = {
 
 
 def family_module(family: Family) -> ModuleType:
-    """The module implementing ``family`` (``shapes``, ``dtypes``, ``SYMBOLS``)."""
+    """The module implementing ``family`` (``shapes``, ``dtypes``)."""
     return FAMILY_MODULES[family]
 
 

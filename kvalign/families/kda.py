@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from kvalign.errors import InvalidSettings
 from kvalign.families.base import Shape, conv_shape, divide
 
-SYMBOLS = ("H", "D", "Hk", "Dk", "K")
-
 
 def shapes(p: Mapping[str, int], tp: int, num_spec: int) -> tuple[Shape, ...]:
     """Per-rank state tensor shapes (elements). Raises ``IndivisibleTP``."""

@@ -11,8 +11,6 @@ from collections.abc import Mapping
 
 from kvalign.families.base import Shape
 
-SYMBOLS = ("heads", "d")
-
 
 def shapes(p: Mapping[str, int], tp: int, num_spec: int) -> tuple[Shape, ...]:
     """Per-rank state tensor shape (elements)."""

@@ -12,8 +12,6 @@ from collections.abc import Mapping
 
 from kvalign.families.base import Shape, conv_shape, divide
 
-SYMBOLS = ("I", "G", "H", "P", "N", "K")
-
 
 def padded_groups(groups: int, tp: int) -> int:
     """Group count after shard padding: ``G`` when ``G % TP == 0``, else ``TP``."""

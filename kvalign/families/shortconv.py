@@ -10,8 +10,6 @@ from collections.abc import Mapping
 
 from kvalign.families.base import Shape, conv_shape, divide
 
-SYMBOLS = ("C", "L")
-
 
 def shapes(p: Mapping[str, int], tp: int, num_spec: int) -> tuple[Shape, ...]:
     """Per-rank state tensor shapes (elements). Raises ``IndivisibleTP``."""

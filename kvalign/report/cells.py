@@ -6,7 +6,7 @@ from kvalign.alignment import RankResult
 from kvalign.dtypes import resolve_model_dtype
 from kvalign.errors import KvalignError
 from kvalign.geometry import ModelGeometry
-from kvalign.pd import PairResult, Report
+from kvalign.pd import CheckReport, PairResult
 from kvalign.policy import VERDICTS, fails
 from kvalign.settings import Settings
 
@@ -37,7 +37,7 @@ def per_tp_columns(alignment: str) -> tuple[str, ...]:
     return ("TP", *deployment_columns(alignment)[5:])
 
 
-def per_tp_rows(report: Report) -> list[list[str]]:
+def per_tp_rows(report: CheckReport) -> list[list[str]]:
     """One row per requested TP: logical blocks (both algorithms), kernel block, padding."""
     align = report.settings.alignment
     rows = []
@@ -57,7 +57,7 @@ PAIR_COLUMNS = (
     "Blocks P→D",
     "Kernel P→D",
     "block_size_ratio",
-    "Divides",
+    "Decode multiple of prefill",
     "Prefix drift",
     "Verdict",
     "Why",
@@ -103,7 +103,7 @@ def deployment_cells(role: str, rank: RankResult, alignment: str) -> list[str]:
     return cells
 
 
-def deployment_rows(report: Report) -> list[list[str]]:
+def deployment_rows(report: CheckReport) -> list[list[str]]:
     """Every deployments-table row: prefill TPs, then decode TPs."""
     align = report.settings.alignment
     rows = [deployment_cells("prefill", report.ranks[tp], align) for tp in report.prefill_tps]
@@ -171,7 +171,7 @@ def prefix_caching_text(flag: bool | None, resolved: bool | None) -> str:
     return ("on" if resolved else "off") + " (release default)"
 
 
-def header_lines(report: Report) -> list[str]:
+def header_lines(report: CheckReport) -> list[str]:
     """Model and settings summary lines."""
     geo = report.geometry
     s = report.settings
@@ -209,7 +209,7 @@ def _in_words(pair: PairResult, fail_on: str) -> str:
 ANSWER_PAIRS = 6
 
 
-def answer_lines(report: Report, fail_on: str = "error") -> list[str]:
+def answer_lines(report: CheckReport, fail_on: str = "error") -> list[str]:
     """The first lines of ``check``: whether each pair works, in words, and the one
     command-line change that fixes it (proven on every GPU class), before any detail."""
     code = report.exit_code(fail_on)
@@ -222,6 +222,16 @@ def answer_lines(report: Report, fail_on: str = "error") -> list[str]:
             if failing
             else "a --block-size is raised by vLLM"
         )
+    elif "warning" in report.levels():  # e.g. --gpu H100 and a --block-size vLLM raises
+        head = f"PASS with a warning (exit 0, --fail-on {fail_on}): every pair works"
+        if any(rank.block_size_overridden for rank in report.ranks.values()):
+            head += ", but vLLM raises your --block-size"
+        head += " (--fail-on warning fails it)"
+    elif report.recommendation.raised:  # the lines below say so: the headline too
+        # raised only on GPU classes other than the assumed one: a note, as in audit
+        # (with --gpu naming such a class it is a warning, which --fail-on warning fails)
+        head = f"PASS with a note (exit 0, --fail-on {fail_on}): every pair works, but vLLM "
+        head += "raises your --block-size on some GPU classes (give --gpu to check yours)"
     else:
         head = f"PASS (exit 0, --fail-on {fail_on}): every pair works"
     lines = [head]

@@ -13,7 +13,7 @@ from typing import Any
 
 from kvalign import __version__
 from kvalign.alignment import RankResult
-from kvalign.pd import PairResult, Report
+from kvalign.pd import CheckReport, PairResult
 from kvalign.policy import fails
 from kvalign.report.cells import answer_lines
 from kvalign.settings import Settings
@@ -57,7 +57,7 @@ def _pair(pair: PairResult, fail_on: str) -> dict[str, Any]:
     return {**asdict(pair), "level": pair.level, "flagged": fails(pair.level, fail_on)}
 
 
-def report_to_dict(report: Report, fail_on: str = "error") -> dict[str, Any]:
+def report_to_dict(report: CheckReport, fail_on: str = "error") -> dict[str, Any]:
     """The JSON-ready dict for one report (keys in docs/json.md).
 
     ``pairs`` follow vLLM's rules and decide ``exit_code`` (:mod:`kvalign.policy` at
@@ -83,6 +83,17 @@ def report_to_dict(report: Report, fail_on: str = "error") -> dict[str, Any]:
     what_if = report.tp_stable_pairs
     rec = report.recommendation
     code = report.exit_code(fail_on)
+    fix = {
+        "block_size": rec.block_size,
+        "needed": rec.needed,
+        "padding_pct": {str(tp): _pct(v) for tp, v in sorted(rec.padding_pct.items())},
+        "text": rec.text,
+        "change": rec.change or None,
+        "proven_on": list(rec.proven_on),
+        "blockers": list(rec.blockers),
+        "raised": list(rec.raised),
+        "only_tps": list(rec.only_tps),
+    }
     return {
         "schema_version": SCHEMA_VERSION,
         "kvalign_version": __version__,
@@ -90,17 +101,10 @@ def report_to_dict(report: Report, fail_on: str = "error") -> dict[str, Any]:
         "settings": _settings_json(report.settings),
         "deployments": deployments,
         "pairs": pairs,
-        "recommendation": {
-            "block_size": rec.block_size,
-            "needed": rec.needed,
-            "padding_pct": {str(tp): _pct(v) for tp, v in sorted(rec.padding_pct.items())},
-            "text": rec.text,
-            "change": rec.change or None,
-            "proven_on": list(rec.proven_on),
-            "blockers": list(rec.blockers),
-            "raised": list(rec.raised),
-            "only_tps": list(rec.only_tps),
-        },
+        # the fix: one key, ``fix``, in check, matrix, audit (per group) and survey;
+        # ``recommendation`` is its former name, kept until schema_version 2
+        "fix": fix,
+        "recommendation": fix,
         "tp_stable_pairs": (
             None if what_if is None else [_pair(pair, fail_on) for pair in what_if]
         ),
@@ -135,9 +139,9 @@ def _settings_json(settings: Settings) -> dict[str, object]:
 
 
 def error_to_json(message: str, exit_code: int) -> str:
-    """The JSON document ``check``/``matrix --format json`` print when they stop on bad
-    input (exit 2): ``schema_version``, ``kvalign_version`` and ``error`` (the one-line
-    message and the exit code)."""
+    """The JSON document every command but ``audit`` prints with ``--format json`` when
+    it stops on bad input (exit 2): ``schema_version``, ``kvalign_version`` and ``error``
+    (the one-line message and the exit code)."""
     document = {
         "schema_version": SCHEMA_VERSION,
         "kvalign_version": __version__,
@@ -146,6 +150,6 @@ def error_to_json(message: str, exit_code: int) -> str:
     return json.dumps(document, indent=2)
 
 
-def to_json(report: Report, fail_on: str = "error") -> str:
+def to_json(report: CheckReport, fail_on: str = "error") -> str:
     """``report`` as indented JSON text."""
     return json.dumps(report_to_dict(report, fail_on), indent=2)

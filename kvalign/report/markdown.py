@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvalign.pd import PairResult, Report
+from kvalign.pd import CheckReport, PairResult
 from kvalign.report.cells import (
     MATRIX_LEGEND,
     PAIR_COLUMNS,
@@ -29,18 +29,18 @@ def _table(columns: tuple[str, ...] | list[str], rows: list[list[str]]) -> list[
     return lines
 
 
-def _footer(report: Report) -> list[str]:
+def _footer(report: CheckReport) -> list[str]:
     lines = ["", f"**Recommendation:** {report.recommendation.text}"]
     lines += [f"- {note}" for note in report.notes]
     return lines
 
 
-def _answer(report: Report, fail_on: str) -> list[str]:
+def _answer(report: CheckReport, fail_on: str) -> list[str]:
     first, *rest = answer_lines(report, fail_on)
     return [f"**{first}**  ", *(f"{line}  " for line in rest), ""]
 
 
-def check_markdown(report: Report, fail_on: str = "error") -> str:
+def check_markdown(report: CheckReport, fail_on: str = "error") -> str:
     """The answer first, then the deployments and pairs tables in Markdown."""
     lines = _answer(report, fail_on)
     lines += [f"{markdown_cell(line)}  " for line in header_lines(report)]
@@ -55,7 +55,7 @@ def check_markdown(report: Report, fail_on: str = "error") -> str:
     return "\n".join(lines + _footer(report)) + "\n"
 
 
-def _grid_rows(report: Report, pairs: tuple[PairResult, ...]) -> list[list[str]]:
+def _grid_rows(report: CheckReport, pairs: tuple[PairResult, ...]) -> list[list[str]]:
     by_key = {(p.prefill_tp, p.decode_tp): p for p in pairs}
     return [
         [f"TP {ptp}"] + [matrix_cell(by_key[(ptp, dtp)]) for dtp in report.decode_tps]
@@ -63,7 +63,7 @@ def _grid_rows(report: Report, pairs: tuple[PairResult, ...]) -> list[list[str]]
     ]
 
 
-def matrix_markdown(report: Report, fail_on: str = "error") -> str:
+def matrix_markdown(report: CheckReport, fail_on: str = "error") -> str:
     """The answer, then the prefill × decode grid (and the TP-stable what-if) in Markdown."""
     columns = ["P \\ D"] + [f"TP {tp}" for tp in report.decode_tps]
     lines = _answer(report, fail_on)

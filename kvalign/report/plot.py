@@ -2,9 +2,9 @@
 
 One row of panels per model that has pairs, one panel per alignment (vLLM, TP-stable):
 cells coloured by verdict, with the logical block sizes ``prefill→decode`` (tokens) and the
-verdict written in them. Needs the optional extra ``kvalign[plot]`` (matplotlib); text
-stays text (``svg.fonttype = none``) and the output is byte-for-byte repeatable for a given
-matplotlib (fixed ``svg.hashsalt``, no date in the metadata).
+verdict written in them. Needs the optional extra ``plot`` (matplotlib; ``pip install
+'.[plot]'`` from a checkout); text stays text (``svg.fonttype = none``) and the output is
+byte-for-byte repeatable for a given matplotlib (fixed ``svg.hashsalt``, no date in the metadata).
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ LEGEND = (
     ("incompatible", "FAIL: NIXL cannot pair"),
 )
 
-_INSTALL_HINT = "--plot needs matplotlib, which is not installed: pip install 'kvalign[plot]'"
+_INSTALL_HINT = (
+    "--plot needs matplotlib, which is not installed: pip install '.[plot]' in a kvalign checkout"
+)
 
 CELL_INCHES = 0.95
 
@@ -84,7 +86,7 @@ def survey_svg(result: Survey) -> str:
     """SVG text of the survey's prefill × decode grids (block sizes in tokens).
 
     Raises:
-        MissingDependency: matplotlib (the ``kvalign[plot]`` extra) is not installed.
+        MissingDependency: matplotlib (the ``plot`` extra) is not installed.
         InvalidSettings: no model in the survey has a pair to draw.
     """
     from kvalign.errors import InvalidSettings

@@ -70,8 +70,6 @@ SURVEY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("Note", "Note", "why a row has no counts; TP sizes vLLM rejects"),
 )
 
-ALIGNMENT_LABELS = {"vllm": "vLLM", "tp-stable": "TP-stable"}
-
 
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from kvalign.pd import PairResult, Report
+from kvalign.pd import CheckReport, PairResult
 from kvalign.report.cells import (
     MATRIX_LEGEND,
     PAIR_COLUMNS,
@@ -34,7 +34,7 @@ VERDICT_STYLES = {
 }
 
 
-def _footer(report: Report) -> list[RenderableType]:
+def _footer(report: CheckReport) -> list[RenderableType]:
     rec = report.recommendation
     style = "bold" if rec.needed else ""
     parts: list[RenderableType] = [Text("Recommendation: " + rec.text, style=style)]
@@ -42,7 +42,7 @@ def _footer(report: Report) -> list[RenderableType]:
     return parts
 
 
-def _answer(report: Report, fail_on: str) -> list[RenderableType]:
+def _answer(report: CheckReport, fail_on: str) -> list[RenderableType]:
     lines = answer_lines(report, fail_on)
     style = "bold red" if report.exit_code(fail_on) else "bold green"
     return [Text(lines[0], style=style), *(Text(line) for line in lines[1:]), Text("")]
@@ -57,7 +57,9 @@ def _pair_rows(pairs: tuple[PairResult, ...]) -> list[list[str | Text]]:
     return rows
 
 
-def check_table(report: Report, width: int | None = None, fail_on: str = "error") -> RenderableType:
+def check_table(
+    report: CheckReport, width: int | None = None, fail_on: str = "error"
+) -> RenderableType:
     """The answer first (does each pair work, the one change that fixes it), then the
     deployments and pairs (stacked when they do not fit ``width``), recommendation, notes."""
     align = report.settings.alignment
@@ -89,7 +91,7 @@ def _styled(pair: PairResult) -> Text:
 
 
 def matrix_table(
-    report: Report, width: int | None = None, fail_on: str = "error"
+    report: CheckReport, width: int | None = None, fail_on: str = "error"
 ) -> RenderableType:
     """The answer, then the prefill (rows) × decode (columns) grid under vLLM's rules,
     coloured by verdict, plus per-TP blocks. ``width`` is accepted for symmetry with
@@ -109,7 +111,7 @@ def matrix_table(
     return Group(*_answer(report, fail_on), *header, *grids, blocks, legend, *_footer(report))
 
 
-def _grid(report: Report, pairs: tuple[PairResult, ...], rules: str) -> Table:
+def _grid(report: CheckReport, pairs: tuple[PairResult, ...], rules: str) -> Table:
     grid = Table(title=f"Prefill TP ↓ × decode TP → ({rules})", title_justify="left")
     grid.add_column("P \\ D", justify="right")
     for tp in report.decode_tps:

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from kvalign.alignment import RankResult
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool
+from kvalign.dtypes import resolve_model_dtype
 from kvalign.engine import EngineConfig
+from kvalign.fixes import GroupFix, RunCache
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import Grouping
 from kvalign.pd import PairResult
-from kvalign.policy import LEVEL_RANK
-from kvalign.versions import Profile
+from kvalign.versions import DEFAULT_PROFILE, Profile
 
 Severity = Literal["error", "warning", "info"]
-#: the ``--fail-on`` order of :mod:`kvalign.policy`.
-SEVERITY_RANK: dict[str, int] = LEVEL_RANK
 
 
 @dataclass(frozen=True)
@@ -79,6 +78,8 @@ class GroupResult:
         version_note: which version assumption was used (shown to the user).
         grouping: how the pools were grouped (:class:`kvalign.grouping.Grouping`).
         components: block sizes of routers / indexers / frontends in the group's files.
+        fix: the group's proven fix, computed once (:class:`kvalign.fixes.GroupFix`); the
+            rules that name a ``--block-size`` read its ``text``.
     """
 
     deployments: tuple[Deployment, ...]
@@ -88,6 +89,9 @@ class GroupResult:
     version_note: str
     grouping: Grouping
     components: tuple[ComponentBlockSize, ...]
+    fix: GroupFix = field(
+        default_factory=lambda: GroupFix([], [], DEFAULT_PROFILE, RunCache()), compare=False
+    )
 
     @property
     def unpaired(self) -> tuple[PoolResult, ...]:
@@ -122,3 +126,29 @@ def pair_labels(outcome: PairOutcome) -> tuple[str, str]:
     if prefill.location.file == decode.location.file:
         return prefill.label, decode.label
     return pool_ref(prefill, ""), pool_ref(decode, "")
+
+
+def kv_cache_facts(result: PoolResult) -> dict[str, str]:
+    """What NIXL requires to match across a pair, for one pool: model, revision and the
+    KV-cache / Mamba state dtypes after vLLM resolves ``auto`` (:mod:`kvalign.dtypes`)."""
+    flag = result.pool.settings.kv_cache_dtype
+    if flag == "auto":
+        kv = resolve_model_dtype(result.pool.settings.dtype, result.geometry.model_dtype)
+    else:
+        kv = "fp8_e4m3" if flag == "fp8" else flag
+    facts = {
+        "model": result.pool.model,
+        "revision": result.pool.args.revision or "(default)",
+        "kv-cache-dtype": kv,
+    }
+    dtypes = result.rank.mamba_state_dtypes
+    if len(dtypes) >= 2:
+        facts["mamba-cache-dtype"] = dtypes[0]
+        facts["mamba-ssm-cache-dtype"] = dtypes[-1]
+    return facts
+
+
+def settings_differ(outcome: PairOutcome) -> bool:
+    """Whether the pair's KV-cache settings (dtypes, model, revision) differ."""
+    prefill, decode = kv_cache_facts(outcome.prefill), kv_cache_facts(outcome.decode)
+    return any(key in decode and decode[key] != value for key, value in prefill.items())

@@ -10,11 +10,8 @@ is proven: every pool keeps it on every GPU class it may run on (:mod:`kvalign.f
 
 from __future__ import annotations
 
-from kvalign.errors import KvalignError
-from kvalign.fixes import FixPool, prove_fix
 from kvalign.policy import drift_level
 from kvalign.rules.base import Finding, GroupResult, Severity, pair_labels
-from kvalign.rules.kva005 import settings_differ
 
 CODE = "KVA001"
 #: usual severity; each finding's is the policy's (:func:`kvalign.policy.drift_level`):
@@ -31,51 +28,6 @@ FIX = (
     "set the same --block-size on every prefill and decode pool: the smallest one every "
     "pool keeps unchanged (check's recommendation; the finding names it)"
 )
-
-
-#: the last group's recommendation: every finding of a group names the same fix, and
-#: rules run group by group, so one entry (matched by identity) proves each group once.
-_LAST: list[tuple[GroupResult, str]] = []
-
-
-def recommend(group: GroupResult) -> str:
-    """:func:`_recommend` for ``group``, proven once per group (findings of one group
-    share it: an audit of 24 prefill x 24 decode pools in one group proved it 720 times)."""
-    if _LAST and _LAST[0][0] is group:
-        return _LAST[0][1]
-    text = _recommend(group)
-    _LAST[:] = [(group, text)]
-    return text
-
-
-def _recommend(group: GroupResult) -> str:
-    """The proven fix (:func:`kvalign.fixes.prove_fix`): ``--block-size B`` that every
-    pool keeps, with its own settings, on every GPU class it may run on (its
-    ``nodeSelector`` GPU or ``--gpu``, else each class), or what would fix the pairs
-    when no block size can. When the pools' KV-cache settings differ (KVA005), the text
-    says to fix that first: ``B`` still works then, but a smaller one may.
-    """
-    generic = "set the same --block-size on every pool"
-    if not group.pools:
-        return generic
-    index = {id(r): i for i, r in enumerate(group.pools)}
-    pools = [FixPool(r.geometry, r.pool.settings, r.pool.tp, r.pool.label) for r in group.pools]
-    pairs = [(index[id(o.prefill)], index[id(o.decode)]) for o in group.pairs]
-    try:
-        fix = prove_fix(pools, pairs, group.profile)
-    except KvalignError:  # pragma: no cover - the pools were analysed with these settings
-        return generic
-    if fix.blockers:
-        return "no --block-size can fix this: " + "; ".join(fix.blockers)
-    if fix.block_size is None:
-        return f"no --block-size fixes every pair: {fix.unproven}" if fix.unproven else generic
-    text = f"set --block-size {fix.block_size} on every prefill and decode pool ({fix.holds_on})"
-    if any(settings_differ(o) for o in group.pairs):
-        text += (
-            " (each pool's own settings; their KV-cache settings differ: fix KVA005 "
-            "first, then a smaller --block-size may do)"
-        )
-    return text
 
 
 def _consequence(prefill_caching: bool, decode_caching: bool) -> str:
@@ -101,7 +53,7 @@ def find(group: GroupResult) -> list[Finding]:
                 f"logical block size {pair.prefill_block_size} (prefill TP {pair.prefill_tp}) "
                 f"vs {pair.decode_block_size} (decode TP {pair.decode_tp}): "
                 + _consequence(pair.prefill_prefix_caching, pair.decode_prefix_caching),
-                recommend(group),
+                group.fix.text,
             )
         )  # fmt: skip
     return out

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from kvalign.policy import verdict_level
 from kvalign.rules.base import Finding, GroupResult, Severity, pair_labels
-from kvalign.rules.kva001 import recommend
 
 CODE = "KVA002"
 #: the policy's severity of verdict ``ratio`` (:mod:`kvalign.policy`).
@@ -52,7 +51,7 @@ def find(group: GroupResult) -> list[Finding]:
                 f"block_size_ratio {pair.block_size_ratio}: decode kernel block "
                 f"{pair.decode_kernel_block_size} vs prefill {pair.prefill_kernel_block_size}; "
                 f"{why}",
-                recommend(group),
+                group.fix.text,
             )
         )  # fmt: skip
     return out

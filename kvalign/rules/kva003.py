@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from kvalign.policy import verdict_level
 from kvalign.rules.base import Finding, GroupResult, Severity, pair_labels
-from kvalign.rules.kva001 import recommend
 
 CODE = "KVA003"
 SEVERITY: Severity = verdict_level("split", True, True) or "error"
@@ -40,7 +39,7 @@ def find(group: GroupResult) -> list[Finding]:
         out.append(
             Finding(
                 CODE, severity, pair_labels(outcome), outcome.decode.pool.location,
-                pair.reason, recommend(group),
+                pair.reason, group.fix.text,
             )
         )  # fmt: skip
     return out

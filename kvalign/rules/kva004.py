@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from kvalign.policy import OVERRIDE_LEVEL
 from kvalign.rules.base import Finding, GroupResult, Severity
-from kvalign.rules.kva001 import recommend
 
 CODE = "KVA004"
 SEVERITY: Severity = OVERRIDE_LEVEL
@@ -34,7 +33,7 @@ def find(group: GroupResult) -> list[Finding]:
                 CODE, SEVERITY, (result.pool.label,), result.pool.location,
                 f"--block-size {result.pool.settings.block_size} becomes {rank.block_size} at "
                 f"TP {rank.tp} (hybrid alignment)",
-                recommend(group),
+                group.fix.text,
             )
         )  # fmt: skip
     return out

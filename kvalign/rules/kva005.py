@@ -8,15 +8,7 @@ Dtypes are compared after vLLM resolves ``auto`` (:mod:`kvalign.dtypes`).
 
 from __future__ import annotations
 
-from kvalign.dtypes import resolve_model_dtype
-from kvalign.rules.base import (
-    Finding,
-    GroupResult,
-    PairOutcome,
-    PoolResult,
-    Severity,
-    pair_labels,
-)
+from kvalign.rules.base import Finding, GroupResult, Severity, kv_cache_facts, pair_labels
 
 CODE = "KVA005"
 SEVERITY: Severity = "error"
@@ -33,37 +25,11 @@ FIX = (
 )
 
 
-def _kv_dtype(result: PoolResult) -> str:
-    flag = result.pool.settings.kv_cache_dtype
-    if flag == "auto":
-        return resolve_model_dtype(result.pool.settings.dtype, result.geometry.model_dtype)
-    return "fp8_e4m3" if flag == "fp8" else flag
-
-
-def _facts(result: PoolResult) -> dict[str, str]:
-    facts = {
-        "model": result.pool.model,
-        "revision": result.pool.args.revision or "(default)",
-        "kv-cache-dtype": _kv_dtype(result),
-    }
-    dtypes = result.rank.mamba_state_dtypes
-    if len(dtypes) >= 2:
-        facts["mamba-cache-dtype"] = dtypes[0]
-        facts["mamba-ssm-cache-dtype"] = dtypes[-1]
-    return facts
-
-
-def settings_differ(outcome: PairOutcome) -> bool:
-    """Whether the pair's KV-cache settings (dtypes, model, revision) differ."""
-    prefill, decode = _facts(outcome.prefill), _facts(outcome.decode)
-    return any(key in decode and decode[key] != value for key, value in prefill.items())
-
-
 def find(group: GroupResult) -> list[Finding]:
     """One finding per pair and differing setting."""
     out: list[Finding] = []
     for outcome in group.pairs:
-        prefill, decode = _facts(outcome.prefill), _facts(outcome.decode)
+        prefill, decode = kv_cache_facts(outcome.prefill), kv_cache_facts(outcome.decode)
         for key, value in prefill.items():
             other = decode.get(key)
             if other is None or other == value:

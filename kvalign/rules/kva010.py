@@ -32,7 +32,7 @@ def find(group: GroupResult) -> list[Finding]:
     for r in group.pools:
         if r.rank.usable:
             continue
-        choices = ", ".join(map(str, valid_tps(r.geometry, r.pool.settings))) or "none"
+        choices = ", ".join(map(str, valid_tps(r.geometry, r.engine))) or "none"
         out.append(
             Finding(
                 CODE, SEVERITY, (r.pool.label,), r.pool.location,

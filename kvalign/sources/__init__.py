@@ -17,7 +17,7 @@ from typing import Any
 
 from kvalign.errors import ConfigNotFound, UnsupportedModel
 from kvalign.geometry import ModelGeometry
-from kvalign.sources import cache, catalog, hub
+from kvalign.sources import bundled, cache, catalog, hub
 from kvalign.sources.config_file import parse_config_bytes, read_config_bytes
 from kvalign.sources.overrides import apply_hf_overrides
 
@@ -45,10 +45,21 @@ def _geometry(
     """Read ``config_path`` (size-capped) and build its geometry, through the cache.
 
     The cache key covers the file's bytes, the kvalign version and ``params`` (every other
-    load parameter that changes the geometry); a hit never imports transformers.
+    load parameter that changes the geometry); a hit never imports transformers. A bundled
+    config whose bytes match its precomputed geometry (:mod:`kvalign.sources.bundled`) is
+    answered from that, cache or not (and seeds the cache when it is on).
     """
     data = read_config_bytes(config_path)
     key = cache.cache_key(data, params) if use_cache else ""
+    if source == "catalog" and not hf_overrides:
+        found = bundled.lookup(model_id, data)
+        if found is not None:
+            geometry = dataclasses.replace(
+                found, model_id=model_id, config_path=str(config_path), source=source
+            )
+            if key and cache.load(key) is None:  # seed the cache: a local copy is warm too
+                cache.store(key, geometry)
+            return geometry
     if key:
         hit = cache.load(key)
         if hit is not None:

@@ -46,3 +46,19 @@ def lookup(name: str) -> CatalogEntry | None:
         if entry.model_id.lower() == wanted:
             return entry
     return None
+
+
+def with_model_types() -> list[tuple[CatalogEntry, str]]:
+    """Every bundled model with its config's ``model_type`` (``""`` when it has none,
+    ``"(unreadable)"`` when the config cannot be read), for ``kvalign models``."""
+    from kvalign.errors import KvalignError
+    from kvalign.sources.config_file import read_config_json
+
+    found: list[tuple[CatalogEntry, str]] = []
+    for entry in entries():
+        try:
+            model_type = str(read_config_json(entry.config_path).get("model_type", ""))
+        except KvalignError:
+            model_type = "(unreadable)"
+        found.append((entry, model_type))
+    return found

@@ -492,7 +492,7 @@ def deployment_cases() -> dict[str, bytes]:
     out["stack--lmcache-kvrole-number.yaml"] = stack.replace(
         "LMCACHE", "{enabled: true, kvRole: 5}"
     ).encode()
-    # shell scripts that used to crash (kvalign/deploy/bash.py bounds them; more in
+    # shell scripts that used to crash (kvalign/shell/ bounds them; more in
     # tests/test_corpus.py::test_hostile_shell_scripts_are_bounded)
     first = f"vllm serve {NANO} --tensor-parallel-size 8"
     out["shell--arith-2000-terms.sh"] = SHELL.replace(

@@ -91,8 +91,8 @@ def test_regex_is_linear_on_1mb_adversarial_text(item: tuple[str, re.Pattern[str
 )
 def test_the_three_quadratic_patterns_of_issue_15_are_linear(text: str) -> None:
     from kvalign.deploy import _names_vllm_image
-    from kvalign.deploy.bash import _self_dir
     from kvalign.deploy.common import ignores_in
+    from kvalign.shell.expand import self_dir as _self_dir
     from kvalign.vllm_probe.run import _pydantic_message
 
     for check in (_names_vllm_image, _self_dir, lambda t: ignores_in(t, "f"), _pydantic_message):

@@ -8,7 +8,7 @@ from typing import Any
 from kvalign import __version__
 from kvalign.audit import AuditReport
 from kvalign.deploy.model import Pool, Problem
-from kvalign.rules.base import Finding
+from kvalign.rules.base import Finding, GroupResult
 
 
 def finding_dict(finding: Finding) -> dict[str, Any]:
@@ -31,6 +31,12 @@ def _problem(problem: Problem) -> dict[str, Any]:
         "line": problem.location.line,
         "message": problem.message,
     }
+
+
+def _needs_fix(group: GroupResult) -> bool:
+    """A pair of the group does not work as it is (any verdict but ``ok`` and
+    ``nothing-to-align``)."""
+    return any(o.pair.verdict not in ("ok", "nothing-to-align") for o in group.pairs)
 
 
 def _pool_ref(pool: Pool) -> dict[str, Any]:
@@ -98,6 +104,9 @@ def audit_to_dict(report: AuditReport) -> dict[str, Any]:
                 for o in group.pairs
             ],
             "unpaired": [_pool_ref(r.pool) for r in group.unpaired],
+            # the group's proven fix (what its findings' remediation names), for a group
+            # with a pair that does not work; proven once per group
+            "fix": {"text": group.fix.text} if _needs_fix(group) else None,
         }
         for group in report.groups
     ]

@@ -20,8 +20,22 @@ def _location(file: str, line: int | None) -> dict[str, Any]:
     return {"physicalLocation": physical}
 
 
+#: the project's home (SARIF ``informationUri``); rule pages are in its docs/rules.md.
+HOME = "https://github.com/kvalign/kvalign"
+
+
+def help_uri(code: str, title: str) -> str:
+    """The rule's section of docs/rules.md (heading ``## CODE: TITLE``), as the anchor
+    GitHub renders: lower case, punctuation other than ``-``/``_`` dropped, spaces to
+    ``-``."""
+    heading = f"{code}: {title}".lower()
+    slug = "".join(c for c in heading if c.isalnum() or c in " -_").replace(" ", "-")
+    return f"{HOME}/blob/main/docs/rules.md#{slug}"
+
+
 def to_sarif(report: AuditReport) -> str:
-    """One run; ``rules`` lists every rule (ids ``KVA0xx``); results carry ``ruleIndex``,
+    """One run; ``rules`` lists every rule (ids ``KVA0xx``, each with its ``helpUri``);
+    results carry ``ruleIndex`` (their rule's ``helpUri``),
     ``level``, a physical location and a ``partialFingerprints`` entry."""
     index = {module.CODE: i for i, module in enumerate(RULES)}
     rules = [
@@ -31,6 +45,7 @@ def to_sarif(report: AuditReport) -> str:
             "shortDescription": {"text": module.TITLE},
             "fullDescription": {"text": " ".join((module.__doc__ or module.TITLE).split())},
             "defaultConfiguration": {"level": LEVEL[module.SEVERITY]},
+            "helpUri": help_uri(module.CODE, module.TITLE),
         }
         for module in RULES
     ]
@@ -62,7 +77,7 @@ def to_sarif(report: AuditReport) -> str:
                     "driver": {
                         "name": "kvalign",
                         "version": __version__,
-                        "informationUri": "https://github.com/kvalign/kvalign",
+                        "informationUri": HOME,
                         "rules": rules,
                     }
                 },

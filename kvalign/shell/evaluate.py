@@ -1,0 +1,849 @@
+"""Evaluating a parsed script: which assignments reach which command, without running it.
+
+* Variables: ``NAME=value``, ``export`` / ``declare -x`` / ``local`` / ``readonly``,
+  ``NAME+=``, arrays ``A=(…)`` / ``"${A[@]}"``, ``unset``, ``set -a``, ``set -- …``,
+  ``shift``, command prefixes (``VAR=x cmd``); words are expanded by
+  :mod:`kvalign.shell.expand`.
+* Alternatives: both branches of an ``if`` / every ``case`` item whose condition cannot be
+  decided are evaluated separately (never "last one wins"), so a command after them is
+  seen once per alternative (:attr:`Command.alternative`). ``-z`` / ``-n`` tests on a
+  variable the script never set count it as empty (the ``${V:-d}`` idiom); ``=`` tests on
+  it are undecided. More than :data:`MAX_ALTERNATIVES` paths are merged (differing
+  variables become unresolved).
+* ``eval "…"`` and ``bash -c`` / ``sh -exc`` / ``-lc`` … scripts are parsed and evaluated
+  in place; functions are evaluated where they are called (``$1`` … from the call), and
+  once more with unknown arguments if never called.
+* What cannot be known (``$1`` outside a function, an unset variable, ``$(hostname)``) is
+  kept as written, marked (:func:`kvalign.shell.commands.unresolved`), so that the
+  argument parser reports it by its written form (``$2``, ``${EXTRA_ARGS[@]}``).
+
+Redirections (``> log 2>&1``) are not arguments; ``&``, ``;``, pipelines end commands.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+from tree_sitter import Node
+
+from kvalign.numbers import try_int
+from kvalign.shell.commands import ASSIGN, OPEN, Command, Script, remote_script, shell_script
+from kvalign.shell.expand import (
+    MAX_NESTING,
+    MAX_SCRIPT_BYTES,
+    MAX_WORD,
+    NAME,
+    Builder,
+    Env,
+    Expander,
+    ShellBudgetExceeded,
+    Value,
+)
+from kvalign.shell.parse import first_error, node_text, parse, same_node
+
+__all__ = ["MAX_ALTERNATIVES", "MAX_COMMANDS", "ContainerSplit", "evaluate"]
+
+#: evaluation paths kept before differing variables are merged into unresolved ones.
+MAX_ALTERNATIVES = 16
+_MAX_DEPTH = 8  # eval / bash -c / function nesting
+#: simple commands evaluated per file (loops and calls count each time): a script with
+#: more is not a deployment launcher; the rest is noted as not read (bounds the time).
+MAX_COMMANDS = 20_000
+_SKIP = frozenset(
+    {"file_redirect", "heredoc_redirect", "herestring_redirect", "comment", "heredoc_body"}
+)
+#: ``docker run … IMAGE ARGS`` → ``(IMAGE, ARGS)`` (``None``: not a container launch);
+#: given by the caller, which knows container runtimes (:mod:`kvalign.deploy.cmdline`).
+ContainerSplit = Callable[[list[str]], "tuple[str, list[str]] | None"]
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    hints: tuple[str, ...] = ()
+    line: int | None = None  # fixed line (eval / bash -c text)
+    depth: int = 0
+    in_function: bool = False
+    site: tuple[int, ...] = ()  # the calls / evals this code runs in (function calls differ)
+
+
+class _Evaluator(Expander):
+    def __init__(self, lines: list[str], container: ContainerSplit | None = None) -> None:
+        super().__init__()
+        self.lines = lines
+        self.container = container
+        self.functions: dict[str, Node] = {}
+        self.called: set[str] = set()
+        self.seen: set[tuple[tuple[int, ...], tuple[str, ...], tuple[tuple[str, str], ...]]] = set()
+        self.commands = 0  # simple commands evaluated (bounded by MAX_COMMANDS)
+
+    def run(self, node: Node, envs: list[Env], ctx: _Ctx) -> list[Env]:
+        if not envs or self.commands > MAX_COMMANDS or self._too_deep(node):
+            return envs
+        self.budget.step(len(envs))
+        self.level += 1
+        try:
+            return self._run(node, envs, ctx)
+        finally:
+            self.level -= 1
+
+    def _run(self, node: Node, envs: list[Env], ctx: _Ctx) -> list[Env]:
+        kind = node.type
+        if kind in ("program", "compound_statement", "do_group"):
+            for child in node.named_children:
+                envs = self.run(child, envs, ctx)
+                if self.commands > MAX_COMMANDS:
+                    break
+            return envs
+        if kind == "subshell":
+            copies = [e.copy() for e in envs]
+            for child in node.named_children:
+                copies = self.run(child, copies, ctx)
+            return envs
+        if kind in ("redirected_statement", "negated_command"):
+            body = node.child_by_field_name("body") or (
+                node.named_children[0] if node.named_children else None
+            )
+            if body is not None and body.type not in _SKIP:
+                envs = self.run(body, envs, ctx)
+            return envs
+        if kind == "pipeline":
+            for child in node.named_children:
+                self.run(child, [e.copy() for e in envs], ctx)
+            return envs
+        if kind == "list":
+            return self._list(node, envs, ctx)
+        if kind == "variable_assignment":
+            for env in envs:
+                self._assign(node, env)
+            return envs
+        if kind == "variable_assignments":
+            for child in node.named_children:
+                envs = self.run(child, envs, ctx)
+            return envs
+        if kind == "declaration_command":
+            return self._declare(node, envs)
+        if kind == "unset_command":
+            for env in envs:
+                for child in node.named_children:
+                    env.vars.pop(node_text(child), None)
+            return envs
+        if kind == "if_statement":
+            return self._if(node, envs, ctx)
+        if kind == "case_statement":
+            return self._case(node, envs, ctx)
+        if kind in ("for_statement", "c_style_for_statement", "while_statement"):
+            return self._loop(node, envs, ctx)
+        if kind == "function_definition":
+            name_node = node.child_by_field_name("name")
+            body = node.child_by_field_name("body")
+            if name_node is not None and body is not None:
+                self.functions[node_text(name_node)] = body
+            return envs
+        if kind == "command":
+            return self._command(node, envs, ctx)
+        if kind == "ERROR":
+            line = node.start_point[0] + 1
+            self.script.notes.append((ctx.line or line, "shell syntax not understood here"))
+            return envs
+        return envs  # test_command, comments, …
+
+    def _assign(self, node: Node, env: Env, *, export: bool = False) -> None:
+        name_node = node.child_by_field_name("name")
+        value_node = node.child_by_field_name("value")
+        if name_node is None:
+            return
+        name = node_text(name_node)
+        if name_node.type == "subscript":
+            inner = name_node.child_by_field_name("name")
+            name = node_text(inner) if inner is not None else name
+            env.vars[name] = self.hole("${" + node_text(name_node) + "}")
+            return
+        append = any(not c.is_named and node_text(c) == "+=" for c in node.children)
+        value: Value
+        if value_node is None:
+            value = ""
+        elif value_node.type == "array":
+            out = Builder(self.budget)
+            self.expand(value_node, env, out, quoted=False)
+            out.end()
+            value = tuple(out.words) if not out.overflow else self._too_long(value_node)
+        else:
+            value = self.joined(value_node, env)
+        if append:
+            old = env.vars.get(name, "")
+            if isinstance(old, tuple) or isinstance(value, tuple):
+                left = old if isinstance(old, tuple) else ((old,) if old else ())
+                right = value if isinstance(value, tuple) else (value,)
+                value = left + right
+            else:
+                value = old + value
+            if (len(value) if isinstance(value, str) else sum(map(len, value))) > MAX_WORD:
+                value = self._too_long(node)
+        env.vars[name] = value
+        if export:
+            env.exported.add(name)
+
+    def _declare(self, node: Node, envs: list[Env]) -> list[Env]:
+        keyword = node_text(node.children[0]) if node.children else ""
+        flags = [
+            node_text(c)
+            for c in node.named_children
+            if c.type == "word" and node_text(c)[:1] == "-"
+        ]
+        export = keyword == "export" or any("x" in f for f in flags)
+        for env in envs:
+            for child in node.named_children:
+                if child.type == "variable_assignment":
+                    self._assign(child, env, export=export)
+                elif (
+                    export
+                    and child.type in ("variable_name", "word")
+                    and NAME.match(node_text(child))
+                ):
+                    env.exported.add(node_text(child))
+        return envs
+
+    def _list(self, node: Node, envs: list[Env], ctx: _Ctx) -> list[Env]:
+        children = node.children
+        left, right = node.named_children[0], node.named_children[-1]
+        operator = next((node_text(c) for c in children if not c.is_named), "&&")
+        envs = self.run(left, envs, ctx)
+        out: list[Env] = []
+        for env in envs:
+            decided = self._condition(left, env)
+            if operator == "||":
+                decided = None if decided is None else not decided
+                if decided is None and left.type not in ("test_command",) and not _is_test(left):
+                    decided = False  # `cmd || exit 1`: the command is taken to succeed
+            elif decided is None and not _is_test(left):
+                decided = True  # `cd x && vllm serve …`
+            if decided is False:
+                out.append(env)
+                continue
+            before = env.copy()
+            taken = self.run(right, [env if decided else env.copy()], ctx)
+            if not taken and self._precondition(left, before):
+                out.append(before)  # `[ -z "$HF_TOKEN" ] && { echo …; exit 1; }`
+            elif decided:
+                out += taken
+            else:
+                out += [*taken, env]
+        return self._cap(out, node)
+
+    def _precondition(self, cond: Node, env: Env) -> bool:
+        """Whether ``cond``, whose branch exits on every path, is a guard on what the
+        script is given (the environment or its arguments) rather than a path: then the
+        precondition is taken to hold (noted) and the evaluation goes on past the ``exit``.
+
+        A test on variables the script never sets (``[ -z "$HF_TOKEN" ]``) is a guard on
+        the environment; a test on ``$#`` a guard on the arguments (``[ $# -lt 1 ]``, the
+        usage message): evaluation then goes on with the arguments unknown.
+        """
+        if not (_is_test(cond) or cond.type in ("list", "test_command")):
+            return False
+        written = self.plain(node_text(cond))
+        names = sorted(set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", written)))
+        arguments = re.search(r"\$\{?#\}?", written) is not None
+        if not arguments and (not names or any(n in env.vars for n in names)):
+            return False
+        if arguments:
+            env.positional, env.open_args = None, False
+            what = "the script's arguments"
+        else:
+            what = "environment variable(s) " + ", ".join(names)
+        note = (
+            cond.start_point[0] + 1,
+            f"precondition on {what} taken to hold ({written.strip()[:80]}; the script "
+            "exits otherwise): evaluated past it",
+        )
+        if note not in self.script.notes:
+            self.script.notes.append(note)
+        return True
+
+    def _condition(self, node: Node, env: Env) -> bool | None:
+        """Whether a condition holds on this path (``None``: cannot tell, also past
+        :data:`MAX_NESTING` levels: ``a && b && …`` nests one level per operator)."""
+        if self.level >= MAX_NESTING:
+            return None
+        self.level += 1
+        try:
+            return self._condition_at(node, env)
+        finally:
+            self.level -= 1
+
+    def _condition_at(self, node: Node, env: Env) -> bool | None:
+        if node.type == "test_command":
+            exprs = node.named_children
+            return self._expr(exprs[0], env) if len(exprs) == 1 else None
+        if node.type == "negated_command" and node.named_children:
+            inner = self._condition(node.named_children[0], env)
+            return None if inner is None else not inner
+        if node.type == "list" and len(node.named_children) == 2:  # [ a ] && [ b ]
+            operator = next((node_text(c) for c in node.children if not c.is_named), "")
+            p, q = (self._condition(c, env) for c in node.named_children)
+            if operator == "&&":
+                return False if False in (p, q) else (None if None in (p, q) else True)
+            if operator == "||":
+                return True if True in (p, q) else (None if None in (p, q) else False)
+            return None
+        if node.type == "command":
+            name = node.child_by_field_name("name")
+            if name is not None and node_text(name) == "test":
+                args = [c for c in node.children_by_field_name("argument")]
+                return self._test_words(args, env)
+            if name is not None and node_text(name) in ("true", ":"):
+                return True
+            if name is not None and node_text(name) == "false":
+                return False
+        return None
+
+    def _operand(self, node: Node, env: Env, unset_empty: bool) -> str | None:
+        if node.type in ("simple_expansion", "expansion") or (
+            node.type == "string"
+            and len(node.named_children) == 1
+            and node.named_children[0].type in ("simple_expansion", "expansion")
+        ):
+            inner = node if node.type != "string" else node.named_children[0]
+            written = node_text(inner)
+            name = written[1:].strip("{}")
+            if NAME.match(name) and name not in env.vars:
+                return "" if unset_empty else None
+        value = self.joined(node, env)
+        return None if OPEN in value else value
+
+    def _expr(self, node: Node, env: Env) -> bool | None:
+        """A ``[ … ]`` / ``[[ … ]]`` expression's truth (``None``: cannot tell, also past
+        :data:`MAX_NESTING` levels)."""
+        if self.level >= MAX_NESTING:
+            return None
+        self.level += 1
+        try:
+            return self._expr_at(node, env)
+        finally:
+            self.level -= 1
+
+    def _expr_at(self, node: Node, env: Env) -> bool | None:
+        if node.type == "parenthesized_expression" and node.named_children:
+            return self._expr(node.named_children[0], env)
+        if node.type == "unary_expression":
+            operator = node.child_by_field_name("operator")
+            operands = [c for c in node.named_children if c.type != "test_operator"]
+            op = node_text(operator) if operator is not None else ""
+            if op == "!" or (not op and node_text(node).startswith("!")):
+                inner = self._expr(operands[0], env) if operands else None
+                return None if inner is None else not inner
+            if op in ("-z", "-n") and operands:
+                value = self._operand(operands[0], env, unset_empty=True)
+                if value is None:
+                    return None
+                return (value == "") if op == "-z" else (value != "")
+            return None
+        if node.type == "binary_expression":
+            left = node.child_by_field_name("left")
+            right = node.child_by_field_name("right")
+            operator = node.child_by_field_name("operator")
+            if left is None or right is None or operator is None:
+                return None
+            op = node_text(operator)
+            if op in ("&&", "||", "-a", "-o"):
+                p, q = self._expr(left, env), self._expr(right, env)
+                if op in ("&&", "-a"):
+                    return False if False in (p, q) else (None if None in (p, q) else True)
+                return True if True in (p, q) else (None if None in (p, q) else False)
+            a = self._operand(left, env, unset_empty=False)
+            b = self._operand(right, env, unset_empty=False)
+            if a is None or b is None:
+                return None
+            return _compare(a, op, b)
+        if node.type in ("string", "word", "simple_expansion", "expansion"):
+            value = self._operand(node, env, unset_empty=True)
+            return None if value is None else value != ""
+        return None
+
+    def _test_words(self, args: list[Node], env: Env) -> bool | None:
+        if len(args) == 2 and node_text(args[0]) in ("-z", "-n"):
+            value = self._operand(args[1], env, unset_empty=True)
+            if value is None:
+                return None
+            return (value == "") if node_text(args[0]) == "-z" else (value != "")
+        if len(args) == 3:
+            a = self._operand(args[0], env, unset_empty=False)
+            b = self._operand(args[2], env, unset_empty=False)
+            if a is None or b is None:
+                return None
+            return _compare(a, node_text(args[1]), b)
+        return None
+
+    def _if(self, node: Node, envs: list[Env], ctx: _Ctx) -> list[Env]:
+        conditions = node.children_by_field_name("condition")
+        condition = next((c for c in conditions if c.is_named), None)
+        clauses: list[tuple[Node | None, list[Node], str]] = []
+        body: list[Node] = []
+        header = f"if {node_text(condition)}" if condition is not None else "if"
+        for child in node.named_children:
+            if (condition is not None and same_node(child, condition)) or child.type == "comment":
+                continue
+            if child.type in ("elif_clause", "else_clause"):
+                continue
+            body.append(child)
+        clauses.append((condition, body, header))
+        for child in node.named_children:
+            if child.type == "elif_clause":
+                parts = [c for c in child.named_children if c.type != "comment"]
+                cond = parts[0] if parts else None
+                clauses.append((cond, parts[1:], f"elif {node_text(cond) if cond else ''}"))
+            elif child.type == "else_clause":
+                parts = [c for c in child.named_children if c.type != "comment"]
+                clauses.append((None, parts, "else"))
+        has_else = clauses[-1][0] is None and len(clauses) > 1
+        return self._branches(node, envs, ctx, clauses, has_else)
+
+    def _branches(
+        self,
+        node: Node,
+        envs: list[Env],
+        ctx: _Ctx,
+        clauses: list[tuple[Node | None, list[Node], str]],
+        exhaustive: bool,
+        matcher: Any = None,
+    ) -> list[Env]:
+        out: list[Env] = []
+        merged = False
+        hint_above = self._comments_above(node.start_point[0] + 1)
+        for env in envs:
+            remaining = [env]
+            for cond, statements, header in clauses:
+                if not remaining:
+                    break
+                taken: list[Env] = []
+                rest: list[Env] = []
+                entered: list[Env] = []  # the paths as they were before the branch
+                for path in remaining:
+                    if matcher is None and cond is not None:
+                        entered.append(path.copy())
+                    if matcher is not None:
+                        decided = matcher(cond, path)
+                    elif cond is None:
+                        decided = True
+                    else:
+                        self.run(cond, [path.copy()], ctx)
+                        decided = self._condition(cond, path)
+                    if decided is None:
+                        branch = path.copy()
+                        branch.branch = (*branch.branch, header)
+                        taken.append(branch)
+                        if cond is not None and len(path.branch) < MAX_ALTERNATIVES:
+                            path.branch = (*path.branch, f"not {header}")
+                        rest.append(path)
+                    elif decided:
+                        taken.append(path)
+                    else:
+                        rest.append(path)
+                inner = dataclasses.replace(ctx, hints=(header, *hint_above, *ctx.hints))
+                for statement in statements:
+                    taken = self.run(statement, taken, inner)
+                if (
+                    entered
+                    and cond is not None
+                    and not taken
+                    and len(rest) < len(entered)  # decided: the branch is taken
+                    and self._precondition(cond, entered[0])
+                ):
+                    # `if [ -z "$HF_TOKEN" ]; then …; exit 1; fi`: past it, not a path
+                    for path in entered:
+                        self._precondition(cond, path)
+                    rest = entered
+                out += taken
+                if len(out) > MAX_ALTERNATIVES:  # merge as we go: a 10 000-item case
+                    out, merged = self._cap(out, node), True
+                remaining = rest
+            if not exhaustive:
+                out += remaining
+        return self._cap(out, node, force=merged)
+
+    def _case(self, node: Node, envs: list[Env], ctx: _Ctx) -> list[Env]:
+        value_node = node.child_by_field_name("value")
+        clauses: list[tuple[Node | None, list[Node], str]] = []
+        exhaustive = False
+        for item in node.named_children:
+            if item.type != "case_item":
+                continue
+            patterns = item.children_by_field_name("value")
+            texts = [node_text(p) for p in patterns]
+            if "*" in texts:
+                exhaustive = True
+            body = [
+                c
+                for c in item.named_children
+                if not any(same_node(c, p) for p in patterns) and c.type != "comment"
+            ]
+            clauses.append((item, body, f"case {' | '.join(texts)})"))
+
+        def matcher(item: Node | None, env: Env) -> bool | None:
+            if item is None or value_node is None:
+                return None
+            subject = self._operand(value_node, env, unset_empty=False)
+            patterns = item.children_by_field_name("value")
+            if subject is None:
+                return (
+                    True
+                    if any(node_text(p) == "*" for p in patterns)
+                    and len(patterns) == 1
+                    and same_node(item, clauses[-1][0])
+                    else None
+                )
+            for pattern in patterns:
+                wanted = self.joined(pattern, env)
+                if OPEN in wanted:
+                    return None
+                if fnmatchcase(subject, wanted):
+                    return True
+            return False
+
+        return self._branches(node, envs, ctx, clauses, exhaustive, matcher)
+
+    def _loop(self, node: Node, envs: list[Env], ctx: _Ctx) -> list[Env]:
+        body = node.child_by_field_name("body")
+        if body is None:
+            return envs
+        header = node_text(node).split("\n", 1)[0][:120]
+        inner = dataclasses.replace(
+            ctx, hints=(header, *self._comments_above(node.start_point[0] + 1), *ctx.hints)
+        )
+        if node.type == "for_statement":
+            variable = node.child_by_field_name("variable")
+            values = node.children_by_field_name("value")
+            out: list[Env] = []
+            for env in envs:
+                items = self.words(values, env) if values else None
+                if variable is None:
+                    out += self.run(body, [env], inner)
+                    continue
+                name = node_text(variable)
+                if items is None or any(OPEN in i for i in items) or len(items) > 8 or not items:
+                    env.vars[name] = self.hole(f"${name}")
+                    out += self.run(body, [env], inner)
+                    continue
+                paths = [env]
+                for item in items:
+                    for path in paths:
+                        path.vars[name] = item
+                    paths = self.run(body, paths, inner)
+                out += paths
+            return self._cap(out, node)
+        condition = node.child_by_field_name("condition")
+        if node.type == "while_statement" and condition is not None:
+            # `while [[ $# -gt 0 ]]; do … shift; done` run with no arguments: zero times
+            skipped = [e for e in envs if self._condition(condition, e) is False]
+            looped = [e for e in envs if not any(e is s for s in skipped)]
+            return [*skipped, *self.run(body, looped, inner)] if looped else skipped
+        return self.run(body, envs, inner)
+
+    def _comments_above(self, line: int) -> tuple[str, ...]:
+        """The comment block just above ``line`` (1-based), nearest first."""
+        found: list[str] = []
+        index = line - 2
+        blanks = 0
+        while index >= 0:
+            text = self.lines[index].strip()
+            if text.startswith("#") and not text.startswith("#!"):
+                found.append(text)
+                blanks = 0
+            elif not text and blanks == 0 and not found:
+                blanks += 1
+            else:
+                break
+            index -= 1
+        return tuple(found)
+
+    def _command(self, node: Node, envs: list[Env], ctx: _Ctx) -> list[Env]:
+        self.commands += len(envs)
+        if self.commands > MAX_COMMANDS:
+            note = (
+                node.start_point[0] + 1,
+                f"more than {MAX_COMMANDS} commands: the rest not read",
+            )
+            if not any(n[1] == note[1] for n in self.script.notes):
+                self.script.notes.append(note)
+            return envs
+        name_node = node.child_by_field_name("name")
+        prefixes = [c for c in node.named_children if c.type == "variable_assignment"]
+        if name_node is None:
+            for env in envs:
+                for prefix in prefixes:
+                    self._assign(prefix, env)
+            return envs
+        arguments = [
+            c
+            for c in node.children
+            if (c.is_named or node_text(c) == "$")
+            and not same_node(c, name_node)
+            and c.type not in _SKIP
+            and c.type != "variable_assignment"
+        ]
+        line = ctx.line or node.start_point[0] + 1
+        out: list[Env] = []
+        for env in envs:
+            local = env.copy()
+            extra: dict[str, str] = {}
+            for prefix in prefixes:
+                self._assign(prefix, local, export=True)
+                key = prefix.child_by_field_name("name")
+                if key is not None:
+                    value = local.vars.get(node_text(key), "")
+                    extra[node_text(key)] = value if isinstance(value, str) else " ".join(value)
+            words = self.words([name_node, *arguments], local)
+            out += self._dispatch(node, words, env, extra, line, ctx)
+        return self._cap(out, node)
+
+    def _dispatch(
+        self,
+        node: Node,
+        words: list[str],
+        env: Env,
+        extra: dict[str, str],
+        line: int,
+        ctx: _Ctx,
+    ) -> list[Env]:
+        if not words:
+            return [env]
+        name = words[0]
+        if name in ("export", "declare", "typeset", "local", "readonly"):
+            export = name == "export" or any(w.startswith("-") and "x" in w for w in words[1:])
+            for word in words[1:]:
+                match = ASSIGN.match(word)
+                if match:
+                    env.vars[match.group(1)] = match.group(3)
+                    if export:
+                        env.exported.add(match.group(1))
+                elif NAME.match(word) and export:
+                    env.exported.add(word)
+            return [env]
+        if name == "set":
+            if "-a" in words[1:] or any(w.startswith("-") and "a" in w[1:] for w in words[1:2]):
+                env.allexport = True
+            if "--" in words:
+                env.positional = tuple(words[words.index("--") + 1 :])
+                env.open_args = False
+            return [env]
+        if name == "shift":
+            given = try_int(words[1]) if len(words) > 1 else None
+            count = 1 if given is None else given
+            if env.positional is not None:
+                env.positional = env.positional[count:]
+            return [env]
+        if name in ("exit",):
+            return []
+        if name == "read":
+            for word in words[1:]:
+                if NAME.match(word):
+                    env.vars[word] = self.hole(f"${word}")
+            return [env]
+        if name == "eval" and ctx.depth < _MAX_DEPTH:
+            text = " ".join(words[1:])
+            return self.source(text, [env], self._nested(node, line, ctx, "eval"))
+        if name in self.functions and ctx.depth < _MAX_DEPTH:
+            self.called.add(name)
+            saved = env.positional, env.open_args
+            env.positional, env.open_args = tuple(words[1:]), False
+            inner = _Ctx(
+                (self.plain(node_text(node)), f"function {name}", *ctx.hints),
+                ctx.line, ctx.depth + 1, True, (*ctx.site, node.start_byte),
+            )  # fmt: skip
+            result = self.run(self.functions[name], [env], inner)
+            for path in result:
+                path.positional, path.open_args = saved
+            return result
+        remote = remote_script(words)
+        if remote is not None and ctx.depth < _MAX_DEPTH:
+            # `ssh HOST "vllm serve …"`: the remote shell sees none of this one's variables
+            child = Env(positional=(), branch=env.branch)
+            self.source(remote, [child], self._nested(node, line, ctx, "ssh"))
+            return [env]
+        script = shell_script(words)
+        if script is not None and ctx.depth < _MAX_DEPTH:
+            child = Env(
+                {k: v for k, v in env.vars.items() if k in env.exported or env.allexport},
+                set(env.exported),
+                tuple(script[1]),
+                False,
+                env.branch,
+            )
+            child.vars.update(extra)
+            child.exported.update(extra)
+            self.source(script[0], [child], self._nested(node, line, ctx, "sh -c"))
+            return [env]
+        self._record(node, words, env, extra, line, ctx)
+        return [env]
+
+    def _nested(self, node: Node, line: int, ctx: _Ctx, what: str) -> _Ctx:
+        hints = (self.plain(node_text(node)), *self._comments_above(node.start_point[0] + 1))
+        return _Ctx(
+            (*hints, *ctx.hints), line, ctx.depth + 1, ctx.in_function, (*ctx.site, node.start_byte)
+        )
+
+    def _record(
+        self, node: Node, words: list[str], env: Env, extra: dict[str, str], line: int, ctx: _Ctx
+    ) -> None:
+        environment = {k: self.decode(v) for k, v in env.environment().items()}
+        environment.update({k: self.decode(v) for k, v in extra.items()})
+        words = [self.decode(w) for w in words]
+        image: str | None = None
+        rest = words
+        container = self.container(words) if self.container is not None else None
+        if container is not None:
+            image, rest = container
+        key = (
+            (*ctx.site, node.start_byte, node.end_byte)
+            if ctx.line is None
+            else (*ctx.site, line, node.start_byte),
+            tuple(rest),
+            tuple(sorted(environment.items())),
+        )
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        own_line = node.start_point[0] + 1
+        hints = (*self._comments_above(own_line), *ctx.hints) if ctx.line is None else ctx.hints
+        written = self.plain(
+            node_text(
+                node.parent
+                if node.parent is not None and node.parent.type == "redirected_statement"
+                else node
+            )
+        )
+        hints = tuple(self.plain(h) for h in hints)
+        variables = {
+            k: self.decode(v if isinstance(v, str) else " ".join(v)) for k, v in env.vars.items()
+        }
+        self.script.commands.append(
+            Command(
+                words=tuple(rest),
+                line=line,
+                env=environment,
+                written=written,
+                hints=hints,
+                site=key[0],
+                alternative=env.branch,
+                variables=variables,
+                image=image,
+            )
+        )
+
+    def source(self, text: str, envs: list[Env], ctx: _Ctx) -> list[Env]:
+        tree = parse(text)
+        saved = self.lines
+        if ctx.line is not None:
+            self.lines = text.splitlines()
+        try:
+            return self.run(tree.root_node, envs, ctx)
+        finally:
+            self.lines = saved
+
+    def _cap(self, envs: list[Env], node: Node, force: bool = False) -> list[Env]:
+        """More than :data:`MAX_ALTERNATIVES` paths (or ``force``: some already were) →
+        one path whose differing variables are unresolved (noted)."""
+        if len(envs) <= 1 or (len(envs) <= MAX_ALTERNATIVES and not force):
+            return envs
+        merged = envs[0].copy()
+        names = set().union(*(e.vars for e in envs))
+        for name in names:
+            values = {repr(e.vars.get(name)) for e in envs}
+            if len(values) > 1:
+                merged.vars[name] = self.hole(f"${name}")
+        merged.branch = ()
+        note = (
+            node.start_point[0] + 1,
+            f"more than {MAX_ALTERNATIVES} if/case alternatives: variables that differ "
+            "between them are left unresolved",
+        )
+        if note not in self.script.notes:
+            self.script.notes.append(note)
+        return [merged]
+
+
+def _is_test(node: Node) -> bool:
+    while node.type == "negated_command" and node.named_children:  # iterative: ! ! ! …
+        node = node.named_children[0]
+    if node.type == "test_command":
+        return True
+    if node.type == "command":
+        name = node.child_by_field_name("name")
+        return name is not None and node_text(name) in ("test", "true", "false", ":")
+    return False
+
+
+def _compare(a: str, op: str, b: str) -> bool | None:
+    if op in ("=", "=="):
+        return fnmatchcase(a, b) if op == "==" else a == b
+    if op == "!=":
+        return a != b
+    if op in ("-eq", "-ne", "-lt", "-gt", "-le", "-ge"):
+        x, y = try_int(a.strip(), signed=True), try_int(b.strip(), signed=True)
+        if x is None or y is None:
+            return None
+        return {
+            "-eq": x == y, "-ne": x != y, "-lt": x < y,
+            "-gt": x > y, "-le": x <= y, "-ge": x >= y,
+        }[op]  # fmt: skip
+    return None
+
+
+def evaluate(
+    text: str,
+    env: Mapping[str, str] | None = None,
+    positional: list[str] | tuple[str, ...] | None = None,
+    container: ContainerSplit | None = None,
+) -> Script:
+    """Evaluate a whole script (see the module docstring).
+
+    Args:
+        text: the script.
+        env: variables already set (a container's ``env``): exported, known.
+        positional: ``$1`` … (``sh -c SCRIPT $0 $1 …``); ``None``: the script run with
+            no arguments (``$#`` is 0, ``$@`` empty; a bare ``$1`` stays unresolved, named
+            as written, as the argument the user is to pass).
+        container: splits a container launch (``docker run … IMAGE ARGS``) into
+            :attr:`Command.image` and its words (``None``: no command is one).
+
+    Returns:
+        A :class:`Script`; never raises for bad shell (tree-sitter recovers; the parts it
+        cannot read are noted).
+
+    Raises:
+        ShellBudgetExceeded: the script is over the shell budget (text longer than
+            :data:`MAX_SCRIPT_BYTES`, more than :data:`MAX_STEPS` steps, more than
+            :data:`MAX_BUILT` characters expanded); the message names the budget.
+    """
+    if len(text) > MAX_SCRIPT_BYTES:
+        raise ShellBudgetExceeded(
+            f"shell budget exceeded: script longer than {MAX_SCRIPT_BYTES // 1024} KiB"
+        )
+    evaluator = _Evaluator(text.splitlines(), container)
+    start = Env(
+        dict(env or {}),
+        set(env or {}),
+        tuple(positional) if positional is not None else (),
+        open_args=positional is None,
+    )
+    tree = parse(text)
+    envs = evaluator.run(tree.root_node, [start], _Ctx())
+    final = envs or [start]
+    for name, body in list(evaluator.functions.items()):
+        if name not in evaluator.called:
+            evaluator.called.add(name)
+            for path in final:
+                path.positional = None
+            evaluator.run(
+                body, [e.copy() for e in final], _Ctx((f"function {name}",), None, 1, True)
+            )
+    if tree.root_node.has_error:
+        first = first_error(tree.root_node)
+        if first is not None and all(n[0] != first for n in evaluator.script.notes):
+            evaluator.script.notes.append((first, "shell syntax not understood here"))
+    return evaluator.script

@@ -1,0 +1,555 @@
+"""Expanding words as bash does, without running anything.
+
+``NAME=value`` values and command words: quoting and backslashes, ``$V`` / ``${V}`` /
+``${A[@]}``, ``${V:-d}`` / ``${V-d}`` / ``${V:=d}`` / ``${V:+x}`` (the default as the
+script's author meant it, quotes removed), ``$(( ))`` with known integers, blank
+splitting of unquoted expansions. What cannot be known is kept as written, marked
+(:func:`kvalign.shell.commands.unresolved`); the one command substitution resolved is
+the script's own folder (``$(dirname "$0")`` → ``.``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from kvalign.errors import InvalidConfig
+from kvalign.numbers import try_int
+from kvalign.shell.commands import CLOSE, OPEN, Script, unresolved
+from kvalign.shell.parse import node_text
+
+__all__ = ["MAX_NESTING", "MAX_WORD", "NAME", "Builder", "Env", "Expander", "Value"]
+
+_ENCODED = re.compile(f"{OPEN}(\\d+){CLOSE}")
+#: syntax nesting (lists, subshells, substitutions) evaluated before kvalign gives up on a
+#: part of the script (noted): far beyond real scripts, well within Python's stack.
+MAX_NESTING = 100
+#: characters one expansion may build (a word, an assignment's value): far beyond any real
+#: argument; ``A="$A$A"`` repeated would otherwise double without bound (memory, time).
+MAX_WORD = 256 * 1024
+_MAX_WORDS = 8 * 1024 * 1024  # characters of all the words of one command
+_MAX_ARITH = 1000  # characters of a $(( )) expression kvalign computes
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_BLANKS = " \t\n"
+#: ``$@`` / ``${@}`` / ``${A[@]}``: one word per item when quoted, none when empty.
+_ALL_ITEMS = re.compile(r"\$(@|\{@\}|\{[A-Za-z_][A-Za-z0-9_]*\[@\]\})")
+_DIRNAME = re.compile(r"\bdirname\b")
+_SELF_REF = re.compile(r"\$0\b|\$\{0\}|BASH_SOURCE")
+#: the one shell budget per script (issue 15): text read, evaluation steps (statements
+#: and expansions visited), characters built (words, values).
+MAX_SCRIPT_BYTES = 1024 * 1024
+MAX_STEPS = 100_000
+MAX_BUILT = 16 * 1024 * 1024
+
+
+class ShellBudgetExceeded(InvalidConfig):
+    """A script over the shell budget (:data:`MAX_SCRIPT_BYTES`, :data:`MAX_STEPS`,
+    :data:`MAX_BUILT`); the message names the budget, the caller prefixes the file."""
+
+
+@dataclass
+class Budget:
+    """What one script has spent of the shell budget."""
+
+    steps: int = 0
+    built: int = 0
+
+    def step(self, count: int = 1) -> None:
+        """Charge ``count`` evaluation steps.
+
+        Raises:
+            ShellBudgetExceeded: more than :data:`MAX_STEPS`.
+        """
+        self.steps += count
+        if self.steps > MAX_STEPS:
+            raise ShellBudgetExceeded(
+                f"shell budget exceeded: more than {MAX_STEPS:,} evaluation steps "
+                "(statements and expansions)"
+            )
+
+    def build(self, size: int) -> None:
+        """Charge ``size`` characters of expanded text.
+
+        Raises:
+            ShellBudgetExceeded: more than :data:`MAX_BUILT`.
+        """
+        self.built += size
+        if self.built > MAX_BUILT:
+            raise ShellBudgetExceeded(
+                f"shell budget exceeded: more than {MAX_BUILT // (1024 * 1024)} MiB of "
+                "expanded text"
+            )
+
+
+def self_dir(text: str) -> bool:
+    """``$(dirname "$0")``-like text (a line with ``dirname`` then ``$0``/``${0}``/
+    ``BASH_SOURCE``); linear: only the first ``dirname`` of each line is tried."""
+    for line in text.split("\n"):
+        found = _DIRNAME.search(line)
+        if found is not None and _SELF_REF.search(line, found.end()) is not None:
+            return True
+    return False
+
+
+Value = str | tuple[str, ...]
+
+
+@dataclass
+class Env:
+    """One evaluation path: variables, which are exported, positional parameters."""
+
+    vars: dict[str, Value] = field(default_factory=dict)
+    exported: set[str] = field(default_factory=set)
+    positional: tuple[str, ...] | None = None  # None: unknown ($1 … unresolved)
+    allexport: bool = False
+    branch: tuple[str, ...] = ()  # the undecided conditions taken, for messages
+    #: the script's own arguments, none given (bash run with no arguments): ``$#`` is 0 and
+    #: ``$@`` empty, but a bare ``$1`` … is the argument the user is to pass (unresolved,
+    #: named as written); ``${1:-d}`` is ``d``.
+    open_args: bool = False
+
+    def copy(self) -> Env:
+        return Env(
+            dict(self.vars),
+            set(self.exported),
+            self.positional,
+            self.allexport,
+            self.branch,
+            self.open_args,
+        )
+
+    def scalar(self, name: str) -> str | None:
+        value = self.vars.get(name)
+        if isinstance(value, tuple):
+            return value[0] if value else ""
+        return value
+
+    def environment(self) -> dict[str, str]:
+        """The exported scalars (what a child process sees)."""
+        out: dict[str, str] = {}
+        for name, value in self.vars.items():
+            if name in self.exported or self.allexport:
+                out[name] = value if isinstance(value, str) else " ".join(value)
+        return out
+
+
+class Builder:
+    """Words being built (``current is None``: no word started)."""
+
+    def __init__(self, budget: Budget | None = None) -> None:
+        self.budget = budget
+        self.words: list[str] = []
+        self.current: list[str] | None = None
+        self.size = 0  # characters of the current word
+        self.total = 0  # characters of every word
+        self.overflow = False  # a word or all of them grew too long (the rest dropped)
+
+    def add(self, text: str) -> None:
+        if self.budget is not None:
+            self.budget.build(len(text) + 1)
+        if self.overflow:
+            return
+        self.size += len(text)
+        self.total += len(text)
+        if self.size > MAX_WORD or self.total > _MAX_WORDS:
+            self.overflow = True
+            return
+        if self.current is None:
+            self.current = []
+        self.current.append(text)
+
+    def end(self) -> None:
+        self.size = 0
+        if self.current is not None:
+            self.words.append("".join(self.current))
+            self.current = None
+
+    def add_split(self, value: str) -> None:
+        """An unquoted expansion: split on blanks (never inside an unresolved piece)."""
+        pieces = _split_blanks(value)
+        if not pieces:
+            if value and value[0] in _BLANKS:
+                self.end()
+            return
+        if value[0] in _BLANKS:
+            self.end()
+        for index, piece in enumerate(pieces):
+            if index:
+                self.end()
+            self.add(piece)
+        if value[-1] in _BLANKS:
+            self.end()
+
+
+def _split_blanks(value: str) -> list[str]:
+    out: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for char in value:
+        if char == OPEN:
+            depth += 1
+        elif char == CLOSE:
+            depth = max(0, depth - 1)
+        if char in _BLANKS and depth == 0:
+            if current:
+                out.append("".join(current))
+                current = []
+            continue
+        current.append(char)
+    if current:
+        out.append("".join(current))
+    return out
+
+
+def _unescape(text: str, quoted: bool) -> str:
+    """Backslash removal: unquoted, ``\\x`` → ``x``; in double quotes only before
+    ``$ ` " \\`` and newline."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if not quoted or nxt in '$`"\\\n':
+                if nxt != "\n":
+                    out.append(nxt)
+                i += 2
+                continue
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _arith(expr: str, env: Env) -> str | None:
+    """``$(( expr ))`` with integer literals, + - * / % and known integer variables."""
+
+    def value(name: str) -> str:
+        got = env.scalar(name)
+        if got is None or not re.fullmatch(r"-?\d+", got.strip()):
+            raise ValueError(name)
+        return got.strip()
+
+    if len(expr) > _MAX_ARITH:
+        return None  # Python's parser recurses per operator: far beyond real scripts
+    try:
+        text = re.sub(r"\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: value(m.group(1)), expr)
+        tree = ast.parse(text.strip(), mode="eval")
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        return None
+
+    def calc(node: ast.AST) -> int:
+        if isinstance(node, ast.Expression):
+            return calc(node.body)
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            inner = calc(node.operand)
+            return -inner if isinstance(node.op, ast.USub) else inner
+        if isinstance(node, ast.BinOp):
+            left, right = calc(node.left), calc(node.right)
+            if isinstance(node.op, ast.Add):
+                return left + right
+            if isinstance(node.op, ast.Sub):
+                return left - right
+            if isinstance(node.op, ast.Mult) and abs(left * right) < 2**62:
+                return left * right
+            if isinstance(node.op, (ast.Div, ast.FloorDiv)) and right:
+                quotient = abs(left) // abs(right)  # integers, truncated toward zero as in bash
+                return quotient if (left < 0) == (right < 0) else -quotient
+            if isinstance(node.op, ast.Mod) and right:
+                return left % right
+        raise ValueError(ast.dump(node))
+
+    try:
+        return str(calc(tree))
+    except (ValueError, RecursionError):
+        return None
+
+
+class Expander:
+    """Expansion state shared by an evaluation: notes, nesting level, unresolved pieces."""
+
+    def __init__(self) -> None:
+        self.budget = Budget()
+        self.script = Script()
+        self.level = 0  # current syntax nesting (run / expand)
+        # unresolved pieces are kept as OPEN index CLOSE while evaluating, so that text
+        # re-parsed by eval / sh -c never splits them; decoded when a command is recorded
+        self.holes: dict[str, int] = {}
+        self.texts: list[str] = []
+
+    def hole(self, text: str) -> str:
+        """``text`` (as written) marked unresolved, in its internal encoded form."""
+        text = self.plain(text)
+        if text not in self.holes:
+            self.holes[text] = len(self.texts)
+            self.texts.append(text)
+        return f"{OPEN}{self.holes[text]}{CLOSE}"
+
+    def plain(self, text: str) -> str:
+        """Encoded pieces back to their written text (no brackets)."""
+        return _ENCODED.sub(lambda m: self.texts[int(m.group(1))], text)
+
+    def decode(self, text: str) -> str:
+        """Encoded pieces back to :func:`unresolved` form."""
+        return _ENCODED.sub(lambda m: unresolved(self.texts[int(m.group(1))]), text)
+
+    def _too_deep(self, node: Node) -> bool:
+        if self.level < MAX_NESTING:
+            return False
+        note = (node.start_point[0] + 1, f"nested deeper than {MAX_NESTING} levels: not read")
+        if note not in self.script.notes:
+            self.script.notes.append(note)
+        return True
+
+    # ---- expansion ----------------------------------------------------------------------
+    def _too_long(self, node: Node) -> str:
+        """``node`` as written, unresolved, because its expansion exceeds :data:`MAX_WORD`."""
+        note = (node.start_point[0] + 1, f"expands to more than {MAX_WORD} characters: not read")
+        if note not in self.script.notes:
+            self.script.notes.append(note)
+        return self.hole(node_text(node)[:200])
+
+    def words(self, nodes: list[Node], env: Env) -> list[str]:
+        out = Builder(self.budget)
+        for node in nodes:
+            before = len(out.words)
+            self.expand(node, env, out, quoted=False)
+            out.end()
+            if out.overflow:
+                del out.words[before:]
+                out.words.append(self._too_long(node))
+                out.overflow = False  # later nodes: still bounded by the total
+        return out.words
+
+    def joined(self, node: Node, env: Env) -> str:
+        """The value of an assignment's right side: expanded, not split."""
+        out = Builder(self.budget)
+        self.expand(node, env, out, quoted=True, assignment=True)
+        out.end()
+        if out.overflow:
+            return self._too_long(node)
+        return "".join(out.words) if out.words else ""
+
+    def expand(
+        self, node: Node, env: Env, out: Builder, *, quoted: bool, assignment: bool = False
+    ) -> None:
+        if self._too_deep(node):
+            out.add(self.hole(node_text(node)))
+            return
+        self.budget.step()
+        self.level += 1
+        try:
+            self._expand(node, env, out, quoted=quoted, assignment=assignment)
+        finally:
+            self.level -= 1
+
+    def _expand(
+        self, node: Node, env: Env, out: Builder, *, quoted: bool, assignment: bool
+    ) -> None:
+        kind = node.type
+        if kind in (
+            "word",
+            "number",
+            "extglob_pattern",
+            "regex",
+            "special_variable_name",
+            "variable_name",  # a default's text the grammar splits: ${M:-meta-llama/…}
+        ):
+            out.add(_unescape(node_text(node), quoted=False))
+        elif kind == "raw_string":
+            out.add(node_text(node)[1:-1])
+        elif kind == "ansi_c_string":
+            body = node_text(node)[2:-1]
+            out.add(body.replace("\\t", "\t").replace("\\n", "\n").replace("\\'", "'"))
+        elif kind == "string_content":
+            out.add(_unescape(node_text(node), quoted=True))
+        elif kind in ("string", "translated_string"):
+            self._string(node, env, out)
+        elif kind in ("concatenation", "command_name"):
+            for child in node.children:
+                self.expand(child, env, out, quoted=quoted, assignment=assignment)
+        elif kind == "simple_expansion":
+            self._simple(node, env, out, quoted=quoted or assignment)
+        elif kind == "expansion":
+            self._braced(node, env, out, quoted=quoted or assignment)
+        elif kind == "command_substitution":
+            inner = node_text(node)
+            value = "." if self_dir(inner) else self.hole(inner)
+            out.add(value)
+        elif kind == "arithmetic_expansion":
+            inner = node_text(node)
+            body = inner[3:-2] if inner.startswith("$((") else inner[2:-1]
+            computed = _arith(body, env)
+            out.add(computed if computed is not None else self.hole(inner))
+        elif kind == "array":
+            for child in node.named_children:
+                self.expand(child, env, out, quoted=False)
+                out.end()
+        elif not node.is_named:
+            out.add(node_text(node))
+        else:  # process substitution, brace expansion, …: as written, unresolved
+            out.add(self.hole(node_text(node)))
+
+    def _string(self, node: Node, env: Env, out: Builder) -> None:
+        named = [c for c in node.children if c.is_named]
+        whole = len(named) == 1 and node_text(node) == f'"{node_text(named[0])}"'
+        if not (whole and _ALL_ITEMS.fullmatch(node_text(named[0]))):
+            out.add("")  # "" is a word; "$@" / "${A[@]}" of nothing is none (as in bash)
+        text = node.text or b""
+        base = node.start_byte
+        cursor = base + 1
+        end = node.end_byte - 1
+        for child in node.children:
+            if not child.is_named:
+                continue
+            if child.start_byte > cursor:
+                gap = text[cursor - base : child.start_byte - base].decode("utf-8", "replace")
+                out.add(_unescape(gap, quoted=True))
+            self.expand(child, env, out, quoted=True)
+            cursor = child.end_byte
+        if end > cursor:
+            gap = text[cursor - base : end - base].decode("utf-8", "replace")
+            out.add(_unescape(gap, quoted=True))
+
+    def _param(self, name: str, env: Env) -> Value | None:
+        if name.isdigit():
+            if name == "0":
+                return "$0"  # the script's name: never a vLLM setting
+            if env.positional is None:
+                return None
+            index = try_int(name)
+            if index is None:  # '²' or 5,000 digits: no such parameter
+                return ""
+            if index <= len(env.positional):
+                return env.positional[index - 1]
+            return None if env.open_args else ""
+        if name in ("@", "*"):
+            return None if env.positional is None else tuple(env.positional)
+        if name == "#":
+            return None if env.positional is None else str(len(env.positional))
+        if name in ("?", "$", "!", "-"):
+            return None
+        return env.vars.get(name)
+
+    def _emit(self, value: Value, out: Builder, quoted: bool, written: str) -> None:
+        if isinstance(value, tuple):
+            self.budget.step(len(value))
+            if not quoted:
+                for item in value:
+                    out.add_split(item)
+                    out.end()
+                return
+            for index, item in enumerate(value):
+                if index:
+                    out.end()
+                out.add(item)
+            return
+        if quoted:
+            out.add(value)
+        else:
+            out.add_split(value)
+
+    @staticmethod
+    def _lead(node: Node, out: Builder) -> str:
+        """The node's text without the blanks tree-sitter-bash sometimes puts at the start
+        of an expansion inside a string (``"$A $B"``); the blanks are kept as text."""
+        raw = node_text(node)
+        written = raw.lstrip(_BLANKS)
+        if len(written) < len(raw):
+            out.add(raw[: len(raw) - len(written)])
+        return written
+
+    def _simple(self, node: Node, env: Env, out: Builder, quoted: bool) -> None:
+        written = self._lead(node, out)
+        value = self._param(written[1:], env)
+        if value is None:
+            out.add(self.hole(written))
+        else:
+            self._emit(value, out, quoted, written)
+
+    def _braced(self, node: Node, env: Env, out: Builder, quoted: bool) -> None:
+        written = self._lead(node, out)
+        body = written[2:-1]
+        match = re.match(r"([A-Za-z_][A-Za-z0-9_]*|\d+|[@*#?$!-])(\[([^\]]*)\])?", body)
+        if match is None or (body.startswith("#") and len(body) > 1 and body != "#"):
+            out.add(self.hole(written))
+            return
+        name, index = match.group(1), match.group(3)
+        rest = body[match.end() :]
+        value = self._param(name, env)
+        if index is not None and value is not None:
+            items = value if isinstance(value, tuple) else (value,)
+            if index in ("@", "*"):
+                value = items
+            elif try_int(index) is not None:
+                number = int(index)
+                value = items[number] if number < len(items) else ""
+            else:
+                value = None
+        operator = next(
+            (op for op in (":-", ":=", ":+", ":?", "-", "=", "+", "?") if rest.startswith(op)),
+            None,
+        )
+        if rest and operator is None:
+            out.add(self.hole(written))  # ${V%/*}, ${V/a/b}, ${V:0:3} …
+            return
+        if operator is None:
+            if value is None:
+                out.add(self.hole(written))
+            else:
+                self._emit(value, out, quoted, written)
+            return
+        is_set = value is not None and not (
+            operator.startswith(":") and (value == "" or value == ())
+        )
+        unknown = value is None and (name.isdigit() or name in "@*#?$!-") and len(name) == 1
+        if unknown and not name.isdigit():
+            out.add(self.hole(written))
+            return
+        if unknown and env.positional is None:
+            out.add(self.hole(written))
+            return
+        if operator.lstrip(":") in ("-", "="):
+            if is_set and value is not None:
+                self._emit(value, out, quoted, written)
+                return
+            default = self._default(node, env, quoted)
+            if operator.lstrip(":") == "=" and NAME.match(name):
+                env.vars[name] = default
+            self._emit(default, out, quoted, written)
+        elif operator.lstrip(":") == "+":
+            if is_set:
+                self._emit(self._default(node, env, quoted), out, quoted, written)
+        else:  # ${V:?message}
+            if is_set and value is not None:
+                self._emit(value, out, quoted, written)
+            else:
+                out.add(self.hole(written))
+
+    def _default(self, node: Node, env: Env, quoted: bool) -> str:
+        """The word after the operator of ``${V:-word}``, expanded (quotes removed)."""
+        after = False
+        inner = Builder(self.budget)
+        for child in node.children:
+            if not child.is_named and node_text(child) in (
+                ":-",
+                ":=",
+                ":+",
+                ":?",
+                "-",
+                "=",
+                "+",
+                "?",
+            ):
+                after = True
+                continue
+            if after and node_text(child) != "}":
+                self.expand(child, env, inner, quoted=True)
+        inner.end()
+        if inner.overflow:
+            return self._too_long(node)
+        return "".join(inner.words)

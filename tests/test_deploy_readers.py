@@ -1,0 +1,53 @@
+"""The deployment readers' registry (kvalign/deploy/registry.py): one Reader per layout,
+tried in order, the first that takes a file reads it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvalign.deploy.interface import Source
+from kvalign.deploy.registry import READERS, reader_for
+from kvalign.errors import InvalidConfig
+
+SERVE = "vllm serve org/m -tp 2\n"
+
+
+def test_readers_are_tried_in_their_documented_order() -> None:
+    assert [r.kind for r in READERS] == [
+        "helm-template",
+        "justfile",
+        "kvalign",
+        "production-stack",
+        "kubernetes",
+        "command-line",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("file", "text", "kind"),
+    [
+        ("values.yaml", "image: {{ .Values.image }}\n", "helm-template"),
+        ("Justfile", f"serve:\n    {SERVE}", "justfile"),
+        ("pd.yaml", "model: org/m\nprefill: {tp: 1}\ndecode: {tp: 1}\n", "kvalign"),
+        ("v.yaml", "servingEngineSpec:\n  modelSpec: []\n", "production-stack"),
+        ("d.yaml", "kind: Deployment\nspec: {}\n", "kubernetes"),
+        ("run.sh", "echo hi\n", "command-line"),  # every .sh is a script
+        ("cmd.txt", SERVE, "command-line"),
+        ("notes.txt", "nothing here\n", None),
+    ],
+)
+def test_the_first_reader_that_takes_a_file_reads_it(
+    file: str, text: str, kind: str | None
+) -> None:
+    reader = reader_for(Source(text, file, Path(".")))
+    assert (reader.kind if reader is not None else None) == kind
+
+
+def test_a_yaml_error_is_raised_unless_stdin_is_a_command_line() -> None:
+    broken = "a: [1\n" + SERVE
+    with pytest.raises(InvalidConfig):
+        reader_for(Source(broken, "x.yaml"))
+    found = reader_for(Source(broken, "-", None, stdin_command_line=True))
+    assert found is not None and found.kind == "command-line"
