@@ -19,6 +19,8 @@ from enum import Enum
 from types import NoneType, UnionType
 from typing import Any
 
+from kvalign.numbers import is_digits
+
 #: commands the fast path serves.
 FAST_COMMANDS = ("check", "matrix")
 
