@@ -58,18 +58,9 @@ def xml_text(text: object) -> str:
 
 
 def markdown_cell(text: object) -> str:
-    """Plain text for one Markdown table cell or inline span: controls escaped, one line
-    (a newline cannot start a heading), ``|`` escaped (no new cell), ``<``/``>`` as
-    entities (no HTML), ``[``/``]`` backslash-escaped (no link)."""
-    line = " ".join(clean(text).split())
-    return (
-        line.replace("\\", "\\\\")
-        .replace("|", "\\|")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace("[", "\\[")
-        .replace("]", "\\]")
-    )
+    """Plain text for one Markdown table cell: controls escaped, one line (a newline
+    cannot start a heading or a new row), ``|`` escaped (no new cell)."""
+    return " ".join(clean(text).split()).replace("|", "\\|")
 
 
 def markdown_code(text: object) -> str:
