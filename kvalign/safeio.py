@@ -421,3 +421,10 @@ def load_yaml(text: str, name: str) -> Any:
     if len(docs) > 1:
         raise InvalidConfig(f"{name}: expected one YAML document, found {len(docs)}")
     return docs[0][1] if docs else None
+
+
+def dump_yaml(value: Any) -> str:
+    """``value`` (plain mappings, lists, strings, numbers, booleans) as block-style YAML,
+    keys in insertion order, with PyYAML's safe dumper (no Python tags)."""
+    yaml = _yaml_module()
+    return str(yaml.safe_dump(value, sort_keys=False, default_flow_style=False, width=1000))

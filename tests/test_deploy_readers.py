@@ -20,6 +20,9 @@ def test_readers_are_tried_in_their_documented_order() -> None:
         "justfile",
         "kvalign",
         "production-stack",
+        "compose",
+        "ray-serve",  # issue 14: Ray Serve LLM P/D configs
+        "aibrix",  # issue 14: AIBrix StormService
         "kubernetes",
         "command-line",
     ]
@@ -32,6 +35,8 @@ def test_readers_are_tried_in_their_documented_order() -> None:
         ("Justfile", f"serve:\n    {SERVE}", "justfile"),
         ("pd.yaml", "model: org/m\nprefill: {tp: 1}\ndecode: {tp: 1}\n", "kvalign"),
         ("v.yaml", "servingEngineSpec:\n  modelSpec: []\n", "production-stack"),
+        ("compose.yaml", "services:\n  p: {image: vllm/vllm-openai:v0.33.0}\n", "compose"),
+        ("c.yaml", "services:\n  web: {image: nginx}\n", None),  # no vLLM image: not a pool
         ("d.yaml", "kind: Deployment\nspec: {}\n", "kubernetes"),
         ("run.sh", "echo hi\n", "command-line"),  # every .sh is a script
         ("cmd.txt", SERVE, "command-line"),

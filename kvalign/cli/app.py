@@ -15,6 +15,7 @@ from kvalign.cli.exit import stdout_closed
 from kvalign.cli.explain import explain
 from kvalign.cli.matrix import matrix
 from kvalign.cli.models import models
+from kvalign.cli.plan import plan
 from kvalign.cli.rules import rules
 from kvalign.cli.survey import survey
 from kvalign.cli.verify import verify
@@ -55,7 +56,7 @@ def _root(
     guard_stderr()  # input strings on stderr: controls escaped, lines bounded
 
 
-for _command in (check, matrix, models, rules, audit, survey, explain, verify):
+for _command in (check, matrix, plan, models, rules, audit, survey, explain, verify):
     app.command()(_command)
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kvalign.audit import AuditReport
     from kvalign.explain import Explanation
     from kvalign.pd import CheckReport
+    from kvalign.plan import Plan
     from kvalign.rules import RuleDoc
     from kvalign.sources.catalog import CatalogEntry
     from kvalign.survey import Survey
@@ -83,6 +84,13 @@ class ExplainFormat(str, Enum):
     json = "json"
 
 
+class PlanFormat(str, Enum):
+    """``plan --format`` values."""
+
+    table = "table"
+    json = "json"
+
+
 class VerifyFormat(str, Enum):
     """``verify --format`` values."""
 
@@ -92,11 +100,14 @@ class VerifyFormat(str, Enum):
 
 @dataclass
 class View:
-    """What a renderer may use besides the result: the ``--fail-on`` level and the width
-    (the stdout console's, unless given: e.g. the file width for ``--output``)."""
+    """What a renderer may use besides the result: the ``--fail-on`` level, the width
+    (the stdout console's, unless given: e.g. the file width for ``--output``), and
+    ``audit``'s ``--verbose`` / ``--quiet``."""
 
     fail_on: str = "error"
     fixed_width: int | None = None
+    verbose: bool = False
+    quiet: bool = False
 
     @cached_property
     def console(self) -> Console:
@@ -247,30 +258,22 @@ def _rule_json(doc: RuleDoc, view: View) -> str:
     return rule_json(doc)
 
 
-# ---- audit: kvalign.audit.AuditReport ----------------------------------------------------------
-def _audit(name: str) -> Renderer[AuditReport]:
-    def render(report: AuditReport, view: View) -> Any:
-        from kvalign.report import audit as audit_report
+# ---- audit, survey: kvalign.report.<module>.<prefix><format> -----------------------------------
+def _named(module: str, prefix: str, name: str) -> Renderer[Any]:
+    """The renderer ``kvalign.report.<module>.<prefix><name>`` (tables take the width)."""
 
+    def render(result: Any, view: View) -> Any:
+        import importlib
+
+        formats = importlib.import_module(f"kvalign.report.{module}")
         if name == "table":
-            return audit_report.to_table(report, view.width)
-        return getattr(audit_report, f"to_{name}")(report)
+            return getattr(formats, f"{prefix}table")(result, view.width)
+        return getattr(formats, f"{prefix}{name}")(result)
 
     return render
 
 
-# ---- survey, explain, verify --------------------------------------------------------------------
-def _survey(name: str) -> Renderer[Survey]:
-    def render(result: Survey, view: View) -> Any:
-        from kvalign.report import survey as survey_format
-
-        if name == "table":
-            return survey_format.survey_table(result, view.width)
-        return getattr(survey_format, f"survey_{name}")(result)
-
-    return render
-
-
+# ---- explain, verify ---------------------------------------------------------------------------
 def _explain(name: str) -> Renderer[Explanation]:
     def render(explanation: Explanation, view: View) -> str:
         from kvalign.report import explain_format
@@ -305,16 +308,53 @@ RULES: Formats[tuple[RuleDoc, ...]] = Formats(
 RULE: Formats[RuleDoc] = Formats(
     OutputFormat, {"table": _rule_page, "json": _rule_json, "markdown": _rule_page}
 )
-AUDIT: Formats[AuditReport] = Formats(AuditFormat, {f.value: _audit(f.value) for f in AuditFormat})
-SURVEY: Formats[Survey] = Formats(SurveyFormat, {f.value: _survey(f.value) for f in SurveyFormat})
+
+
+def _audit_table(report: AuditReport, view: View) -> Any:
+    """audit's table: on a terminal (or a width asked for with ``COLUMNS``) rich sections
+    that fit it; anything else (a pipe, a CI log, ``--output``) plain lines, unwrapped."""
+    from kvalign.report import audit as audit_report
+
+    terminal = sys.stdout.isatty() or "COLUMNS" in os.environ
+    if terminal and view.fixed_width is None:
+        return audit_report.to_table(report, view.width, verbose=view.verbose, quiet=view.quiet)
+    return audit_report.to_text(report, verbose=view.verbose, quiet=view.quiet)
+
+
+AUDIT: Formats[AuditReport] = Formats(
+    AuditFormat,
+    {
+        f.value: _audit_table if f is AuditFormat.table else _named("audit", "to_", f.value)
+        for f in AuditFormat
+    },
+)
+SURVEY: Formats[Survey] = Formats(
+    SurveyFormat, {f.value: _named("survey", "survey_", f.value) for f in SurveyFormat}
+)
 EXPLAIN: Formats[Explanation] = Formats(
     ExplainFormat, {f.value: _explain(f.value) for f in ExplainFormat}
 )
+
+
+def _plan_table(plan: Plan, view: View) -> Any:
+    from kvalign.report.plan import plan_table
+
+    return plan_table(plan, view.width)
+
+
+def _plan_json(plan: Plan, view: View) -> str:
+    from kvalign.report.plan import plan_json
+
+    return plan_json(plan)
+
+
+PLAN: Formats[Plan] = Formats(PlanFormat, {"table": _plan_table, "json": _plan_json})
 VERIFY: Formats[Verification] = Formats(
     VerifyFormat, {f.value: _verify(f.value) for f in VerifyFormat}
 )
 #: every command's registry (``rule``: ``rules ID``).
 REGISTRIES: dict[str, Formats[Any]] = {
-    "check": CHECK, "matrix": MATRIX, "models": MODELS, "rules": RULES, "rule": RULE,
+    "check": CHECK, "matrix": MATRIX, "plan": PLAN, "models": MODELS, "rules": RULES,
+    "rule": RULE,
     "audit": AUDIT, "survey": SURVEY, "explain": EXPLAIN, "verify": VERIFY,
 }  # fmt: skip

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from kvalign.deploy.model import DeploymentKey, Ignore, Location, Pool, Problem, Role
+from kvalign.deploy.model import Deployment, DeploymentKey, Ignore, Location, Pool, Problem, Role
 from kvalign.deploy.vllm_args import VllmArgs, parse_vllm_args, settings_from_args
 from kvalign.errors import KvalignError
 from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP
@@ -223,8 +223,9 @@ def build_pool(
 
     Explicit ``model``/``tp``/``dp`` (from manifest fields) win over the arguments. The role
     falls back from ``found.role`` → the arguments' ``kv_role`` / disaggregation mode → the
-    name; a pool with no role is skipped (non-blocking problem). Unresolved variables and a
-    missing model are blocking problems.
+    name; a pool with no role and no ``--kv-transfer-config`` (or ``kv_role`` ``kv_both``)
+    is a standalone ``server``; any other pool with no role is skipped (non-blocking
+    problem). Unresolved variables and a missing model are blocking problems.
     """
     try:
         args = parse_vllm_args(found.args, config_files=config_files, env=found.env)
@@ -237,6 +238,14 @@ def build_pool(
         role, source = role_from_args(args), "args"
     if role is None:
         role, source = role_from_text(found.name_hint or found.name), "name"
+    if (
+        role is None
+        and not args.unresolved
+        and (not args.kv_transfer_config or args.kv_role == "kv_both")
+    ):
+        # known positively to be no P/D pool: an aggregated server (its own rules still run;
+        # kvalign.audit refuses a kv_both one when another launch of its model could pair)
+        role, source = "server", "standalone"
     if role is None and args.unresolved:  # e.g. "kv_role":"$(KV_ROLE)": it may name the role
         refs = ", ".join(args.unresolved)
         return None, [Problem(found.location, f"{found.name}: unresolved variable(s) {refs}")]
@@ -246,7 +255,8 @@ def build_pool(
                 found.location,
                 f"{found.name}: role unknown (no kv_role kv_producer/kv_consumer, "
                 "--disaggregation-mode or prefill/decode in the names, comments or "
-                "conditions next to it): not a prefill or decode pool",
+                "conditions next to it): not a prefill or decode pool; set kv_role in "
+                "--kv-transfer-config or name the pool prefill/decode",
                 blocking=False,
             )
         ]
@@ -358,3 +368,34 @@ def off_path(problems: list[Problem]) -> list[Problem]:
         else p
         for p in problems
     ]
+
+
+def collect_pool(found: PoolInput, pools: list[Pool], problems: list[Problem]) -> None:
+    """:func:`build_pool` for a reader's loop: the pool (if any) goes to ``pools``, its
+    problems to ``problems``."""
+    pool, found_problems = build_pool(found)
+    problems += found_problems
+    if pool is not None:
+        pools.append(pool)
+
+
+def image_deployment(
+    file: str,
+    kind: str,
+    pools: list[Pool],
+    problems: list[Problem],
+    versions: dict[str, str],
+    launches: int,
+) -> Deployment:
+    """A reader's :class:`Deployment` whose release comes from the first vLLM image tag
+    in ``versions`` (release → image)."""
+    version = next(iter(versions), None)
+    return Deployment(
+        source=file,
+        kind=kind,
+        pools=tuple(pools),
+        problems=tuple(problems),
+        vllm_version=version,
+        version_source=f"image {versions[version]}" if version is not None else None,
+        launches=launches,
+    )

@@ -15,7 +15,7 @@ reader that would also take its files.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -26,7 +26,7 @@ from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
 from kvalign.safeio import YamlRefused, confined, load_yaml, load_yaml_documents
 from kvalign.safeio import read_text as read_file_text
 
-__all__ = ["Reader", "Source"]
+__all__ = ["OneDocumentReader", "Reader", "Source"]
 
 #: file names read as YAML (besides stdin, which may be YAML or a command line).
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -43,12 +43,16 @@ class Source:
             are looked up; ``None`` (stdin) looks up nothing.
         stdin_command_line: whether stdin text that is no YAML may still be a command line
             (then its YAML error is not raised, :attr:`documents` is empty).
+        references: what other files of the same run define for this one to refer to:
+            KServe ``LLMInferenceServiceConfig`` specs by ``metadata.name``, each with the
+            file it is in (``baseRefs`` across files).
     """
 
     text: str
     file: str
     base: Path | None = None
     stdin_command_line: bool = False
+    references: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None
 
     @property
     def is_yaml(self) -> bool:
@@ -134,3 +138,22 @@ class Reader(Protocol):
             InvalidConfig: a field of the wrong type in a schema kvalign owns.
         """
         ...
+
+
+@dataclass
+class OneDocumentReader:
+    """A :class:`Reader` for layouts that are one YAML document: ``test`` says whether the
+    document is this layout, ``parse(document, text, file)`` reads it."""
+
+    kind: str
+    test: Callable[[Any], bool]
+    parse: Callable[[Any, str, str], Deployment]
+
+    def matches(self, source: Source) -> bool:
+        """One YAML document that ``test`` accepts."""
+        values = source.values
+        return len(values) == 1 and self.test(values[0])
+
+    def read(self, source: Source) -> Deployment:
+        """``parse`` of the file's one document."""
+        return self.parse(source.values[0], source.text, source.file)

@@ -1,15 +1,15 @@
 """The deployment readers, in the order they are tried (the first that matches reads).
 
 Order matters where two readers could take one file: an unrendered Helm template is
-never parsed as YAML; a Justfile is taken by its name; kvalign's own schema and
-production-stack values are one document each and come before Kubernetes manifests;
-shell scripts and command lines come last (a YAML file that merely mentions
-``vllm serve`` in a container's ``args`` is a manifest).
+never parsed as YAML; a Justfile is taken by its name; kvalign's own schema,
+production-stack values and Compose files are one document each and come before
+Kubernetes manifests; shell scripts and command lines come last (a YAML file that merely
+mentions ``vllm serve`` in a container's ``args`` is a manifest).
 """
 
 from __future__ import annotations
 
-from kvalign.deploy import cmdline, justfile, k8s, own, stack, templated
+from kvalign.deploy import aibrix, cmdline, compose, justfile, k8s, own, rayserve, stack, templated
 from kvalign.deploy.interface import Reader, Source
 
 __all__ = ["READERS", "reader_for"]
@@ -20,6 +20,9 @@ READERS: tuple[Reader, ...] = (
     justfile.Reader(),
     own.Reader(),
     stack.Reader(),
+    compose.Reader(),
+    rayserve.Reader(),
+    aibrix.Reader(),
     k8s.Reader(),
     cmdline.Reader(),
 )

@@ -26,7 +26,8 @@ from typing import Any
 
 from kvalign.deploy.common import (
     PoolInput,
-    build_pool,
+    collect_pool,
+    image_deployment,
     line_of,
     role_from_text,
     version_from_image,
@@ -132,20 +133,8 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
             gpu=gpu_of(problems, entry, name, location),
             deployment_key=DeploymentKey("production-stack values", file, single_object=True),
         )
-        pool, found_problems = build_pool(found)
-        problems += found_problems
-        if pool is not None:
-            pools.append(pool)
-    version = next(iter(versions), None)
-    return Deployment(
-        source=file,
-        kind=KIND,
-        pools=tuple(pools),
-        problems=tuple(problems),
-        vllm_version=version,
-        version_source=f"image {versions[version]}" if version is not None else None,
-        launches=len(specs),
-    )
+        collect_pool(found, pools, problems)
+    return image_deployment(file, KIND, pools, problems, versions, len(specs))
 
 
 class Reader:

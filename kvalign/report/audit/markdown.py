@@ -65,5 +65,7 @@ def to_markdown(report: AuditReport) -> str:
     for note in report.notes:
         lines.append(f"\n_Note:_ {_cell(note)}")
     for p in report.unevaluated:
-        lines.append(f"\n**Not evaluated** `{markdown_code(p.location)}`: {_cell(p.message)}")
+        lines.append(f"\n**Not evaluated** `{p.location}`: {_cell(p.message)}")
+    for p in report.unread:
+        lines.append(f"\n**Not read** `{p.location}`: {_cell(p.message)}")
     return "\n".join(lines) + "\n"

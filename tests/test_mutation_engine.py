@@ -1,0 +1,99 @@
+"""Engine rules that depend on the GPU class, pinned at every class (issue 19).
+
+FlashInfer GDN prefill checkpoints (vLLM 0.33.0
+``vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py``: FlashInfer on CUDA when
+``is_device_capability(90)``, or capability family 100 / 120 with ``head_k_dim == 128``
+(CUDA runtime ≥ 13 assumed); otherwise, and off CUDA, Triton) export a checkpoint every 64
+tokens, which enters the alignment with prefix caching (spec §4 step 1).
+
+Qwen3.5-397B-A17B at TP 8 (Hk 16, Hv 64, Dk = Dv = 128, K 4; float32 recurrent state via
+``mamba_ssm_dtype``; a = 1,024 B/token): m = (2·16·128 + 64·128)/8 · 3 · 2 B +
+(64/8) · 128 · 128 · 4 B = 9,216 + 524,288 = 533,504 B → 521 tokens: 16 · cdiv(521, 16) =
+528 without the checkpoint, 64 · cdiv(521, 64) = 576 with it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvalign.settings import Settings
+from kvalign.sources import load_model
+from tests.conftest import CATALOG
+from tests.resolve import rank_of
+
+QWEN = "Qwen/Qwen3.5-397B-A17B"
+
+
+def _block(model: str, **settings: object) -> int | None:
+    return rank_of(load_model(model), Settings(**settings), 8).block_size  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("gpu", "block"),
+    [
+        ("A100", 528),  # SM80: Triton
+        ("H100", 576),  # SM90: FlashInfer
+        ("B200", 576),  # SM100, head_k_dim 128
+        ("B300", 576),  # SM103: capability family 100
+        ("RTX-PRO-6000", 576),  # SM120, head_k_dim 128
+        ("MI300X", 528),  # not CUDA: Triton
+    ],
+)
+def test_gdn_checkpoint_alignment_per_gpu_class(gpu: str, block: int) -> None:
+    assert _block(QWEN, gpu=gpu) == block
+
+
+def test_xpu_takes_triton_gdn_prefill() -> None:
+    # not CUDA: Triton GDN prefill, no checkpoint. On TRITON_ATTN (MultipleOf(16)) → 528;
+    # XPU's default FLASH_ATTN is MultipleOf(64) (flash_attn.py is_xpu) → 64 · 9 = 576
+    assert _block(QWEN, gpu="Max-1550", attention_backend="TRITON_ATTN") == 528
+    assert _block(QWEN, gpu="Max-1550") == 576
+
+
+def test_gdn_prefill_backend_flag_and_prefix_caching() -> None:
+    assert _block(QWEN, gpu="H100", gdn_prefill_backend="triton") == 528
+    assert _block(QWEN, gdn_prefill_backend="flashinfer") == 576
+    # the checkpoint only matters with prefix caching
+    assert _block(QWEN, gpu="H100", enable_prefix_caching=False) == 528
+    # before 0.33 no release folds it in
+    assert _block(QWEN, gpu="H100", vllm_version="0.31.0") == 528
+
+
+def test_gdn_checkpoint_needs_head_k_dim_128_on_blackwell(tmp_path: Path) -> None:
+    # linear_key_head_dim 256: conv (2·16·256 + 64·128)/8 = 2,048 · 3 · 2 B = 12,288 B;
+    # recurrent 8 · 128 · 256 · 4 B = 1,048,576 B; m = 1,060,864 B → 1,036 tokens:
+    # 16 · cdiv(1,036, 16) = 1,040 (Triton), 64 · cdiv(1,036, 64) = 1,088 (FlashInfer)
+    config = json.loads((CATALOG / QWEN / "config.json").read_text())
+    config["text_config"]["linear_key_head_dim"] = 256
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    model = str(tmp_path / "config.json")
+    assert _block(model, gpu="B200") == 1040
+    assert _block(model, gpu="RTX-PRO-6000") == 1040
+    assert _block(model, gpu="H100") == 1088  # SM90 does not look at head_k_dim
+
+
+@pytest.mark.parametrize(
+    ("gpu", "version", "block", "kernel"),
+    [
+        # FLASH_ATTN with head size 256 on capability 10.x/11.x runs FlashAttention 4's
+        # head-256 kernel from 0.29 (flash_attn.py _get_fa4_hd256_block_size): only
+        # 128-token kernel blocks → unit max(128, 16) = 128, lcm(128, 64) = 128 →
+        # 128 · cdiv(521, 128) = 640, kernel 128
+        ("B200", None, 640, 128),
+        ("B300", None, 640, 128),
+        # SM90 and SM120: MultipleOf(16), checkpoint 64 → 576, kernel = logical
+        ("H100", None, 576, 576),
+        ("RTX-PRO-6000", None, 576, 576),
+        # 0.28: no FA4 pages, no checkpoint alignment → 528
+        ("B200", "0.28.0", 528, 528),
+    ],
+)
+def test_fa4_head_256_pages_per_gpu_class(
+    gpu: str, version: str | None, block: int, kernel: int
+) -> None:
+    settings = Settings(gpu=gpu, attention_backend="FLASH_ATTN", vllm_version=version)
+    rank = rank_of(load_model(QWEN), settings, 8)
+    assert (rank.block_size, rank.kernel_block_size) == (block, kernel)

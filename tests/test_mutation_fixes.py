@@ -1,0 +1,56 @@
+"""The proof behind every printed fix (issue 19): ``prove_fix`` re-runs each pool with the
+candidate ``--block-size`` on every GPU class and accepts it only when every pool keeps it.
+
+Nemotron-3-Nano-30B-A3B, bf16, vLLM 0.33 defaults (spec §4): at TP 1 a = 1,024 B/token,
+m = 2,134,016 B → 16 · cdiv(2,084, 16) = 2,096 tokens; TP 8 needs fewer (528, spec §4),
+so 2,096 is the smallest block both TP 8 and TP 1 keep (tests/test_policy.py feeds 2,096
+back to ``check`` and gets ``ok``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kvalign import fixes
+from kvalign.engine import create_engine_config
+from kvalign.fixes import PLATFORM_CLASSES, FixPool, prove_fix
+from kvalign.settings import Settings
+from kvalign.sources import load_model
+from kvalign.versions import DEFAULT_PROFILE
+from tests.resolve import rank_of
+
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+
+
+def _pools() -> list[FixPool]:
+    geometry = load_model(NANO)
+    return [
+        FixPool(geometry, create_engine_config(geometry, Settings()), 8, "prefill TP 8"),
+        FixPool(geometry, create_engine_config(geometry, Settings()), 1, "decode TP 1"),
+    ]
+
+
+def test_fix_is_the_smallest_block_every_pool_keeps_on_every_class() -> None:
+    fix = prove_fix(_pools(), [(0, 1)], DEFAULT_PROFILE)
+    assert fix.block_size == 2096
+    labels = [c.label for c in PLATFORM_CLASSES["cuda"]]
+    assert list(fix.proven_on) == labels
+    for cls in PLATFORM_CLASSES["cuda"]:
+        for tp in (8, 1):
+            rank = rank_of(load_model(NANO), Settings(block_size=2096, gpu=cls.gpu), tp)
+            assert rank.block_size == 2096
+
+
+@pytest.mark.parametrize("candidate", [(16, 2000), (48, 2000)])
+def test_a_candidate_some_pool_does_not_keep_is_never_printed(
+    monkeypatch: pytest.MonkeyPatch, candidate: tuple[int, int]
+) -> None:
+    # fault injection: the requirement estimate is too small (2,000 < 2,096). TP 1 then
+    # raises every candidate below 2,096 to a larger block (vLLM overrides --block-size
+    # when block_size < the aligned block), so the proof must reject those candidates and
+    # step on until the pools keep one: 2,096 (unit 16: 2000 + 6 · 16) or, with unit 48,
+    # 2,112 (48 · 44: the first multiple of 48 at or above 2,096; TP 1 keeps it because
+    # 48 · cdiv(2,084, 48) = 2,112).
+    monkeypatch.setattr(fixes, "block_requirement", lambda *_args, **_kw: candidate)
+    fix = prove_fix(_pools(), [(0, 1)], DEFAULT_PROFILE)
+    assert fix.block_size == {16: 2096, 48: 2112}[candidate[0]]

@@ -1,0 +1,268 @@
+"""NIXL pairing rules pinned at their boundaries (issue 19), with the limits read from vLLM
+0.33.0 ``vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py``:
+``_split_remote_blocks`` returns early when the local (decode) block is a multiple of the
+remote (prefill) one; otherwise ``unit = gcd``, and it refuses to pair only when
+``max(remote // unit, local // unit) > _MAX_HYBRID_BLOCK_SPLIT`` (128): 128 units still pair.
+
+The pools are Nemotron-3-Nano at TP 8 (bf16: one replicated KV head, a = 512 B/token, the
+state needs 528 tokens, spec §4) with a user ``--block-size`` above that, so on FLASH_ATTN
+(any multiple of 16) both the logical and the kernel block equal the ``--block-size``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvalign.policy import (
+    EXIT_FAIL,
+    EXIT_PASS,
+    VERDICTS,
+    analyze_pair,
+    blocking_limit,
+    drift_level,
+    exit_code,
+    fails,
+    first_release,
+    release_limit,
+    verdict_level,
+)
+from kvalign.settings import Settings
+from kvalign.sources import load_model
+from kvalign.versions import resolve
+from tests.resolve import rank_of
+
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _pair(prefill_block: int, decode_block: int, version: str | None = None):  # type: ignore[no-untyped-def]
+    geometry = load_model(NANO)
+    ranks = [
+        rank_of(geometry, Settings(block_size=b, attention_backend="FLASH_ATTN",
+                                        vllm_version=version), 8)
+        for b in (prefill_block, decode_block)
+    ]  # fmt: skip
+    assert [r.kernel_block_size for r in ranks] == [prefill_block, decode_block]
+    return analyze_pair(ranks[0], ranks[1], profile=resolve(version).profile)
+
+
+@pytest.mark.parametrize(
+    ("prefill", "decode", "verdict", "unit"),
+    [
+        # gcd(2048, 2032) = 16: 128 and 127 units → at the limit, pairs (split)
+        (2048, 2032, "split", 16),
+        (2032, 2048, "split", 16),
+        # gcd(2064, 2048) = 16: 129 units → refused
+        (2064, 2048, "incompatible", 16),
+        (2048, 2064, "incompatible", 16),
+        # gcd(2048, 1040) = 16: 128 and 65 units → pairs
+        (1040, 2048, "split", 16),
+    ],
+)
+def test_split_limit_boundary(prefill: int, decode: int, verdict: str, unit: int) -> None:
+    pair = _pair(prefill, decode)
+    assert (pair.verdict, pair.split_unit) == (verdict, unit)
+    assert pair.divisible is False and pair.block_size_ratio is None
+
+
+def test_decode_multiple_of_prefill_is_a_ratio_not_the_other_way() -> None:
+    # utils.py block_size_ratio = decode // prefill, asserting decode % prefill == 0
+    ratio = _pair(1024, 2048)
+    assert (ratio.verdict, ratio.block_size_ratio, ratio.divisible) == ("ratio", 2, True)
+    # prefill 2048, decode 1024: 1024 % 2048 != 0 → the split path (gcd 1024, 2 units)
+    reverse = _pair(2048, 1024)
+    assert (reverse.verdict, reverse.split_unit, reverse.block_size_ratio) == ("split", 1024, None)
+
+
+def test_releases_before_the_split_path_refuse_non_multiples() -> None:
+    # 0.31: no _split_remote_blocks, so 128 units do not pair either
+    pair = _pair(2048, 2032, version="0.31.0")
+    assert pair.verdict == "incompatible"
+    assert "no gcd split path" in pair.reason
+
+
+# ---- the gate's severity table (docs/policy.md) at every branch ----
+
+
+def test_drift_level_by_prefix_caching() -> None:
+    assert drift_level(True, True) == "error"
+    assert drift_level(True, False) == "warning"
+    assert drift_level(False, True) == "warning"
+    assert drift_level(False, False) == "info"
+
+
+def test_verdict_levels() -> None:
+    assert [verdict_level(v, True, True) for v in VERDICTS] == [
+        None, "error", "error", "error", "error", "error", None,
+    ]  # fmt: skip
+    assert verdict_level("drift", False, False) == "info"
+    with pytest.raises(KeyError):
+        verdict_level("banana", True, True)
+
+
+@pytest.mark.parametrize(
+    ("level", "fail_on", "expected"),
+    [
+        ("error", "error", True), ("warning", "error", False), ("info", "error", False),
+        ("warning", "warning", True), ("error", "warning", True), ("info", "warning", False),
+        ("info", "info", True), (None, "info", False),
+    ],
+)  # fmt: skip
+def test_fails_at_or_above_the_gate(level: str | None, fail_on: str, expected: bool) -> None:
+    assert fails(level, fail_on) is expected
+
+
+def test_exit_code() -> None:
+    assert exit_code([None, "warning"]) == EXIT_PASS == 0
+    assert exit_code([None, "warning", "error"]) == EXIT_FAIL == 1
+    assert exit_code(["warning"], "warning") == 1
+    assert exit_code([]) == 0
+    with pytest.raises(KeyError):
+        exit_code([], "fatal")
+
+
+def test_first_release_of_a_feature() -> None:
+    # docs/versions.md: NIXL serves hybrids from 0.18.0, at different TP from 0.20.0;
+    # the gcd split path from 0.33.0
+    assert first_release("nixl_hybrid") == "0.18.0"
+    assert first_release("nixl_hybrid", "nixl_hetero_tp_mamba") == "0.20.0"
+    assert first_release("nixl_gcd_split") == "0.33.0"
+    # on from 0.11.1 but off again in 0.32.0: never "on in every later profile"
+    assert first_release("chunk_alignment") is None
+
+
+def _ranks(version: str, prefill_tp: int, decode_tp: int):  # type: ignore[no-untyped-def]
+    geometry = load_model(NANO)
+    settings = Settings(vllm_version=version, attention_backend="FLASH_ATTN")
+    return [rank_of(geometry, settings, tp) for tp in (prefill_tp, decode_tp)]
+
+
+def test_release_limits_of_old_nixl_connectors() -> None:
+    # 0.17: no SupportsHMA → no hybrid P/D at all
+    p, d = _ranks("0.17.0", 1, 1)
+    pair = analyze_pair(p, d, profile=resolve("0.17.0").profile)
+    assert pair.verdict == "incompatible" and "does not serve hybrid models" in pair.reason
+    assert "upgrade to vLLM 0.18.0 or later" in blocking_limit(resolve("0.17.0").profile, p, d)
+    # 0.18/0.19: hybrids at equal TP only
+    p, d = _ranks("0.19.1", 8, 1)
+    profile = resolve("0.19.1").profile
+    pair = analyze_pair(p, d, profile=profile)
+    assert pair.verdict == "incompatible" and "requires equal prefill/decode TP" in pair.reason
+    assert "or upgrade to vLLM 0.20.0 or later" in blocking_limit(profile, p, d)
+    # 0.20-0.26: equal block sizes for hybrids (the HMA block_size_ratio == 1 assertion)
+    p, d = _ranks("0.26.0", 8, 1)
+    pair = analyze_pair(p, d, profile=resolve("0.26.0").profile)
+    assert pair.verdict == "incompatible"
+    assert "requires equal block sizes for hybrid models" in pair.reason
+    assert blocking_limit(resolve("0.26.0").profile, p, d) == ""  # a --block-size fixes it
+    # 0.27: different block sizes pair (ratio or split path permitting)
+    p, d = _ranks("0.27.0", 8, 1)
+    assert release_limit(resolve("0.27.0").profile, p, d, 528, 2096) == ""
+
+
+def test_same_blocks_pass_on_every_release_that_serves_hybrids() -> None:
+    for version in ("0.18.0", "0.20.0", "0.27.0", "0.33.0"):
+        p, d = _ranks(version, 8, 8)
+        pair = analyze_pair(p, d, profile=resolve(version).profile)
+        assert pair.verdict == "ok", version
+        assert pair.level is None and not pair.flagged
+
+
+def test_every_field_of_a_pair_result() -> None:
+    # the split pair of test_split_limit_boundary, field by field (JSON and SARIF read them)
+    pair = _pair(2048, 2032)
+    assert (pair.prefill_tp, pair.decode_tp) == (8, 8)
+    assert (pair.prefill_block_size, pair.decode_block_size) == (2048, 2032)
+    assert (pair.prefill_kernel_block_size, pair.decode_kernel_block_size) == (2048, 2032)
+    assert (pair.block_size_ratio, pair.divisible, pair.prefix_cache_drift) == (None, False, True)
+    assert (pair.split_unit, pair.verdict, pair.level) == (16, "split", "error")
+    assert (pair.prefill_prefix_caching, pair.decode_prefix_caching) == (True, True)
+    # the unit and the count per block: gcd 16, max(2048, 2032) / 16 = 128
+    assert "2032 is not a multiple of 2048" in pair.reason
+    assert "NIXL splits into 16-token units (128 per block)" in pair.reason
+    ratio = _pair(1024, 2048)
+    assert (ratio.split_unit, ratio.prefix_cache_drift, ratio.level) == (None, True, "error")
+    assert ratio.reason == (
+        "block_size_ratio 2: decode kernel block 2048 = 2 x prefill 1024; "
+        "heterogeneous-block handling on the decode path"
+    )
+    same = _pair(2048, 2048)
+    assert (same.verdict, same.prefix_cache_drift, same.block_size_ratio) == ("ok", False, 1)
+    assert same.reason == "same block size 2048 on both sides"
+
+
+def test_invalid_side_is_named() -> None:
+    # Nemotron-Nano at TP 16: n_groups 8 neither divides by 16 nor is 1 → MambaMixer2
+    # refuses to load (mamba_mixer2.py); the verdict names the side that is invalid
+    geometry = load_model(NANO)
+    bad, good = (rank_of(geometry, Settings(), tp) for tp in (16, 1))
+    why = (
+        "n_groups G = 8 is neither divisible by tensor parallel size 16 nor 1: vLLM's "
+        "MambaMixer2 refuses to load"
+    )
+    prefill_bad = analyze_pair(bad, good)
+    assert (prefill_bad.verdict, prefill_bad.reason) == (
+        "invalid",
+        f"prefill TP 16 is invalid: {why}",
+    )
+    decode_bad = analyze_pair(good, bad)
+    assert (decode_bad.verdict, decode_bad.reason) == ("invalid", f"decode TP 16 is invalid: {why}")
+    assert decode_bad.prefill_block_size is None and decode_bad.split_unit is None
+
+
+def test_attention_only_and_attention_free_models() -> None:
+    llama = load_model(str(ROOT / "tests" / "data" / "llama-pd" / "model"))
+    p, d = (rank_of(llama, Settings(), tp) for tp in (8, 1))
+    pair = analyze_pair(p, d)
+    # no Mamba state: vLLM keeps the default 16-token block on every TP
+    assert (pair.verdict, pair.level) == ("nothing-to-align", None)
+    assert pair.reason == "attention-only model: no hybrid alignment; block size 16 on both"
+    # different user block sizes still pair by NIXL's ratio rule
+    p32 = rank_of(llama, Settings(block_size=32), 1)
+    assert analyze_pair(p, p32).verdict == "ratio"
+    mamba = load_model("tiiuae/falcon-mamba-7b")
+    p, d = (rank_of(mamba, Settings(), tp) for tp in (2, 1))
+    free = analyze_pair(p, d)
+    assert (free.verdict, free.reason) == (
+        "nothing-to-align", "attention-free model: no KV blocks, nothing to align",
+    )  # fmt: skip
+
+
+def test_equal_block_requirement_covers_hybrids_only_after_0_10() -> None:
+    # docs/versions.md: 0.10 requires equal block sizes for every model; 0.11.1-0.26 only
+    # for hybrids (the HMA block_size_ratio == 1 assertion); attention-only pairs keep the
+    # ratio path
+    llama = load_model(str(ROOT / "tests" / "data" / "llama-pd" / "model"))
+    for version, verdict in (("0.26.0", "ratio"), ("0.20.0", "ratio"), ("0.10.2", "incompatible")):
+        ranks = [rank_of(llama, Settings(block_size=b, vllm_version=version), 1) for b in (16, 32)]
+        pair = analyze_pair(ranks[0], ranks[1], profile=resolve(version).profile)
+        assert pair.verdict == verdict, version
+    assert "requires equal block sizes for every model" in pair.reason
+
+
+@pytest.mark.parametrize(
+    ("prefill_caching", "decode_caching", "level", "tail"),
+    [
+        (True, True, "error", "prefix-cache hashes never match across pools"),
+        (False, False, "info", "prefix caching is off on both pools, so this costs nothing"),
+        (True, False, "warning", "prefix caching is on for one pool only"),
+        (False, True, "warning", "prefix caching is on for one pool only"),
+    ],
+)
+def test_drift_reason_and_level_follow_prefix_caching(
+    prefill_caching: bool, decode_caching: bool, level: str, tail: str
+) -> None:
+    # FLASHINFER {16, 32, 64}: logical 528 (TP 8) and 2,096 (TP 1) both split into 16-token
+    # kernel blocks (the largest listed size dividing both): kernels match, logical differ
+    geometry = load_model(NANO)
+    p, d = (
+        rank_of(geometry, Settings(attention_backend="FLASHINFER", enable_prefix_caching=c), tp)
+        for tp, c in ((8, prefill_caching), (1, decode_caching))
+    )
+    pair = analyze_pair(p, d)
+    assert (pair.verdict, pair.level, pair.prefix_cache_drift) == ("drift", level, True)
+    assert pair.reason == (
+        f"kernel blocks match (16) but logical blocks differ (528 vs 2096): {tail}"
+    )
