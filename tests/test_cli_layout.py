@@ -1,0 +1,38 @@
+"""Layout of the terminal output at 80×24: what a new user sees first."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from kvalign.cli import app
+
+runner = CliRunner()
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+
+
+def test_matrix_gives_the_count_and_fix_then_the_grid_at_80_columns() -> None:
+    # Nemotron-3-Nano sizes blocks 2096 / 2096 / 1056 / 528 at TP 1 / 2 / 4 / 8 (the
+    # survey's vectors), so of the 16 pairs only equal blocks pair: (1,1) (1,2) (2,1) (2,2)
+    # (4,4) (8,8) are ok and the other 10 fail.
+    done = runner.invoke(app, ["matrix", NANO], env={"COLUMNS": "80", "LINES": "24"})
+    assert done.exit_code == 1
+    lines = done.stdout.splitlines()
+    assert lines[0] == "FAIL (exit 1, --fail-on error): 10 of 16 pair(s) fail"
+    # one failing pair named; the "more" line counts failing pairs only (10 - 1), not ok ones
+    assert sum("… and" in line for line in lines) == 1
+    assert "  … and 9 more failing pair(s) below" in lines
+    grid = next(i for i, line in enumerate(lines) if line.startswith("Prefill TP ↓ × decode TP"))
+    fix = next(i for i, line in enumerate(lines) if line.startswith("Fix: --block-size 2096"))
+    assert fix < grid < 12  # count, fix, grid: all within the first screen of 24 lines
+    assert all(len(line) <= 80 for line in lines)
+
+
+def test_check_names_at_most_six_pairs_and_counts_only_failing_ones_beyond() -> None:
+    # --prefill-tp 1,2,4,8 --decode-tp 1,2,4,8: the same 10 failing pairs as above; check
+    # names six (failing first) and says 4 more fail
+    done = runner.invoke(
+        app, ["check", NANO, "--prefill-tp", "1,2,4,8", "--decode-tp", "1,2,4,8"],
+        env={"COLUMNS": "80"},
+    )  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert "  … and 4 more failing pair(s) below" in lines
