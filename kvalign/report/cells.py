@@ -229,16 +229,12 @@ def answer_lines(report: CheckReport, fail_on: str = "error", grid: bool = False
             if failing
             else "a --block-size is raised by vLLM"
         )
-    elif "warning" in report.levels():  # e.g. --gpu H100 and a --block-size vLLM raises
+    elif "warning" in report.levels():  # e.g. a --block-size vLLM raises on some GPU class
         head = f"PASS with a warning (exit 0, --fail-on {fail_on}): every pair works"
-        if any(rank.block_size_overridden for rank in report.ranks.values()):
+        raised = report.recommendation.raised
+        if raised or any(rank.block_size_overridden for rank in report.ranks.values()):
             head += ", but vLLM raises your --block-size"
         head += " (--fail-on warning fails it)"
-    elif report.recommendation.raised:  # the lines below say so: the headline too
-        # raised only on GPU classes other than the assumed one: a note, as in audit
-        # (with --gpu naming such a class it is a warning, which --fail-on warning fails)
-        head = f"PASS with a note (exit 0, --fail-on {fail_on}): every pair works, but vLLM "
-        head += "raises your --block-size on some GPU classes (give --gpu to check yours)"
     else:
         head = f"PASS (exit 0, --fail-on {fail_on}): every pair works"
     lines = [head]
