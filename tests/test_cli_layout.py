@@ -36,3 +36,26 @@ def test_check_names_at_most_six_pairs_and_counts_only_failing_ones_beyond() -> 
     )  # fmt: skip
     lines = done.stdout.splitlines()
     assert "  … and 4 more failing pair(s) below" in lines
+
+
+def test_help_fits_80_columns_with_panels_and_metavars() -> None:
+    top = runner.invoke(app, ["--help"], env={"COLUMNS": "80"}).stdout
+    commands = top.split("Commands:")[1].splitlines()
+    names = ["check", "matrix", "plan", "models", "rules", "audit", "survey", "explain"]
+    assert [line.split()[0] for line in commands if line.strip()][: len(names)] == names
+    assert not any("..." in line for line in commands)
+    assert all(len(line) <= 80 for line in top.splitlines())
+    sub = runner.invoke(app, ["check", "--help"], env={"COLUMNS": "80"}).stdout
+    for panel in ("P/D:", "vLLM flags:", "Model loading:", "Output:"):
+        assert f"\n{panel}\n" in sub
+    assert "--prefill-tp LIST" in sub and "--block-size N" in sub
+    assert "--hf-overrides JSON" in sub and "--gpu GPU" in sub
+    # the P/D panel comes before the vLLM flags, the flags before model loading
+    assert sub.index("P/D:") < sub.index("vLLM flags:") < sub.index("Model loading:")
+
+
+def test_explain_takes_the_format_values_of_check() -> None:
+    for fmt in ("table", "json", "markdown"):
+        done = runner.invoke(app, ["explain", NANO, "--format", fmt])
+        assert done.exit_code == 0, (fmt, done.stdout)
+    assert runner.invoke(app, ["explain", NANO, "--format", "text"]).exit_code == 2

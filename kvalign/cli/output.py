@@ -76,10 +76,11 @@ class SurveyFormat(str, Enum):
 
 
 class ExplainFormat(str, Enum):
-    """``explain --format`` values."""
+    """``explain --format`` values: the same as check's (table is the plain-text steps)."""
 
-    text = "text"
+    table = "table"
     json = "json"
+    markdown = "markdown"
 
 
 class PlanFormat(str, Enum):
