@@ -59,3 +59,16 @@ def test_explain_takes_the_format_values_of_check() -> None:
         done = runner.invoke(app, ["explain", NANO, "--format", fmt])
         assert done.exit_code == 0, (fmt, done.stdout)
     assert runner.invoke(app, ["explain", NANO, "--format", "text"]).exit_code == 2
+
+
+def test_models_and_check_show_the_same_model_type() -> None:
+    # Qwen3.5-397B's config.json is a vision-language wrapper (model_type qwen3_5_moe)
+    # whose text_config is qwen3_5_moe_text; check sizes (and names) the text config
+    import json
+
+    rows = json.loads(runner.invoke(app, ["models", "--format", "json"]).stdout)
+    listed = {row["id"]: row["model_type"] for row in rows}
+    for model in ("Qwen/Qwen3.5-397B-A17B", NANO):
+        check = json.loads(runner.invoke(app, ["check", model, "--format", "json"]).stdout)
+        assert listed[model] == check["model"]["model_type"]
+    assert listed["Qwen/Qwen3.5-397B-A17B"] == "qwen3_5_moe_text"
