@@ -72,3 +72,12 @@ def test_models_and_check_show_the_same_model_type() -> None:
         check = json.loads(runner.invoke(app, ["check", model, "--format", "json"]).stdout)
         assert listed[model] == check["model"]["model_type"]
     assert listed["Qwen/Qwen3.5-397B-A17B"] == "qwen3_5_moe_text"
+
+
+def test_rules_id_is_wrapped_to_the_terminal_width() -> None:
+    for columns in (50, 80):
+        page = runner.invoke(app, ["rules", "KVA004"], env={"COLUMNS": str(columns)}).stdout
+        lines = page.splitlines()
+        assert lines[0].startswith("# KVA004") and max(map(len, lines[1:])) <= columns
+        # the fix paragraph (108 characters) fills the lines rather than keeping 88 columns
+        assert max(map(len, lines[1:])) > columns - 15

@@ -238,6 +238,12 @@ def _rules_markdown(docs: tuple[RuleDoc, ...], view: View) -> str:
 
 
 def _rule_page(doc: RuleDoc, view: View) -> str:
+    from kvalign.report.rules_format import WRAP, rule_page
+
+    return rule_page(doc, width=max(40, min(view.width, WRAP)))  # the terminal's, at most 88
+
+
+def _rule_markdown(doc: RuleDoc, view: View) -> str:
     from kvalign.report.rules_format import rule_page
 
     return rule_page(doc)
@@ -297,7 +303,7 @@ RULES: Formats[tuple[RuleDoc, ...]] = Formats(
 )
 #: ``rules ID``: one rule's page (table and markdown print the same page).
 RULE: Formats[RuleDoc] = Formats(
-    OutputFormat, {"table": _rule_page, "json": _rule_json, "markdown": _rule_page}
+    OutputFormat, {"table": _rule_page, "json": _rule_json, "markdown": _rule_markdown}
 )
 AUDIT: Formats[AuditReport] = Formats(
     AuditFormat, {f.value: _named("audit", "to_", f.value) for f in AuditFormat}
