@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperCommand
 
@@ -58,7 +57,7 @@ class PanelCommand(TyperCommand):
     (``rich_help_panel``: P/D, vLLM flags, model loading, output), as typer's rich help
     would, without loading rich for ``--help``."""
 
-    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_options(self, ctx: Any, formatter: Any) -> None:  # typer's vendored click
         """Arguments, then one section per panel in first-use order (``Options`` for
         options in no panel, e.g. ``--help``)."""
         sections: dict[str, list[tuple[str, str]]] = {}
