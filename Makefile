@@ -55,10 +55,25 @@ tests/golden/vllm-%.jsonl: tests/golden/build_release_vectors.py kvalign/vllm_pr
 	for gpu in $(VLLM_GPUS); do $(call VLLM_RUN,$*) --gpu $$gpu --append --out $@.tmp || exit 1; done
 	mv $@.tmp $@
 
-verify-releases:  ## rebuild tests/golden/vllm-X.Y.Z.jsonl with each release's own code (make -j2 ok)
+# issue 16's cases (prefix caching asked for, the text-only Qwen3.5, the transformers side
+# of 0.19.1), releases older than the grid's included
+FIDELITY_RELEASES ?= 0.10.2 0.11.1 0.14.0 0.17.0 0.19.1 0.25.0 0.26.0 0.27.1 0.33.0
+FIDELITY_RUN = VLLM_PLUGINS="" VLLM_LOGGING_LEVEL=ERROR HF_HUB_OFFLINE=1 PYTHONPATH=$(1) \
+	$(VLLM_ENV)/venv/bin/python tests/golden/build_fidelity_vectors.py
+
+tests/golden/fidelity-%.jsonl: tests/golden/build_fidelity_vectors.py kvalign/vllm_probe/*.py
+	$(call FIDELITY_RUN,$(VLLM_ENV)/$*) --out $@.tmp && mv $@.tmp $@
+
+# 0.19.1 allows transformers 4.57 and 5: 0.14.0's directory holds transformers 4.57.6
+tests/golden/fidelity-0.19.1-transformers-4.57.6.jsonl: tests/golden/build_fidelity_vectors.py kvalign/vllm_probe/*.py
+	$(call FIDELITY_RUN,$(VLLM_ENV)/0.19.1:$(VLLM_ENV)/0.14.0) --out $@.tmp && mv $@.tmp $@
+
+verify-releases:  ## rebuild tests/golden/vllm-X.Y.Z.jsonl and fidelity-X.Y.Z.jsonl with each release's own code (make -j2 ok)
 	@test -x $(VLLM_ENV)/venv/bin/python || { echo "no $(VLLM_ENV): run ../shared/tools/vllm-release-env.sh $(VLLM_ENV) $(VLLM_RELEASES)"; exit 2; }
 	$(VLLM_ENV)/venv/bin/python -m pip install --quiet --no-deps -e .
 	$(MAKE) $(foreach v,$(VLLM_RELEASES),tests/golden/vllm-$(v).jsonl)
+	$(MAKE) $(foreach v,$(FIDELITY_RELEASES),tests/golden/fidelity-$(v).jsonl) \
+		tests/golden/fidelity-0.19.1-transformers-4.57.6.jsonl
 
 DISAGREEMENTS ?= /work/notes/release-disagreements.md
 release-disagreements: $(STAMP)  ## kvalign vs every release's vectors, per field (also written to $(DISAGREEMENTS))

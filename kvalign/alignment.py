@@ -17,6 +17,7 @@ vLLM 0.33:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ from kvalign.engine import EngineConfig
 from kvalign.errors import InvalidSettings, UnsupportedModel
 from kvalign.families import IndivisibleTP, Shape, family_module, mamba2
 from kvalign.geometry import AttentionGeometry, ModelGeometry
+from kvalign.startup import speculative_page_problem
 from kvalign.versions import DEFAULT_PROFILE, Profile
 
 #: vLLM 0.33 floor on the alignment unit for MLA hybrids (TRT-LLM/FlashInfer MLA decode).
@@ -467,7 +469,7 @@ def analyze_rank(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> Rank
             state_page = mamba_page(geometry, engine, tp)
         except IndivisibleTP as exc:
             return RankResult(tp=tp, valid=False, reason=str(exc), profile=engine.profile.name)
-    load_error = load_problem(geometry, tp)
+    load_error = load_problem(geometry, tp) or engine.startup_error
 
     if attention is None:
         assert state_page is not None
@@ -529,6 +531,8 @@ def analyze_rank(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> Rank
         )
     stable, grown = tp_stable_block_size(geometry, engine, tp)
     user_block = engine.settings.block_size
+    if not load_error:
+        common["load_error"] = _speculative_rows_problem(geometry, engine, tp, block * a)
     return RankResult(
         **common,  # type: ignore[arg-type]
         mamba_page_bytes=m,
@@ -544,6 +548,29 @@ def analyze_rank(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> Rank
         tp_stable_padding_pct=padding_pct(stable, a, m),
         tp_stable_grown=grown,
         derivation=derivation,
+    )
+
+
+def _speculative_rows_problem(
+    geometry: ModelGeometry, engine: EngineConfig, tp: int, padded_page: int
+) -> str:
+    """The start-up failure of Mamba2 layers that keep speculative conv-state rows the
+    model's state-shape function left out (:func:`kvalign.startup.speculative_page_problem`):
+    vLLM 0.17-0.31 layers take ``num_speculative_tokens`` whatever the model says
+    (``MambaMixer2.get_state_shape``), the alignment does not."""
+    spec = engine.num_speculative_tokens
+    state = geometry.state
+    if (
+        not spec
+        or engine.state_spec_tokens
+        or state is None
+        or state.family != "mamba2"
+        or not engine.profile.mamba2_spec_types
+    ):
+        return ""
+    layer = mamba_page(geometry, dataclasses.replace(engine, state_spec_tokens=spec), tp)
+    return speculative_page_problem(
+        geometry.model_type, engine.profile, spec, layer.page_bytes, padded_page
     )
 
 

@@ -70,6 +70,11 @@ class AuditReport:
         pair_by: the ``--pair-by`` mode used.
         assumptions: the GPU / attention-backend assumptions behind the numbers
             (:func:`assumptions`).
+        unread: scanned paths no reader took although they may hold a launch (a file
+            that mentions vLLM or a KV connector, a FIFO, a symlink loop, an unreadable
+            file), each with its reason.
+        unread_accepted: ``--skip-unrelated``: ``unread`` is listed but does not make
+            the exit code 3.
     """
 
     groups: tuple[GroupResult, ...]
@@ -83,6 +88,13 @@ class AuditReport:
     assumptions: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     fail_on: str = DEFAULT_FAIL_ON
+    unread: tuple[Problem, ...] = ()
+    unread_accepted: bool = False
+
+    @property
+    def not_read(self) -> tuple[Problem, ...]:
+        """The paths not read that make the exit code 3 (none with ``--skip-unrelated``)."""
+        return () if self.unread_accepted else self.unread
 
     def failing(self, fail_on: str | None = None) -> tuple[Finding, ...]:
         """Active findings at or above ``fail_on`` (default: the run's ``--fail-on``)."""
@@ -90,10 +102,11 @@ class AuditReport:
         return tuple(f for f in self.findings if fails(f.severity, floor))
 
     def exit_code(self, fail_on: str | None = None) -> int:
-        """3 when a file could not be evaluated, else the gate
+        """3 when a file could not be evaluated (or a scanned path was not read, unless
+        ``--skip-unrelated``), else the gate
         (:func:`kvalign.policy.exit_code`): 1 when a finding is at or above ``fail_on``
         (``error``/``warning``/``info``; default: the run's ``--fail-on``), else 0."""
-        if self.unevaluated:
+        if self.unevaluated or self.not_read:
             return EXIT_UNEVALUATED
         return policy_exit_code((f.severity for f in self.findings), fail_on or self.fail_on)
 
@@ -229,7 +242,8 @@ def _groups(
 
     A group's version-dependent rules use ``--vllm-version``, else the first
     ``vllm_version`` its files name (a non-blocking problem when they name several).
-    Unpaired pools are reported as non-blocking problems. Each group carries its fix
+    Unpaired pools are KVA013 findings (:mod:`kvalign.rules.kva013`), with the pools of
+    other groups that could be their partner. Each group carries its fix
     (:class:`kvalign.fixes.GroupFix`), proven once when a rule first reads it.
     """
     engines = engines if engines is not None else RunCache()
@@ -274,26 +288,40 @@ def _groups(
         group = GroupResult(
             tuple(deployments), results, pairs, resolved.profile, resolved.note,
             grouping, components, fix,
+            hidden=tuple(sorted(partial & {d.source for d in deployments})),
         )  # fmt: skip
+        groups.append(group)
+    return _with_partners(groups), problems
+
+
+def _partner_keys(pool: Pool) -> list[str]:
+    """What may tie an unpaired pool to a partner in another group: its model id and its
+    deployment-key value (``llm-d.ai/model``, an application or release name)."""
+    keys = [f"model:{pool.model}"]
+    if pool.deployment_key is not None:
+        keys.append(f"key:{pool.deployment_key.value}")
+    return keys
+
+
+def _with_partners(groups: list[GroupResult]) -> list[GroupResult]:
+    """Each group with the pools of other groups that could partner its unpaired pools
+    (the other role, the same model or deployment-key value), for KVA013."""
+    index: dict[tuple[str, str], list[tuple[int, PoolResult]]] = {}
+    for number, group in enumerate(groups):
+        for result in group.unpaired:
+            for key in _partner_keys(result.pool):
+                index.setdefault((result.pool.role, key), []).append((number, result))
+    out: list[GroupResult] = []
+    for number, group in enumerate(groups):
+        found: list[PoolResult] = []
         for result in group.unpaired:
             other = "decode" if result.pool.role == "prefill" else "prefill"
-            hidden = sorted(partial & {d.source for d in deployments})
-            why = (
-                f"not paired: a pool of {', '.join(hidden)} could not be evaluated "
-                "(listed as not evaluated)"
-                if hidden
-                else "not paired (see --pair-by)"
-            )
-            problems.append(
-                Problem(
-                    result.pool.location,
-                    f"{result.pool.label}: no {other} pool in its deployment "
-                    f"({grouping.how}); {why}",
-                    blocking=False,
-                )
-            )
-        groups.append(group)
-    return groups, problems
+            for key in _partner_keys(result.pool):
+                for where, candidate in index.get((other, key), []):
+                    if where != number and all(candidate is not f for f in found):
+                        found.append(candidate)
+        out.append(dataclasses.replace(group, partners=tuple(found)) if found else group)
+    return out
 
 
 def _ignored(finding: Finding, ignores: list[Ignore]) -> Ignore | None:
@@ -320,6 +348,8 @@ def run_audit(
     fail_on: str = DEFAULT_FAIL_ON,
     select: frozenset[str] | None = None,
     ignore_rules: frozenset[str] = frozenset(),
+    unread: tuple[Problem, ...] = (),
+    unread_accepted: bool = False,
 ) -> AuditReport:
     """Evaluate deployments, group and pair their pools, apply ignores / baseline.
 
@@ -336,7 +366,8 @@ def run_audit(
     ``select`` (``--select``: only these rule codes; ``None`` = every rule) and
     ``ignore_rules`` (``--ignore``) choose which rules run: findings of other rules are
     neither reported nor counted (unlike an ``ignore:`` with a reason, which lists them as
-    suppressed).
+    suppressed). ``unread`` / ``unread_accepted``: paths the readers did not take
+    (:attr:`AuditReport.unread`) and whether ``--skip-unrelated`` accepts them.
 
     Raises:
         InvalidSettings: ``vllm_version`` is not a version kvalign can resolve, or
@@ -406,6 +437,13 @@ def run_audit(
                     f"{' → '.join(pair_labels(outcome))} ({outcome.prefill.pool.model}): "
                     f"nothing to align: {outcome.pair.reason}"
                 )
+        notes += [
+            f"{r.pool.label} ({r.pool.location}, {r.pool.model}): standalone server "
+            f"({'kv_role kv_both' if r.pool.args.kv_transfer_config else 'no --kv-transfer-config'}"
+            ", no prefill/decode role): nothing to pair; its own rules ran"
+            for r in group.pools
+            if r.pool.role == "server"
+        ]
     return AuditReport(
         notes=tuple(dict.fromkeys(notes)),
         fail_on=fail_on,
@@ -418,4 +456,6 @@ def run_audit(
         files=tuple(files),
         pair_by=pair_by,
         assumptions=(*assumptions(files), *version_notes),
+        unread=unread,
+        unread_accepted=unread_accepted,
     )

@@ -68,12 +68,13 @@ class AuditOutcome:
     messages: tuple[str, ...] = ()
 
     def unevaluated_messages(self) -> tuple[str, ...]:
-        """One ``error: not evaluated: …`` line per file that could not be evaluated
-        (printed after the report, so exit 3 says why on stderr too)."""
+        """One ``error: not evaluated: …`` line per file that could not be evaluated and
+        one ``error: not read: …`` line per path not read (printed on stderr when the
+        report goes to ``--output``, so exit 3 says why once)."""
         return tuple(
             f"error: not evaluated: {problem.location}: {problem.message}"
             for problem in self.report.unevaluated
-        )
+        ) + tuple(f"error: not read: {p.location}: {p.message}" for p in self.report.unread)
 
 
 class AuditStopped(KvalignError):
@@ -126,7 +127,10 @@ def _run(request: AuditRequest, notes: list[Problem]) -> AuditOutcome:
         check_backend_choice(request.attention_backend, gpu_model)
     if request.output is not None:
         refuse_output_over_input(request.output, paths, request.baseline, request.config)
-    deployments, skipped = read_paths(paths, notes=notes, skip_unrelated=request.skip_unrelated)
+    unread: list[Problem] = []
+    deployments, skipped = read_paths(
+        paths, notes=notes, skip_unrelated=request.skip_unrelated, unread=unread
+    )
     if request.config is not None and not Path(request.config).is_file():
         raise InvalidSettings(f"--config {request.config}: no such file")
     ignores, ignore_problems = load_ignores(Path(request.config or ".kvalign.yaml"))
@@ -143,6 +147,8 @@ def _run(request: AuditRequest, notes: list[Problem]) -> AuditOutcome:
         fail_on=request.fail_on,
         select=selected,
         ignore_rules=ignored,
+        unread=tuple(unread),
+        unread_accepted=request.skip_unrelated,
     )
     messages = [
         f"warning: {problem.location}: {problem.message}"
@@ -158,7 +164,12 @@ def _run(request: AuditRequest, notes: list[Problem]) -> AuditOutcome:
             for result in file.pools
             if result.pool.args.unknown
         ]
-    if not report.files and not report.unevaluated and not request.skip_unrelated:
+    if (
+        not report.files
+        and not report.unevaluated
+        and not report.unread
+        and not request.skip_unrelated
+    ):
         # an empty or mistyped deploy path must not pass a CI gate silently; the lines
         # gathered so far are printed before the error
         raise _NothingFound(_nothing_found(paths, skipped, request.verbose, INPUT_KINDS), messages)

@@ -214,9 +214,14 @@ GPUS: dict[str, Gpu] = {
         Gpu("GB300", "nvidia", (10, 3)),
         Gpu("RTX-PRO-6000", "nvidia", (12, 0)),
         Gpu("RTX-5090", "nvidia", (12, 0)),
+        Gpu("GB10", "nvidia", (12, 1)),
+        Gpu("RTX-3090", "nvidia", (8, 6)),
+        Gpu("H800", "nvidia", (9, 0)),
         Gpu("MI300X", "amd", None),
         Gpu("MI325X", "amd", None),
         Gpu("MI355X", "amd", None),
+        Gpu("MI50", "amd", None),
+        Gpu("R9700", "amd", None),
         Gpu("Max-1550", "intel", None),
         Gpu("Arc-B580", "intel", None),
         Gpu("Arc-Pro-B60", "intel", None),
@@ -228,6 +233,10 @@ GPUS: dict[str, Gpu] = {
 def get_gpu(name: str | None) -> Gpu | None:
     """The GPU named ``name`` (case-insensitive), ``None`` when unspecified.
 
+    Besides kvalign's names, the forms users copy from ``nvidia-smi`` and node labels
+    name a GPU when one known name is a whole ``-``/space-separated part of them
+    (``NVIDIA-H100-80GB-HBM3``, ``H100-SXM``, ``NVIDIA H800``; :func:`gpu_from_product`).
+
     Raises:
         InvalidSettings: an unknown GPU name.
     """
@@ -236,6 +245,9 @@ def get_gpu(name: str | None) -> Gpu | None:
     for gpu in GPUS.values():
         if gpu.name.lower() == name.strip().lower():
             return gpu
+    labelled = gpu_from_product(name.strip())
+    if labelled is not None:
+        return GPUS[labelled]
     raise InvalidSettings(f"--gpu: unknown GPU {name!r} (known: {', '.join(GPUS)})")
 
 

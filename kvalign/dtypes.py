@@ -58,6 +58,18 @@ PACKED_KV_CACHE_DTYPES: tuple[str, ...] = (
 MAMBA_DTYPES: tuple[str, ...] = ("auto", "float32", "float16", "bfloat16")
 
 
+def case_hint(value: str, choices: tuple[str, ...]) -> str:
+    """``"; vLLM's choices are case-sensitive: pass fp8"`` when ``value`` differs from one
+    of ``choices`` only in case (``""`` otherwise). ``vllm serve`` gives these flags
+    argparse ``choices`` from their ``Literal`` types, so ``--kv-cache-dtype FP8`` stops
+    it (``vllm/engine/arg_utils.py`` ``literal_to_kwargs``; ``CacheDType``, ``MambaDType``
+    in ``vllm/config/cache.py``; read in 0.27.1)."""
+    lowered = value.strip().lower()
+    if lowered != value and lowered in choices:
+        return f"; vLLM's choices are case-sensitive: pass {lowered}"
+    return ""
+
+
 def normalize_model_dtype(name: str, *, field: str) -> str:
     """Canonical model dtype name for ``name`` (e.g. ``torch.bfloat16`` → ``bfloat16``).
 
@@ -103,6 +115,7 @@ def kv_cache_dtype_bytes(kv_cache_dtype: str, model_dtype: str) -> int:
         raise InvalidSettings(
             f"--kv-cache-dtype: unknown value {kv_cache_dtype!r} "
             f"(expected one of {', '.join(KV_CACHE_DTYPES)})"
+            + case_hint(kv_cache_dtype, KV_CACHE_DTYPES + PACKED_KV_CACHE_DTYPES)
         )
     return DTYPE_BYTES[model_dtype if kv_cache_dtype == "auto" else kv_cache_dtype]
 
@@ -116,6 +129,7 @@ def mamba_dtype(flag: str, model_dtype: str, *, field: str) -> str:
     if flag not in MAMBA_DTYPES:
         raise InvalidSettings(
             f"{field}: unknown value {flag!r} (expected one of {', '.join(MAMBA_DTYPES)})"
+            + case_hint(flag, MAMBA_DTYPES)
         )
     return model_dtype if flag == "auto" else flag
 

@@ -29,7 +29,17 @@ from kvalign.errors import InvalidSettings, KvalignError, NotModelled, Unsupport
 from kvalign.families import kda
 from kvalign.geometry import AttentionGeometry, ModelGeometry
 from kvalign.settings import Settings
-from kvalign.versions import Profile, Resolved, architecture_problem, resolve
+from kvalign.startup import mamba_block_size_problem, stand_in_problem
+from kvalign.versions import (
+    ARCHITECTURE_RELEASES,
+    Profile,
+    Resolved,
+    TransformersChoice,
+    architecture_problem,
+    architecture_stand_in,
+    resolve,
+    transformers_for,
+)
 
 #: ``--block-size`` when none is given (vLLM ``CacheConfig.DEFAULT_BLOCK_SIZE``).
 DEFAULT_BLOCK_SIZE = 16
@@ -94,6 +104,9 @@ class EngineConfig:
             shard-padded (0.33).
         config_error: why the release cannot build its model config at all (``""`` when
             it can): every TP is then invalid.
+        startup_error: why vLLM fails at start-up although the configuration builds
+            (:mod:`kvalign.startup`; ``""`` when it starts): the sizes are still computed,
+            every TP is unusable.
         state_spec_tokens: speculative rows in the conv state (``num_speculative_tokens``,
             or 0 for Mamba2 layers before vLLM 0.17).
         resolutions: each resolved input with its source, in resolution order.
@@ -124,6 +137,7 @@ class EngineConfig:
     replay_ring: int = 0
     replay_padded: bool = False
     config_error: str = ""
+    startup_error: str = ""
     resolutions: tuple[Resolution, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -212,11 +226,18 @@ def _state_dtypes(
     if geometry.model_type == "nemotron_h" and default is not None:
         if profile.nemotron_ssm_fallback is None:
             default = None
+        elif geometry.ssm_dtype_fallback and _transformers(settings).major >= 5:
+            # transformers 5's NemotronHConfig declares mamba_ssm_cache_dtype = "float32",
+            # which vLLM's getattr(hf_config, "mamba_ssm_cache_dtype", fallback) then reads
+            default = "float32"
         elif geometry.ssm_dtype_fallback:
             default = profile.nemotron_ssm_fallback
     if flag == "auto" and default is not None:
         flag = default
         why = f"--mamba-ssm-cache-dtype auto → {default} (model default, vLLM {profile.name})"
+        if geometry.model_type == "nemotron_h" and geometry.ssm_dtype_fallback:
+            choice = _transformers(settings)
+            why += f" with transformers {choice.version}"
     assert geometry.state is not None
     family = geometry.state.family
     if family == "kda":
@@ -242,6 +263,11 @@ def _state_dtypes(
     if flag == "auto":
         return conv, conv, "--mamba-ssm-cache-dtype auto → the conv-state dtype", flag
     return conv, flag, why, flag
+
+
+def _transformers(settings: Settings) -> TransformersChoice:
+    """The transformers release the pool runs with (:func:`transformers_for`)."""
+    return transformers_for(resolve(settings.vllm_version).release, settings.transformers_version)
 
 
 def mamba_cache_mode(
@@ -445,6 +471,7 @@ class _Trail:
     def __init__(self) -> None:
         self.steps: list[Resolution] = []
         self.notes: list[str] = []
+        self.startup_errors: list[str] = []
 
     def add(self, key: str, value: str, source: str) -> None:
         self.steps.append(Resolution(key, value, source))
@@ -507,6 +534,9 @@ def resolve_model_config(
     """
     chosen = resolve(settings.vllm_version)
     trail.add("vllm_release", chosen.profile.name, chosen.note)
+    choice = _transformers(settings)  # refuses a version outside the release's range
+    if settings.transformers_version is not None:
+        trail.add("transformers", choice.version, choice.note)
     model_dtype = resolve_model_dtype(settings.dtype, geometry.model_dtype)
     trail.add("model_dtype", model_dtype,
               f"--dtype {settings.dtype} (config: {geometry.model_dtype})")  # fmt: skip
@@ -517,18 +547,44 @@ def resolve_model_config(
     return chosen, model_dtype
 
 
+def resolve_stand_in(geometry: ModelGeometry, chosen: Resolved, trail: _Trail) -> ModelGeometry:
+    """The model as the release serves it when it registers not the checkpoint's class but a
+    stand-in (:func:`kvalign.versions.architecture_stand_in`): the model-default hooks
+    (``MODELS_CONFIG_MAP`` in ``vllm/model_executor/models/config.py``) key on the
+    checkpoint's own name, so none applies before 0.25 (Qwen3.5's ``mamba_ssm_dtype``); the
+    start-up failure is recorded (:func:`kvalign.startup.stand_in_problem`). From 0.25 the hooks
+    are also looked up under the normalised name (measured: 0.17.0 400, 0.25.0 784 at TP 2
+    for the text-only Qwen3.5-27B)."""
+    stand_in = architecture_stand_in(geometry.architecture, chosen.release)
+    if not stand_in:
+        return geometry
+    first = ARCHITECTURE_RELEASES[geometry.architecture][0]
+    problem = stand_in_problem(geometry.architecture, stand_in, chosen.profile.name, first)
+    trail.add("architecture", stand_in, problem)
+    trail.startup_errors.append(problem)
+    if chosen.profile.config_hooks_normalise_arch:
+        return geometry
+    return replace(geometry, ssm_dtype_default=None)
+
+
 def resolve_prefix_caching(
     geometry: ModelGeometry, settings: Settings, profile: Profile, trail: _Trail
 ) -> bool:
     """Whether prefix caching is on: the flag, else the release's default (off for hybrid
-    models in some releases). Mirrors ``EngineArgs._set_default_args`` and
-    ``VllmConfig.__post_init__``'s hybrid default (``vllm/config/vllm.py``)."""
+    models in some releases), and off whatever the flag says where the release turns it off
+    for the model (:meth:`Profile.prefix_caching_refusal`). Mirrors
+    ``EngineArgs._set_default_args``, ``VllmConfig.__post_init__``'s hybrid default
+    (``vllm/config/vllm.py``) and ``MambaModelConfig.verify_and_update_config``."""
     if settings.enable_prefix_caching is not None:
         prefix_caching = settings.enable_prefix_caching
         why = "--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching"
     else:
         prefix_caching = profile.prefix_caching_default(geometry.is_hybrid)
         why = f"vLLM {profile.name} default" + (" for hybrid models" if geometry.is_hybrid else "")
+    refusal = profile.prefix_caching_refusal(geometry.model_type, geometry.state is not None)
+    if refusal and prefix_caching:
+        prefix_caching, why = False, refusal
+        trail.notes.append(refusal)
     trail.add("prefix_caching", "on" if prefix_caching else "off", why)
     return prefix_caching
 
@@ -694,6 +750,9 @@ def resolve_mamba_alignment(
             chunk_why = "the model's Mamba chunk size"
         why = f"prefix caching in Mamba cache mode 'all' (vLLM {profile.name}): {chunk_why}"
         trail.add("mamba_chunk_alignment", str(chunk), why)
+        problem = mamba_block_size_problem(geometry, profile, mode, settings.mamba_block_size)
+        if problem:
+            trail.startup_errors.append(problem)
     elif settings.mamba_block_size is not None and geometry.is_hybrid:
         trail.notes.append(
             f"--mamba-block-size {settings.mamba_block_size} does not move the block size "
@@ -794,6 +853,7 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
     trail = _Trail()
     chosen, model_dtype = resolve_model_config(geometry, settings, trail)
     profile = chosen.profile
+    geometry = resolve_stand_in(geometry, chosen, trail)
     prefix_caching = resolve_prefix_caching(geometry, settings, profile, trail)
     gpu = get_gpu(settings.gpu)
     attention = resolve_attention(geometry, settings, profile, gpu, model_dtype, trail)
@@ -839,6 +899,7 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         replay_ring=ring,
         replay_padded=profile.replayssm >= 4,
         config_error=config_error,
+        startup_error="; ".join(trail.startup_errors),
         resolutions=tuple(trail.steps),
         notes=tuple(trail.notes),
     )

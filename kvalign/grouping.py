@@ -5,11 +5,13 @@ of the same group.
 
 * ``file``: one group per file (the behaviour before ``--pair-by`` existed).
 * ``label`` (default): a pool with an explicit deployment key
-  (:class:`~kvalign.deploy.model.DeploymentKey`) joins the other pools with the same key,
-  namespace and folder, across files. The key is the Helm release when the manifests name
-  one (``app.kubernetes.io/instance``, ``helm-release-name``), else the application
-  (``app.kubernetes.io/part-of``), else the model (``llm-d.ai/model``): several releases
-  of one model in one folder stay several deployments
+  (:class:`~kvalign.deploy.model.DeploymentKey`) joins the other pools with the same key and
+  namespace, across files and across every folder of the run (``deploy/prefill/`` and
+  ``deploy/decode/``). Folders keep their pools apart only when both roles exist in each
+  of them (``staging/`` and ``prod/`` side by side, each a whole deployment). The key is
+  the Helm release when the manifests name one (``app.kubernetes.io/instance``,
+  ``helm-release-name``), else the application (``app.kubernetes.io/part-of``), else the
+  model (``llm-d.ai/model``): several releases of one model stay several deployments
   (:data:`kvalign.deploy.common.DEPLOYMENT_LABELS`); e.g. ``prefill.yaml`` +
   ``decode.yaml``, a Helm chart rendered with ``--output-dir``; a key that names a
   single object holding every pool (a Dynamo graph, a KServe service, a
@@ -17,6 +19,9 @@ of the same group.
   its file.
 * ``model``: every prefill pool with every decode pool of the same model id, across all
   inputs.
+
+A standalone server (role ``server``) is a group of its own under every mode: it pairs
+with nothing, and only its own rules run.
 """
 
 from __future__ import annotations
@@ -53,8 +58,11 @@ def folder_of(file: str) -> str:
 
 
 def grouping_of(pool: Pool, pair_by: PairBy) -> Grouping:
-    """The group ``pool`` belongs to under ``pair_by`` (see the module docstring)."""
+    """The group ``pool`` belongs to under ``pair_by`` before folders are considered
+    (see the module docstring and :func:`group_pools`)."""
     file = pool.location.file
+    if pool.role == "server":
+        return Grouping(f"server:{file}:{pool.name}", "server", f"standalone server in {file}")
     if pair_by == "model":
         return Grouping(f"model:{pool.model}", "model", f"model {pool.model}")
     key = pool.deployment_key
@@ -62,15 +70,41 @@ def grouping_of(pool: Pool, pair_by: PairBy) -> Grouping:
         ident = f"{key.source}:{key.namespace}/{key.value}"
         if key.single_object:
             return Grouping(f"object:{file}:{ident}", "object", f"{key} in {file}")
-        folder = folder_of(file)
-        where = "stdin" if folder == "-" else f"{folder}/"
-        return Grouping(f"label:{folder}:{ident}", "label", f"label {key} in {where}")
+        return Grouping(f"label:{ident}", "label", f"label {key}")
     suffix = " (no deployment key)" if pair_by == "label" else ""
     return Grouping(f"file:{file}", "file", f"file {file}{suffix}")
 
 
+def _by_folder(
+    grouping: Grouping, pools: Sequence[Pool], indices: list[int]
+) -> list[tuple[Grouping, list[int]]]:
+    """A label group split by folder when every folder holds both roles (else whole)."""
+    folders: dict[str, list[int]] = {}
+    for index in indices:
+        folders.setdefault(folder_of(pools[index].location.file), []).append(index)
+    if len(folders) < 2 or not all(
+        {pools[i].role for i in members} >= {"prefill", "decode"} for members in folders.values()
+    ):
+        where = ", ".join("stdin" if f == "-" else f"{f}/" for f in folders)
+        return [(Grouping(grouping.key, grouping.basis, f"{grouping.how} in {where}"), indices)]
+    return [
+        (
+            Grouping(
+                f"{grouping.key}@{folder}",
+                grouping.basis,
+                f"{grouping.how} in {'stdin' if folder == '-' else folder + '/'}",
+            ),
+            members,
+        )
+        for folder, members in folders.items()
+    ]
+
+
 def group_pools(pools: Sequence[Pool], pair_by: PairBy) -> list[tuple[Grouping, tuple[int, ...]]]:
     """Group pools (by index into ``pools``), groups in order of their first pool.
+
+    Label groups span folders; they are split by folder only when every folder holds
+    both a prefill and a decode pool (:func:`_by_folder`).
 
     Returns:
         ``(grouping, indices)`` pairs; every index appears in exactly one group.
@@ -79,4 +113,12 @@ def group_pools(pools: Sequence[Pool], pair_by: PairBy) -> list[tuple[Grouping, 
     for index, pool in enumerate(pools):
         grouping = grouping_of(pool, pair_by)
         order.setdefault(grouping.key, (grouping, []))[1].append(index)
-    return [(grouping, tuple(indices)) for grouping, indices in order.values()]
+    out: list[tuple[Grouping, tuple[int, ...]]] = []
+    for grouping, indices in order.values():
+        parts = (
+            _by_folder(grouping, pools, indices)
+            if grouping.basis == "label"
+            else [(grouping, indices)]
+        )
+        out += [(g, tuple(members)) for g, members in parts]
+    return out

@@ -315,6 +315,8 @@ def analyze(
             if settings.enable_prefix_caching is False
             else f"vLLM {profile.name}'s default for hybrid models"
         )
+        if profile.prefix_caching_refusal(geometry.model_type, True):
+            source = f"vLLM {profile.name} turns it off for {geometry.model_type}"
         notes.append(
             f"prefix caching is off ({source}): logical block sizes only matter for "
             "prefix-cache hashing, so drift alone does not fail the gate"

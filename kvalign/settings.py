@@ -43,6 +43,9 @@ class Settings:
         use_replayssm: ``--use-replayssm`` (Nemotron-H ReplaySSM ring buffers, 0.27+).
         replayssm_buffer_len: ``--replayssm-buffer-len`` (ring length, tokens; vLLM 16).
         mamba_backend: ``--mamba-backend`` (``triton``, ``flashinfer``); ``None`` = triton.
+        transformers_version: ``--transformers-version``: the transformers release the
+            pool runs with, inside the vLLM release's declared range; ``None`` = what
+            installing that vLLM release resolves (:func:`kvalign.versions.transformers_for`).
     """
 
     dtype: str = "auto"
@@ -63,3 +66,4 @@ class Settings:
     use_replayssm: bool = False
     replayssm_buffer_len: int = 16
     mamba_backend: str | None = None
+    transformers_version: str | None = None

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from kvalign.errors import InvalidSettings
@@ -42,6 +43,8 @@ _MAMBA2_SPEC_ALL = frozenset(
 
 
 FlashAttnKernelRule = Literal["none", "all", "hybrid-float32"]
+#: which models with state layers get prefix caching turned off whatever the flag says.
+PrefixCachingForcedOff = Literal["none", "all", "unsupported"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,19 @@ class Profile:
         mla_blackwell_backend: the MLA backend chosen first on SM100 when none is named.
         kv_transfer_disables_hma: ``--kv-transfer-config`` turns the hybrid KV-cache
             manager off unless ``--no-disable-hybrid-kv-cache-manager`` is given.
+        config_hooks_normalise_arch: the model-default hooks (``MODELS_CONFIG_MAP`` in
+            ``vllm/config/vllm.py`` ``VllmConfig.try_verify_and_update_config``) are looked
+            up under the registry's normalised name too, so a text-only checkpoint served
+            by its multimodal stand-in gets the stand-in's defaults (Qwen3.5's
+            ``mamba_ssm_dtype``): from 0.25 (absent in 0.24.0, present in 0.25.0).
+        prefix_caching_forced_off: models with state layers whose prefix caching vLLM
+            turns off even with ``--enable-prefix-caching``: ``all`` (0.10.x:
+            ``MambaModelConfig.verify_and_update_config`` sets
+            ``enable_prefix_caching = False`` for every hybrid and Mamba model),
+            ``unsupported`` (0.11.1-0.14: models without ``SupportsMambaPrefixCaching``,
+            such as LFM2 and Qwen3-Next; "Hybrid or mamba-based model detected without
+            support for prefix caching: disabling"), ``none`` (0.15 on: cache mode
+            ``align`` serves the others).
     """
 
     name: str
@@ -176,6 +192,27 @@ class Profile:
     cpu_hybrid_alignment: bool = True
     mla_blackwell_backend: str = "FLASHINFER_MLA"
     kv_transfer_disables_hma: bool = False
+    prefix_caching_forced_off: PrefixCachingForcedOff = "none"
+    config_hooks_normalise_arch: bool = True
+
+    def prefix_caching_refusal(self, model_type: str, has_state: bool) -> str:
+        """Why this release turns prefix caching off for the model whatever the flag
+        says (``""`` when it does not). Read in 0.10.2 and 0.11.0 / 0.11.1 and 0.14.0
+        ``vllm/model_executor/models/config.py`` ``MambaModelConfig``."""
+        if not has_state or self.prefix_caching_forced_off == "none":
+            return ""
+        if self.prefix_caching_forced_off == "all":
+            return (
+                f"vLLM {self.name} turns prefix caching off for every hybrid or Mamba model "
+                '("disabling prefix caching since it is not yet supported")'
+            )
+        if model_type in self.mamba_prefix_caching_types:
+            return ""
+        return (
+            f"vLLM {self.name} turns prefix caching off for {model_type}: it has no Mamba "
+            'prefix-caching support ("Hybrid or mamba-based model detected without support '
+            'for prefix caching: disabling")'
+        )
 
     def prefix_caching_default(self, hybrid: bool) -> bool:
         """Whether prefix caching is on when no flag names it (non-hybrids: always on)."""
@@ -214,6 +251,8 @@ _OLDEST = Profile(
     flashinfer_large_pages=False,
     mla_blackwell_backend="CUTLASS_MLA",
     kv_transfer_disables_hma=True,
+    prefix_caching_forced_off="all",
+    config_hooks_normalise_arch=False,
 )
 
 #: each later release line as (first release, releases read or run, what changed from the
@@ -231,6 +270,7 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
             "nixl_equal_blocks_all": False,
             "hybrid_prefix_caching_default": False,
             "flash_attn_kernel_sizes": "all",
+            "prefix_caching_forced_off": "unsupported",
         },
     ),
     ("0.12.0", ("0.12.0",), {"flash_attn_kernel_sizes": "hybrid-float32"}),
@@ -255,6 +295,7 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
             "mamba_cache_modes": ("none", "align", "all"),
             "mamba_cache_mode_default_all": True,
             "mla_blackwell_backend": "FLASHINFER_MLA",
+            "prefix_caching_forced_off": "none",
         },
     ),
     (
@@ -298,7 +339,11 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
         ("0.24.0",),
         {"flashinfer_large_pages": True, "mamba_prefix_caching_types": _MAMBA_PREFIX_CACHING},
     ),
-    ("0.25.0", ("0.25.0", "0.26.0"), {"flash_attn_kernel_sizes": "none"}),
+    (
+        "0.25.0",
+        ("0.25.0", "0.26.0"),
+        {"flash_attn_kernel_sizes": "none", "config_hooks_normalise_arch": True},
+    ),
     (
         "0.27.0",
         ("0.27.0", "0.27.1"),
@@ -375,12 +420,110 @@ ARCHITECTURE_RELEASES: dict[str, tuple[str | None, str | None]] = {
 }
 
 
+#: the transformers range each vLLM release declares (``Requires-Dist: transformers`` in its
+#: wheel's METADATA), as a chain: (first release, specifier, releases read). A release takes
+#: the row of the newest ``first`` at or below it. Read in the published wheels.
+TRANSFORMERS_PINS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("0.10.0", ">=4.55.2", ("0.10.2", "0.11.0")),
+    ("0.11.1", ">=4.56.0,<5", ("0.11.1", "0.14.0", "0.17.0")),
+    ("0.19.0", ">=4.56.0,!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0", ("0.19.1",)),
+    ("0.25.0", ">=5.5.3", ("0.25.0", "0.26.0", "0.27.1")),
+)
+
+#: the newest transformers release of each line at the time of reading (what ``pip install
+#: vllm==X`` resolves today within X's range): 4.57.6 is the last 4.x, 5.20.2 the newest.
+TRANSFORMERS_NEWEST: tuple[str, ...] = ("4.57.6", "5.20.2")
+
+
+@dataclass(frozen=True)
+class TransformersChoice:
+    """The transformers version a pool runs with.
+
+    Attributes:
+        version: the version (``--transformers-version``, else the default).
+        pinned: the range the vLLM release declares.
+        note: how it was chosen (for ``explain``).
+    """
+
+    version: str
+    pinned: str
+    note: str
+
+    @property
+    def major(self) -> int:
+        """The major version (4 or 5)."""
+        return Version(self.version).major
+
+
+@lru_cache(maxsize=64)
+def transformers_for(release: str, requested: str | None) -> TransformersChoice:
+    """The transformers version vLLM ``release`` runs with: ``requested``
+    (``--transformers-version``) when it is inside the release's declared range, else the
+    newest known release inside it (:data:`TRANSFORMERS_NEWEST`).
+
+    Raises:
+        InvalidSettings: ``requested`` is not a version, or outside the release's range.
+    """
+    wanted = Version(release)
+    pinned = TRANSFORMERS_PINS[0][1]
+    for first, spec, _ in TRANSFORMERS_PINS:
+        if wanted >= Version(first):
+            pinned = spec
+    allowed = SpecifierSet(pinned)
+    if requested is not None:
+        try:
+            version = Version(requested.strip().lstrip("v"))
+        except InvalidVersion:
+            raise InvalidSettings(
+                f"--transformers-version: {requested!r} is not a version like 4.57.6"
+            ) from None
+        if not allowed.contains(version, prereleases=True):
+            raise InvalidSettings(
+                f"--transformers-version {requested}: vLLM {release} declares transformers"
+                f"{pinned} (its wheel's Requires-Dist)"
+            )
+        return TransformersChoice(str(version), pinned, f"--transformers-version {version}")
+    newest = max(Version(v) for v in TRANSFORMERS_NEWEST if Version(v) in allowed)
+    return TransformersChoice(
+        str(newest),
+        pinned,
+        f"what installing vLLM {release} resolves (transformers{pinned}): {newest}",
+    )
+
+
+#: unregistered text-only architectures vLLM serves with a registered class instead
+#: (``ModelRegistry._normalize_arch``: ``…ForCausalLM`` → ``…ForConditionalGeneration``,
+#: read in 0.17.0): name → the stand-in. The stand-in's own span in
+#: :data:`ARCHITECTURE_RELEASES` says from when.
+STAND_INS: dict[str, str] = {
+    "Qwen3_5ForCausalLM": "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForCausalLM": "Qwen3_5MoeForConditionalGeneration",
+}
+
+
+def architecture_stand_in(architecture: str, release: str) -> str:
+    """The class vLLM ``release`` serves ``architecture`` with when it does not register it
+    itself (``""``: registered, or no stand-in either)."""
+    stand_in = STAND_INS.get(architecture, "")
+    if not stand_in or not _registration_problem(architecture, release):
+        return ""
+    return "" if _registration_problem(stand_in, release) else stand_in
+
+
 def architecture_problem(architecture: str, release: str) -> str:
     """Why vLLM ``release`` cannot serve ``architecture`` at all (``""`` when it can).
 
     ``release`` is a version (``0.14.0``, ``0.14``); architectures not in
-    :data:`ARCHITECTURE_RELEASES` are taken as known to every profiled release.
+    :data:`ARCHITECTURE_RELEASES` are taken as known to every profiled release. An
+    architecture with a registered stand-in (:func:`architecture_stand_in`) passes: the
+    configuration builds, and :mod:`kvalign.startup` names the start-up failure.
     """
+    if architecture_stand_in(architecture, release):
+        return ""
+    return _registration_problem(architecture, release)
+
+
+def _registration_problem(architecture: str, release: str) -> str:
     span = ARCHITECTURE_RELEASES.get(architecture)
     if span is None:
         return ""
@@ -410,6 +553,18 @@ class Resolved:
     profile: Profile
     note: str
     release: str = ""
+    beyond_newest: bool = False
+
+    @property
+    def warning(self) -> str:
+        """What the CLI writes to stderr for a version newer than every profile (``""``
+        otherwise)."""
+        if not self.beyond_newest:
+            return ""
+        return (
+            f"vLLM {self.release} is newer than every profile; using the {self.profile.name} "
+            "rules (the newest)"
+        )
 
 
 def profile_named(name: str) -> Profile:
@@ -431,8 +586,8 @@ def resolve(version: str | None) -> Resolved:
     Cached: a pure function of the string, called once per pool per what-if (an audit of
     hundreds of pools in one group called it tens of thousands of times).
 
-    Versions newer than every profile use the newest with a warning note; versions older
-    than every profile are refused.
+    Versions newer than every profile use the newest (``beyond_newest``; the CLI warns on
+    stderr); versions older than every profile are refused.
 
     Raises:
         InvalidSettings: an unparsable version, or one older than every profile.
@@ -460,7 +615,9 @@ def resolve(version: str | None) -> Resolved:
     if chosen is DEFAULT_PROFILE and wanted.release[:2] > newest.release[:2]:
         return Resolved(
             chosen,
-            f"warning: vLLM {version} is newer than every profile; using the {chosen.name} rules",
+            f"vLLM {chosen.name} rules, the newest profile (for --vllm-version {version}, "
+            "newer than every profile)",
             str(wanted),
+            beyond_newest=True,
         )
     return Resolved(chosen, f"vLLM {chosen.name} rules (for --vllm-version {version})", str(wanted))

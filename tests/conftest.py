@@ -18,7 +18,10 @@ CATALOG = ROOT / "configs" / "models"
 
 
 def catalog_path(golden_config: str) -> Path:
-    """Map a golden ``hf-configs/<org>__<name>/config.json`` to the bundled copy."""
+    """Map a golden ``hf-configs/<org>__<name>/config.json`` to the bundled copy (a
+    ``tests/…`` path names a test config of this repository)."""
+    if golden_config.startswith("tests/"):
+        return ROOT / golden_config
     folder = Path(golden_config).parent.name
     org, name = folder.split("__", 1)
     return CATALOG / org / name / "config.json"

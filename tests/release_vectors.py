@@ -40,6 +40,7 @@ FIELDS: tuple[str, ...] = (
     "block_size",
     "kernel_block_size",
     "mamba_page_size_padded",
+    "enable_prefix_caching",
 )
 
 #: kvalign's message for an architecture the chosen release does not know (issue 11).
@@ -79,6 +80,8 @@ def kvalign_settings(row: dict[str, Any], release: str) -> tuple[Settings | None
         "gpu": raw.get("gpu"),
         "gdn_prefill_backend": "triton",
         "vllm_version": release,
+        # what the vector ran with (fidelity vectors record it; the grid's do not)
+        "transformers_version": (row.get("vllm") or {}).get("transformers"),
     }
     unsupported: list[str] = []
     if raw["enable_prefix_caching"] is not None:
@@ -134,11 +137,17 @@ def compare(row: dict[str, Any], release: str) -> dict[str, tuple[Any, Any]]:
         return {} if not result.valid else {"valid": (True, False)}
     if not result.valid:
         return {"valid": (False, True)}
-    return {
+    diff = {
         name: (got[name], value)
         for name, value in expected.items()
         if name in got and got[name] != value
     }
+    # what vLLM's CacheConfig ended with (issue 16 class 2: prefix caching forced off);
+    # only hybrids: vLLM does no block alignment for the others, so kvalign does not track it
+    resolved = (row.get("resolved") or {}).get("enable_prefix_caching")
+    if geometry.is_hybrid and resolved is not None and result.prefix_caching != resolved:
+        diff["enable_prefix_caching"] = (result.prefix_caching, resolved)
+    return diff
 
 
 def command(row: dict[str, Any], release: str) -> str:

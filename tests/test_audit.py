@@ -308,7 +308,7 @@ def test_sarif_shape() -> None:
     assert sarif["version"] == "2.1.0" and sarif["$schema"].endswith("sarif-2.1.0.json")
     run = sarif["runs"][0]
     rules = run["tool"]["driver"]["rules"]
-    assert [r["id"] for r in rules] == [f"KVA{n:03d}" for n in range(1, 13)]
+    assert [r["id"] for r in rules] == [f"KVA{n:03d}" for n in range(1, 14)]
     for result in run["results"]:
         assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
         assert result["level"] in ("error", "warning", "note")

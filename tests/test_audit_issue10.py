@@ -38,12 +38,11 @@ def test_a_pool_whose_model_cannot_load_hides_nothing(tmp_path: Path) -> None:
     deployments, _ = read_paths([str(path)])
     report = run_audit(deployments)
     assert [p.message.split(":")[0] for p in report.unevaluated] == ["prefill/prefill"]
-    assert [f.rule for f in report.findings] == ["KVA010"]
+    # issue 14: the decode pool left unpaired is a KVA013 finding (was a problem)
+    assert [f.rule for f in report.findings] == ["KVA010", "KVA013"]
     assert [r.pool.label for f in report.files for r in f.pools] == ["decode/decode"]
     assert report.exit_code("error") == 3
-    assert any(
-        "could not be evaluated (listed as not evaluated)" in p.message for p in report.problems
-    )
+    assert "could not be evaluated" in report.findings[1].message
 
 
 def test_json_error_document_goes_to_output_and_keeps_the_reason(tmp_path: Path) -> None:
@@ -71,18 +70,37 @@ def test_json_error_document_on_an_empty_scan(tmp_path: Path) -> None:
 
 
 def test_a_roleless_launch_is_not_evaluated_unless_skip_unrelated(tmp_path: Path) -> None:
+    # issue 14: two kv_both launches of one model are a P/D pair whose roles are not named
+    # (a launch with no --kv-transfer-config is now a standalone server: see below)
     script = tmp_path / "serve.sh"
-    script.write_text("vllm serve org/m --port 8000\nvllm serve org/m --port 8001\n")
+    both = """--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'"""
+    script.write_text(f"vllm serve org/m --port 8000 {both}\nvllm serve org/m --port 8001 {both}\n")
     strict = runner.invoke(app, ["audit", str(script)])
     assert strict.exit_code == 3
+    # issue 14: printed once, in the report (was on stderr as well)
     assert "launches vLLM but no prefill/decode pool was read: command-1: role unknown" in (
-        strict.stderr
+        strict.stdout
     )
+    assert "role unknown" not in strict.stderr
     relaxed = runner.invoke(app, ["audit", str(script), "--skip-unrelated"])
     assert relaxed.exit_code == 0
     assert "command-1: role unknown" in relaxed.stderr and "skipped (--skip-unrelated)" in (
         relaxed.stderr
     )
+
+
+def test_launches_without_kv_transfer_config_are_standalone_servers(tmp_path: Path) -> None:
+    # issue 14: no --kv-transfer-config means no P/D pool: two aggregated servers, each a
+    # note, exit 0; their own rules still run (Nemotron 3 Nano has n_groups 8: TP 16 is
+    # invalid, KVA010)
+    script = tmp_path / "serve.sh"
+    script.write_text(f"vllm serve {NANO} --port 8000\nvllm serve {NANO} -tp 16 --port 8001\n")
+    result = runner.invoke(app, ["audit", str(script), "--format", "json"])
+    report = json.loads(result.stdout)
+    assert [p["role"] for f in report["files"] for p in f["pools"]] == ["server", "server"]
+    assert [f["rule"] for f in report["findings"]] == ["KVA010"]
+    assert sum("standalone server" in n for n in report["notes"]) == 2
+    assert result.exit_code == 1  # KVA010 is an error
 
 
 def test_stdin_without_a_deployment_lists_every_input_kind() -> None:

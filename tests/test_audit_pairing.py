@@ -71,17 +71,23 @@ def test_grouping_modes_on_hand_made_pools() -> None:
     pools = [
         _pool("prefill", "a/prefill.yaml", part_of),
         _pool("decode", "a/decode.yaml", part_of),
-        _pool("decode", "b/decode.yaml", part_of),  # same key, other folder: not joined
+        # same key, other folder: joined (issue 14: folders stay apart only when each holds
+        # both roles; b/ holds a decode pool only)
+        _pool("decode", "b/decode.yaml", part_of),
         _pool("prefill", "a/keyless.yaml"),  # no key: its file
         _pool("decode", "a/other.yaml", DeploymentKey("app.kubernetes.io/part-of", "qwen", "ns")),
     ]
     label = group_pools(pools, "label")
     assert [(g.basis, idx) for g, idx in label] == [
-        ("label", (0, 1)), ("label", (2,)), ("file", (3,)), ("label", (4,)),
+        ("label", (0, 1, 2)), ("file", (3,)), ("label", (4,)),
     ]  # fmt: skip
-    assert label[0][0].how == "label app.kubernetes.io/part-of=qwen in a/"
-    assert label[2][0].how == "file a/keyless.yaml (no deployment key)"
-    assert label[3][0].how == "label app.kubernetes.io/part-of=qwen (namespace ns) in a/"
+    assert label[0][0].how == "label app.kubernetes.io/part-of=qwen in a/, b/"
+    assert label[1][0].how == "file a/keyless.yaml (no deployment key)"
+    assert label[2][0].how == "label app.kubernetes.io/part-of=qwen (namespace ns) in a/"
+    # staging/ and prod/ side by side, each a whole deployment: kept apart
+    sides = [_pool(r, f"{side}/{r}.yaml", part_of) for side in ("staging", "prod")
+             for r in ("prefill", "decode")]  # fmt: skip
+    assert [idx for _, idx in group_pools(sides, "label")] == [(0, 1), (2, 3)]
     # file mode ignores keys; model mode joins everything of the same model id
     assert [idx for _, idx in group_pools(pools, "file")] == [(0,), (1,), (2,), (3,), (4,)]
     assert [idx for _, idx in group_pools(pools, "model")] == [(0, 1, 2, 3, 4)]
@@ -93,12 +99,12 @@ def test_single_object_keys_never_join_files_and_stdin_is_its_own_folder() -> No
     assert grouping_of(one, "label").key != grouping_of(two, "label").key
     assert grouping_of(one, "label").how == "DynamoGraphDeployment g in x/one.yaml"
     name = DeploymentKey("kvalign name", "pd")
-    assert grouping_of(_pool("prefill", "-", name), "label").how == "label kvalign name=pd in stdin"
-    # a file in the working folder and stdin do not share a folder
-    assert (
-        grouping_of(_pool("prefill", "-", name), "label").key
-        != grouping_of(_pool("decode", "pd.yaml", name), "label").key
-    )
+    ((alone, _),) = group_pools([_pool("prefill", "-", name)], "label")
+    assert alone.how == "label kvalign name=pd in stdin"
+    # issue 14: stdin is one more input of the run; its halves join a file's by label
+    assert [idx for _, idx in group_pools(
+        [_pool("prefill", "-", name), _pool("decode", "pd.yaml", name)], "label"
+    )] == [(0, 1)]  # fmt: skip
 
 
 # ---- the split examples under each mode ------------------------------------------------------
@@ -111,6 +117,7 @@ def test_label_mode_pairs_the_split_halves_across_files() -> None:
     assert bad.grouping.how == (
         f"label llm-d.ai/model=ms-qwen35-llm-d-modelservice (namespace llm-d-pd) in {SPLIT_BAD}/"
     )
+    assert bad.grouping.key != good.grouping.key  # each folder holds both roles: kept apart
     # TP 8 prefill (528) vs TP 16 decode (272): split path; split-good is TP 8 on both sides
     assert [o.pair.verdict for o in bad.pairs] == ["split"]
     assert [o.pair.verdict for o in good.pairs] == ["ok"]
@@ -130,14 +137,16 @@ def test_label_mode_pairs_the_split_halves_across_files() -> None:
 
 def test_file_mode_keeps_the_old_behaviour_and_reports_unpaired_pools() -> None:
     report = _audit(SPLIT_BAD, pair_by="file")
-    assert report.findings == ()  # nothing to pair within either file
+    # issue 14: nothing pairs within either file, so each half is a KVA013 finding, an
+    # error because the other file holds a pool of the other role with the same
+    # llm-d.ai/model label that could be its partner (was a non-blocking problem)
     assert [g.grouping.basis for g in report.groups] == ["file", "file"]
-    assert sorted(p.message.split(":")[0] for p in report.problems) == [
-        "decode/ms-qwen35-llm-d-modelservice-decode",
-        "prefill/ms-qwen35-llm-d-modelservice-prefill",
+    assert sorted((f.rule, f.severity, f.pools[0]) for f in report.findings) == [
+        ("KVA013", "error", "decode/ms-qwen35-llm-d-modelservice-decode"),
+        ("KVA013", "error", "prefill/ms-qwen35-llm-d-modelservice-prefill"),
     ]
-    assert all("not paired (see --pair-by)" in p.message for p in report.problems)
-    assert not any(p.blocking for p in report.problems)
+    assert all("could be its partner" in f.message for f in report.findings)
+    assert report.problems == ()
 
 
 def test_file_and_label_modes_agree_on_every_single_file_example() -> None:
@@ -208,9 +217,9 @@ def test_json_reports_groups_pairs_and_keys() -> None:
 
 def test_table_and_markdown_show_pairs_and_unpaired_pools() -> None:
     table = runner.invoke(app, ["audit", str(SPLIT_GOOD), "--pair-by", "file"])
-    assert table.exit_code == 0
+    assert table.exit_code == 1  # issue 14: the unpaired halves are KVA013 errors
     assert "Pairs (--pair-by file)" in table.stdout and "not paired" in table.stdout
-    assert "no decode pool in its deployment" in table.stderr
+    assert "no decode pool in its deployment" in table.stdout  # a KVA013 finding (issue 14)
     md = runner.invoke(app, ["audit", str(SPLIT_GOOD), "--format", "markdown"]).stdout
     assert "### Pairs (`--pair-by label`)" in md
     assert "| ok |" in md
@@ -218,7 +227,8 @@ def test_table_and_markdown_show_pairs_and_unpaired_pools() -> None:
 
 def test_pair_by_on_the_command_line() -> None:
     assert runner.invoke(app, ["audit", str(SPLIT_BAD)]).exit_code == 1
-    assert runner.invoke(app, ["audit", str(SPLIT_BAD), "--pair-by", "file"]).exit_code == 0
+    # issue 14: the unpaired halves are KVA013 errors (each could be the other's partner)
+    assert runner.invoke(app, ["audit", str(SPLIT_BAD), "--pair-by", "file"]).exit_code == 1
     assert runner.invoke(app, ["audit", str(SPLIT_BAD), "--pair-by", "model"]).exit_code == 1
     bad = runner.invoke(app, ["audit", str(SPLIT_BAD), "--pair-by", "banana"])
     assert bad.exit_code == 2 and "--pair-by" in bad.stderr
@@ -268,7 +278,8 @@ def test_an_unevaluated_half_leaves_the_other_unpaired(tmp_path: Path) -> None:
     report = _audit(tmp_path)
     assert report.exit_code("error") == 3
     assert "unresolved variable(s) --model: $(M)" in report.unevaluated[0].message
-    assert [p.message.split(":")[0] for p in report.problems] == ["decode/decode"]
+    # issue 14: the unpaired half is a KVA013 finding (was a non-blocking problem)
+    assert [(f.rule, f.pools) for f in report.findings] == [("KVA013", ("decode/decode",))]
 
 
 # ---- a worker's own --kv-cache-block-size ---------------------------------------------------
@@ -526,8 +537,15 @@ def test_grouping_is_a_partition_that_respects_its_scope(
         files = {p.location.file for p in members}
         if mode == "model":
             assert len({p.model for p in members}) == 1
-        elif grouping.basis == "label":  # one key, one folder; never stdin with a file
+        elif grouping.basis == "label":  # one key; several folders unless each is whole
             assert len({p.deployment_key for p in members}) == 1
-            assert len({folder_of(f) for f in files}) == 1
+            same_key = [p for p in pools if p.deployment_key == members[0].deployment_key]
+            folders = {folder_of(p.location.file) for p in same_key}
+            whole = all(
+                {p.role for p in same_key if folder_of(p.location.file) == f}
+                >= {"prefill", "decode"}
+                for f in folders
+            )
+            assert len({folder_of(f) for f in files}) == (1 if whole else len(folders))
         else:  # file or single object: one file
             assert len(files) == 1

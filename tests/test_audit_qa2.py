@@ -265,7 +265,10 @@ def test_table_keeps_locations_whole_at_any_width(
     assert f"│ {location} │" in wide.stdout and "…" not in wide.stdout
     out = tmp_path / "report.txt"
     runner.invoke(app, ["audit", bad, "--output", str(out)])
-    assert f"│ {location} │" in out.read_text() and "…" not in out.read_text()
+    # issue 14: a file is no terminal: plain lines, neither wrapped nor padded (was a
+    # 400-column rich table)
+    assert f"  {location}: KVA003 error: " in out.read_text() and "…" not in out.read_text()
+    assert not any(line != line.rstrip() for line in out.read_text().splitlines())
 
 
 # ---- 7: deep JSON --------------------------------------------------------------------------
@@ -424,7 +427,7 @@ def test_unknown_rule_in_an_ignore_is_warned(tmp_path: Path) -> None:
     path = _write(tmp_path, "d.yaml", "# kvalign: ignore=KVA999 reason=typo\n" + text)
     result = runner.invoke(app, ["audit", str(path)])
     assert result.exit_code == 0
-    assert f"{path}:1: ignore names unknown rule 'KVA999' (known: KVA001 … KVA012)" in (
+    assert f"{path}:1: ignore names unknown rule 'KVA999' (known: KVA001 … KVA013)" in (
         result.stderr
     )
 

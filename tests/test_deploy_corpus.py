@@ -45,6 +45,15 @@ CLASSES = [
     "G",
     # issue 14: the shell as bash runs it with no arguments, launch forms, layouts
     *(f"S{n}" for n in range(1, 13)),
+    # issue 14
+    "SV",  # standalone (aggregated) server: a note, its own rules run
+    "U",  # unpaired prefill/decode pool: KVA013
+    "F",  # pairing across folders (--pair-by label)
+    "NR",  # a path no reader takes although it may hold a launch: not read
+    "LM",  # an aggregated LMCache kv_both server: KVA007 runs
+    "RS",  # Ray Serve LLM P/D configs
+    "ST",  # AIBrix StormService
+    "X",  # references across files of one run (KServe baseRefs)
 ]
 runner = CliRunner()
 
@@ -56,8 +65,9 @@ def _audit(path: Path, *args: str) -> tuple[int, dict[str, Any]]:
 
 
 def _messages(report: dict[str, Any]) -> str:
-    lines = [p["message"] for key in ("problems", "unevaluated") for p in report[key]]
-    lines += report.get("assumptions", [])
+    lines = [p["message"] for key in ("problems", "unevaluated", "not_read") for p in report[key]]
+    lines += report.get("assumptions", []) + report.get("notes", [])
+    lines += [f"{f['rule']}: {f['message']}" for f in report.get("findings", [])]
     error = report.get("error")
     if error:
         lines += [error["message"], *(r["message"] for r in error["reasons"])]
@@ -137,12 +147,18 @@ def test_a_scan_of_the_whole_corpus_never_skips_a_vllm_launch() -> None:
     skipped = sorted(Path(s).name for s in report["skipped"])
     assert skipped == [
         "bench.sh",
+        "config.yaml",  # kserve/baserefs-files: a base read through service.yaml's baseRefs
         "deployment-not-vllm.yaml",
         "docker_run_other.sh",
-        "expectations.yaml",
         "lmcache-decoder-config.yaml",
         "lmcache-prefiller-config.yaml",
         "sglang_launch.sh",
     ]
+    # issue 14: a file no reader takes that mentions vLLM is listed as not read (exit 3),
+    # never skipped: this folder's own expectations.yaml is one (it was skipped)
+    assert {Path(p["file"]).name for p in report["not_read"]} == {
+        "expectations.yaml",
+        "values.yaml",
+    }
     unevaluated = {Path(p["file"]).name for p in report["unevaluated"]}
     assert {"serve.sh", "print_command.sh", "deploy-shell-script-file.yaml"} <= unevaluated

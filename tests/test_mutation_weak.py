@@ -35,9 +35,10 @@ def test_pair_by_names_the_pairs_and_their_verdicts() -> None:
     assert pair["prefill"]["pool"] == "prefill/ms-qwen35-llm-d-modelservice-prefill"
     assert pair["decode"]["pool"] == "decode/ms-qwen35-llm-d-modelservice-decode"
     assert (pair["verdict"], pair["block_size_ratio"]) == ("split", None)
-    # one group per file: each holds one half, so nothing is paired and nothing fails
+    # one group per file: each holds one half, so nothing is paired; issue 14: each half
+    # is a KVA013 error (the other file holds its partner), so the gate fails (was exit 0)
     by_file = _audit("--pair-by", "file")
-    assert by_file["exit"] == 0
+    assert by_file["exit"] == 1
     assert [g["pairs"] for g in by_file["groups"]] == [[], []]
     # by model: the two halves meet again
     by_model = _audit("--pair-by", "model")

@@ -60,13 +60,68 @@ def _workflows() -> list[dict[str, Any]]:
     return [c for c in map(yaml.safe_load, _blocks("yaml")) if "jobs" in c]
 
 
+SPLIT_GOOD = ROOT / "configs" / "deployments" / "kubernetes" / "split-good"
+#: an aggregated vLLM server (no --kv-transfer-config): a standalone server, exit 0.
+SERVER = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: chat}
+spec:
+  template:
+    spec:
+      containers:
+      - {name: vllm, image: vllm/vllm-openai:v0.33.0, args: [--model, tiiuae/Falcon-H1-0.5B-Base]}
+"""
+
+
+def _helm_stand_in(folder: Path, chart: Path) -> None:
+    """``helm`` cannot be installed on this machine: a stand-in on PATH prints what
+    ``helm template NAME CHART`` prints for ``chart`` (each template under its
+    ``# Source:`` line, ``{{ .Values.tp }}`` filled in) and refuses anything else."""
+    rendered = folder / "rendered.yaml"
+    rendered.write_text(
+        "".join(
+            f"---\n# Source: {chart.name}/templates/{t.name}\n"
+            + t.read_text().replace("{{ .Values.tp }}", "8")
+            for t in sorted((chart / "templates").iterdir())
+        )
+    )
+    helm = folder / "helm"
+    helm.write_text(f'#!/bin/sh\n[ "$1" = template ] || exit 9\ncat {rendered}\n')
+    helm.chmod(0o755)
+
+
 @pytest.fixture(params=["good", "bad"])
 def work(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, bool]:
-    """A checkout-like folder with ``deploy/``; ``True`` when it holds the broken pair."""
+    """A checkout-like folder with a realistic ``deploy/`` (issue 14): a kvalign pair, the
+    prefill and decode halves of one deployment in sibling folders, one aggregated
+    server, a Service, one Helm chart and one kustomize overlay; ``True`` when it also
+    holds the broken pair."""
     deploy = tmp_path / "work" / "deploy"
     deploy.mkdir(parents=True)
     shutil.copy(EXAMPLES / "nemotron-nano-good.yaml", deploy / "nano.yaml")
     (deploy / "service.yaml").write_text(SERVICE, encoding="utf-8")
+    for role in ("prefill", "decode"):
+        (deploy / role).mkdir()
+        shutil.copy(SPLIT_GOOD / f"{role}.yaml", deploy / role / f"{role}.yaml")
+    (deploy / "chat.yaml").write_text(SERVER, encoding="utf-8")
+    chart = deploy / "charts" / "falcon-pd"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: falcon-pd\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text("tp: 8\n")
+    for name in ("prefill.yaml", "decode.yaml"):
+        text = (SPLIT_GOOD / name).read_text().replace("ms-qwen35", "hm-qwen35")
+        (chart / "templates" / name).write_text(text.replace('"8"', '"{{ .Values.tp }}"'))
+    base, overlay = deploy / "kustomize" / "base", deploy / "kustomize" / "prod"
+    base.mkdir(parents=True)
+    overlay.mkdir()
+    for name in ("prefill.yaml", "decode.yaml"):
+        text = (SPLIT_GOOD / name).read_text().replace("ms-qwen35", "kz-qwen35")
+        (base / name).write_text(text)
+    (base / "kustomization.yaml").write_text("resources:\n- prefill.yaml\n- decode.yaml\n")
+    (overlay / "kustomization.yaml").write_text("resources:\n- ../base\nnamePrefix: prod-\n")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    _helm_stand_in(tools, chart)
     broken = request.param == "bad"
     if broken:
         shutil.copy(EXAMPLES / "nemotron-nano-bad.yaml", deploy / "nano-tp8-tp1.yaml")
@@ -80,10 +135,18 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _env_in(cwd: Path) -> dict[str, str]:
+    """:func:`_env` with the fixture's renderer stand-ins (``bin/`` beside ``work/``)
+    first on PATH (kubectl, when on this machine, is the real one)."""
+    env = _env()
+    env["PATH"] = f"{cwd.parent / 'bin'}{os.pathsep}{env['PATH']}"
+    return env
+
+
 def _bash(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-        cwd=cwd, env=_env(), capture_output=True, text=True, timeout=300, check=False,
+        cwd=cwd, env=_env_in(cwd), capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
 
 
@@ -148,7 +211,7 @@ def test_pre_commit_snippet(index: int, work: tuple[Path, bool]) -> None:
         if hook.get("pass_filenames", True):
             command += chosen
         result = subprocess.run(
-            command, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=300,
+            command, cwd=cwd, env=_env_in(cwd), capture_output=True, text=True, timeout=300,
             check=False,
         )  # fmt: skip
         assert result.returncode == (1 if broken else 0), result.stderr

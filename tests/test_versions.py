@@ -19,13 +19,17 @@ def test_default_is_newest_profile() -> None:
 
 
 def test_future_version_uses_newest_with_warning() -> None:
+    # issue 16 class 9: the warning is the CLI's stderr line (Resolved.warning), no longer a
+    # "warning:" note among stdout's notes
     resolved = resolve("9.1.0")
     assert resolved.profile is DEFAULT_PROFILE
-    assert resolved.note.startswith("warning:")
+    assert resolved.beyond_newest and "newer than every profile" in resolved.warning
+    assert not resolved.note.startswith("warning:")
 
 
 def test_patch_release_of_newest_is_not_a_warning() -> None:
-    assert not resolve(DEFAULT_PROFILE.first).note.startswith("warning")
+    newest = resolve(DEFAULT_PROFILE.first)
+    assert not newest.beyond_newest and not newest.warning
 
 
 @pytest.mark.parametrize("bad", ["banana", "0.0.1"])

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from kvalign.cli.exit import guarded
-from kvalign.cli.options import FailOn, FailOnOpt, NoCacheOpt, VersionOpt
+from kvalign.cli.options import FailOn, FailOnOpt, NoCacheOpt, VersionOpt, warn_beyond_newest
 from kvalign.cli.output import AUDIT, AuditFormat, View
 from kvalign.errors import InvalidSettings
 
@@ -72,7 +72,16 @@ def audit(
         ),
     ] = None,
     verbose: Annotated[
-        bool, typer.Option("--verbose", help="List unknown flags and skipped files on stderr.")
+        bool,
+        typer.Option(
+            "--verbose",
+            help="Table: every pool and pair, not only the failing ones; list unknown flags "
+            "and skipped files on stderr.",
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Table: the verdict line and the findings only."),
     ] = False,
     no_cache: NoCacheOpt = False,
     pair_by: Annotated[
@@ -80,8 +89,9 @@ def audit(
         typer.Option(
             "--pair-by",
             help="Which pools form one deployment: label (a deployment label or object "
-            "name, across files of one folder; else the file), file, or model (same model "
-            "id across all inputs).",
+            "name and namespace, across files and folders; folders stay apart only when "
+            "each holds both roles; else the file), file, or model (same model id across "
+            "all inputs).",
         ),
     ] = PairByChoice.label,
     gpu: Annotated[
@@ -143,6 +153,7 @@ def audit(
     )
 
     def run() -> int:
+        warn_beyond_newest(vllm_version)
         try:
             outcome = run_audit(request)
         except AuditStopped as exc:
@@ -161,14 +172,20 @@ def audit(
             raise
         _say(outcome.messages)
         report = outcome.report
-        view = View(fail_on.value, None if output is None else audit_report.FILE_WIDTH)
+        view = View(
+            fail_on.value,
+            None if output is None else audit_report.FILE_WIDTH,
+            verbose=verbose,
+            quiet=quiet,
+        )
         try:
             AUDIT.emit(report, output_format, view, output)
         except OSError as exc:
             raise InvalidSettings(
                 f"--output {output}: cannot write ({exc.strerror or type(exc).__name__})"
             ) from None
-        _say(outcome.unevaluated_messages())  # exit 3: say why on stderr too
+        if output is not None:  # the report went to a file: say why exit 3 here, once
+            _say((*outcome.unevaluated_messages(), f"{audit_report.headline(report)}"))
         return report.exit_code()
 
     raise typer.Exit(guarded(run))

@@ -211,6 +211,15 @@ MambaBackendOpt = Annotated[
         show_default=False,
     ),
 ]
+TransformersOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--transformers-version",
+        help="transformers release the pool runs with, inside the vLLM release's declared "
+        "range (default: what installing that vLLM release resolves; docs/versions.md).",
+        show_default=False,
+    ),
+]
 MaxModelLenOpt = Annotated[
     int | None,
     typer.Option(
@@ -366,6 +375,7 @@ _SETTINGS_PARAMS = (
     _param("use_replayssm", ReplayOpt, False),
     _param("replayssm_buffer_len", ReplayLenOpt, 16),
     _param("mamba_backend", MambaBackendOpt, None),
+    _param("transformers_version", TransformersOpt, None),
 )
 #: how MODEL is loaded.
 _SOURCE_PARAMS = (
@@ -376,6 +386,20 @@ _SOURCE_PARAMS = (
 )
 
 F = TypeVar("F", bound=Callable[..., None])
+
+
+def warn_beyond_newest(version: str | None) -> None:
+    """A ``--vllm-version`` newer than every profile: one warning line on stderr (a bad
+    version is left for the command to report)."""
+    from kvalign.errors import KvalignError
+    from kvalign.versions import resolve
+
+    try:
+        warning = resolve(version).warning
+    except KvalignError:
+        return
+    if warning:
+        sys.stderr.write(f"kvalign: warning: {warning}\n")
 
 
 def sizing_options(*, alignment: bool = True, trust: bool = True) -> Callable[[F], F]:
@@ -402,6 +426,7 @@ def sizing_options(*, alignment: bool = True, trust: bool = True) -> Callable[[F
             kwargs["settings"] = Settings(
                 **{k: v.value if isinstance(v, Enum) else v for k, v in flags.items()}
             )
+            warn_beyond_newest(kwargs["settings"].vllm_version)
             kwargs["source"] = ModelSource(
                 revision=loading["revision"],
                 trust_remote_code=loading.get("trust_remote_code", False),

@@ -99,11 +99,14 @@ class VerifyFormat(str, Enum):
 
 @dataclass
 class View:
-    """What a renderer may use besides the result: the ``--fail-on`` level and the width
-    (the stdout console's, unless given: e.g. the file width for ``--output``)."""
+    """What a renderer may use besides the result: the ``--fail-on`` level, the width
+    (the stdout console's, unless given: e.g. the file width for ``--output``), and
+    ``audit``'s ``--verbose`` / ``--quiet``."""
 
     fail_on: str = "error"
     fixed_width: int | None = None
+    verbose: bool = False
+    quiet: bool = False
 
     @cached_property
     def console(self) -> Console:
@@ -305,8 +308,25 @@ RULES: Formats[tuple[RuleDoc, ...]] = Formats(
 RULE: Formats[RuleDoc] = Formats(
     OutputFormat, {"table": _rule_page, "json": _rule_json, "markdown": _rule_markdown}
 )
+
+
+def _audit_table(report: AuditReport, view: View) -> Any:
+    """audit's table: on a terminal (or a width asked for with ``COLUMNS``) rich sections
+    that fit it; anything else (a pipe, a CI log, ``--output``) plain lines, unwrapped."""
+    from kvalign.report import audit as audit_report
+
+    terminal = sys.stdout.isatty() or "COLUMNS" in os.environ
+    if terminal and view.fixed_width is None:
+        return audit_report.to_table(report, view.width, verbose=view.verbose, quiet=view.quiet)
+    return audit_report.to_text(report, verbose=view.verbose, quiet=view.quiet)
+
+
 AUDIT: Formats[AuditReport] = Formats(
-    AuditFormat, {f.value: _named("audit", "to_", f.value) for f in AuditFormat}
+    AuditFormat,
+    {
+        f.value: _audit_table if f is AuditFormat.table else _named("audit", "to_", f.value)
+        for f in AuditFormat
+    },
 )
 SURVEY: Formats[Survey] = Formats(
     SurveyFormat, {f.value: _named("survey", "survey_", f.value) for f in SurveyFormat}

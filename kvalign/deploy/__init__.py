@@ -16,15 +16,17 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from kvalign.deploy import cmdline, justfile, lmcache
+from kvalign.deploy import cmdline, justfile, lmcache, render
 from kvalign.deploy.common import ignores_in
 from kvalign.deploy.interface import Source
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
 from kvalign.deploy.registry import reader_for
 from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
-from kvalign.safeio import read_stream
+from kvalign.safeio import load_yaml_documents, read_stream
 from kvalign.safeio import read_text as read_file_text
 
 __all__ = ["INPUT_KINDS", "read_paths", "read_text", "refuse_output_over_input"]
@@ -70,7 +72,13 @@ INPUT_KINDS = (
 _VLLM_IMAGE_TEXT = re.compile(r"image:\s*['\"]?[^\s'\"]*\bvllm(-openai)?[:@\s'\"]|vllm/vllm-openai")
 
 
-def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Deployment | None:
+def _read(
+    text: str,
+    file: str,
+    base: Path | None,
+    notes: list[Problem],
+    references: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
+) -> Deployment | None:
     """Read one file's text (``file`` is its display name, ``-`` for stdin).
 
     ``base`` is the file's folder: ``--config`` files and ``LMCACHE_CONFIG_FILE`` files
@@ -87,12 +95,16 @@ def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Depl
         InvalidConfig: a YAML file that does not parse; a kvalign-schema field of the wrong type.
     """
     ignores, problems = ignores_in(text, file)
-    source = Source(text, file, base, file == "-" and cmdline.matches(text, strict=False))
+    source = Source(
+        text, file, base, file == "-" and cmdline.matches(text, strict=False), references
+    )
     reader = reader_for(source)
     if reader is None:
         return None
     deployment = reader.read(source)
     if not deployment.pools and not any(p.blocking for p in deployment.problems):
+        if _only_configs(source):
+            return None  # read through the files that name them (baseRefs)
         plainly = (
             deployment.launches > 0
             or cmdline.matches(text)
@@ -122,6 +134,46 @@ def _read(text: str, file: str, base: Path | None, notes: list[Problem]) -> Depl
     )
 
 
+def _only_configs(source: Source) -> bool:
+    """Whether every document is a KServe ``LLMInferenceServiceConfig`` (a base that
+    another file's ``baseRefs`` names, read through it; not a launch of its own)."""
+    try:
+        values = [v for v in source.values if v is not None]
+    except KvalignError:  # pragma: no cover - the reader parsed it already
+        return False
+    return bool(values) and all(
+        isinstance(v, Mapping) and v.get("kind") == "LLMInferenceServiceConfig" for v in values
+    )
+
+
+def _references(paths: list[str]) -> dict[str, tuple[str, Mapping[str, Any]]]:
+    """KServe ``LLMInferenceServiceConfig`` specs of every file of the run, by name (the
+    first file wins), so a ``baseRefs`` in one file finds a config in another."""
+    found: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if raw == "-":
+            continue
+        files += _scanned(path) if path.is_dir() else [path] if path.is_file() else []
+    for file in files:
+        try:
+            text = _read_file(file)
+            if "LLMInferenceServiceConfig" not in text:
+                continue
+            documents = load_yaml_documents(text, str(file))
+        except KvalignError:
+            continue  # reported when the file itself is read
+        for _, doc in documents:
+            if isinstance(doc, Mapping) and doc.get("kind") == "LLMInferenceServiceConfig":
+                name = doc.get("metadata", {}).get("name") if isinstance(
+                    doc.get("metadata"), Mapping) else None  # fmt: skip
+                spec = doc.get("spec")
+                if isinstance(name, str) and isinstance(spec, Mapping):
+                    found.setdefault(name, (str(file), spec))
+    return found
+
+
 def _read_file(path: Path) -> str:
     """A deployment file's text (size-capped, UTF-8; see :mod:`kvalign.safeio`)."""
     return read_file_text(path)
@@ -143,16 +195,73 @@ def _unreadable(path: Path, exc: KvalignError) -> Deployment:
     )
 
 
-def _scanned(path: Path) -> list[Path]:
+def _scanned(path: Path, unread: list[Problem] | None = None) -> list[Path]:
     """The files a directory scan reads, sorted (:data:`SUFFIXES` and Justfiles, no hidden
-    paths)."""
-    return [
-        child
-        for child in sorted(path.rglob("*"))
-        if child.is_file()
-        and (child.suffix in SUFFIXES or justfile.is_justfile(child.name))
-        and not any(part.startswith(".") for part in child.relative_to(path).parts)
-    ]
+    paths).
+
+    ``unread`` receives, with the reason, the entries with those suffixes that cannot be
+    read as files: a symbolic link that loops or dangles, a FIFO, socket or device (a
+    symbolic link to a folder is not followed: the scan lists real folders only)."""
+    files: list[Path] = []
+    for child in sorted(path.rglob("*")):
+        wanted = child.suffix in SUFFIXES or justfile.is_justfile(child.name)
+        if not wanted or any(part.startswith(".") for part in child.relative_to(path).parts):
+            continue
+        if child.is_file():
+            files.append(child)
+        elif child.is_symlink() and not child.exists():
+            if unread is not None:
+                unread.append(
+                    Problem(
+                        Location(str(child)),
+                        "a symbolic link that loops or points "
+                        "nowhere: not read; --skip-unrelated accepts it",
+                    )
+                )
+        elif not child.is_dir() and unread is not None:
+            unread.append(
+                Problem(
+                    Location(str(child)),
+                    "not a regular file (a FIFO, socket or device): "
+                    "not read; --skip-unrelated accepts it",
+                )
+            )
+    return files
+
+
+#: text that says a file is about vLLM or its KV transfer (:func:`_mention`).
+_MENTION = re.compile(
+    r"\bvllm\b|kv[_-]transfer[_-]config|\b(?:Nixl|LMCache|P2pNccl|Mooncake|SharedStorage|"
+    r"Multi|Offloading)Connector(?:V1)?\b",
+    re.IGNORECASE,
+)
+
+
+def _mention(text: str) -> tuple[int, str] | None:
+    """The first line (number, words) that mentions vLLM or a KV connector, if any."""
+    match = _MENTION.search(text)
+    if match is None:
+        return None
+    return text.count("\n", 0, match.start()) + 1, match.group(0)
+
+
+def _not_taken(child: Path, text: str, others: list[tuple[Path, str]]) -> Problem | None:
+    """A scanned file no reader takes although it mentions vLLM or a KV connector, as a
+    path not read (with the reason); ``None`` when it mentions neither, or another file
+    of its folder names it (a ``--config`` or ``LMCACHE_CONFIG_FILE`` file, looked up in
+    the manifest's folder, is read through that file)."""
+    found = _mention(text)
+    if found is None:
+        return None
+    folder = [other for path, other in others if path != child and path.parent == child.parent]
+    if any(child.name in other for other in folder):
+        return None
+    line, words = found
+    return Problem(
+        Location(str(child), line),
+        f"mentions {words!r} but no kvalign reader takes this layout (docs/inputs.md lists "
+        "the layouts read): not read; --skip-unrelated accepts it",
+    )
 
 
 def refuse_output_over_input(output: str, paths: list[str], *others: str | None) -> None:
@@ -183,6 +292,7 @@ def read_paths(
     *,
     notes: list[Problem] | None = None,
     skip_unrelated: bool = False,
+    unread: list[Problem] | None = None,
 ) -> tuple[list[Deployment], list[str]]:
     """Read every PATH (files, directories scanned recursively, ``-`` = stdin).
 
@@ -195,6 +305,11 @@ def read_paths(
             not read as vLLM pools in files that have no pool (``verbose_only``).
         skip_unrelated: a file given by name that is no deployment is skipped with a note
             instead of raising (``--skip-unrelated``, for the pre-commit hook).
+        A file given by name inside a Helm chart folder renders that chart (once per
+        run; :mod:`kvalign.deploy.render`).
+        unread: receives the paths of a directory scan that no reader took although they
+            may hold a launch (a file that mentions vLLM or a KV connector, a symbolic link
+            loop, a FIFO), each with its reason (exit 3 unless ``--skip-unrelated``).
 
     Returns:
         ``(deployments, skipped)``: files that are deployments, and scanned files that are not.
@@ -206,6 +321,8 @@ def read_paths(
     deployments: list[Deployment] = []
     skipped: list[str] = []
     sink: list[Problem] = notes if notes is not None else []
+    references = _references(paths)
+    charts: set[Path] = set()
     for raw in paths:
         if raw == "-":
             text = stdin_text if stdin_text is not None else read_stream(sys.stdin)
@@ -221,27 +338,39 @@ def read_paths(
             continue
         path = Path(raw)
         if path.is_dir():
-            for child in _scanned(path):
+            texts: list[tuple[Path, str]] = []
+            untaken: list[tuple[Path, str]] = []
+            covered = _rendered(path, deployments, skipped, sink, references)
+            for child in _scanned(path, unread):
+                if any(child.is_relative_to(folder) for folder in covered):
+                    continue
                 try:
-                    found = _read(_read_file(child), str(child), child.parent, sink)
+                    text = _read_file(child)
+                    texts.append((child, text))
+                    found = _read(text, str(child), child.parent, sink, references)
                 except KvalignError as exc:
                     deployments.append(_unreadable(child, exc))
                     continue
                 if found is None:
-                    skipped.append(str(child))
-                elif skip_unrelated and _launch_without_pool(found):
-                    skipped.append(str(child))
-                    sink.append(_skipped_launch(found))
+                    untaken.append((child, text))
                 else:
                     deployments.append(found)
+            for child, text in untaken:
+                problem = _not_taken(child, text, texts) if _no_reader(child, text) else None
+                if problem is not None and unread is not None:
+                    unread.append(problem)
+                else:
+                    skipped.append(str(child))
+            continue
+        chart = next((c for c in path.parents if render.is_chart(c)), None)
+        if chart is not None:  # a chart's file given by name: the chart is rendered, once
+            if chart not in charts:
+                charts.add(chart)
+                _render_one(chart, deployments, skipped, sink, references)
             continue
         if not path.exists() and not path.is_symlink():  # a symlink loop is read (and refused)
             raise InvalidConfig(f"{raw}: no such file or directory")
-        found = _read(_read_file(path), raw, path.parent, sink)
-        if found is not None and skip_unrelated and _launch_without_pool(found):
-            skipped.append(raw)
-            sink.append(_skipped_launch(found))
-            continue
+        found = _read(_read_file(path), raw, path.parent, sink, references)
         if found is None and skip_unrelated:
             skipped.append(raw)
             sink.append(
@@ -255,7 +384,111 @@ def read_paths(
                 f"{raw}: no prefill/decode deployment found{why}; kvalign reads: {INPUT_KINDS}"
             )
         deployments.append(found)
+    deployments = _partnered_servers(deployments)
+    if skip_unrelated:
+        kept: list[Deployment] = []
+        for found in deployments:
+            if _launch_without_pool(found):
+                skipped.append(found.source)
+                sink.append(_skipped_launch(found))
+            else:
+                kept.append(found)
+        deployments = kept
     return deployments, skipped
+
+
+def _partnered_servers(deployments: list[Deployment]) -> list[Deployment]:
+    """A ``kv_both`` launch with no role is a standalone server only when no other launch of
+    its model in the run could be its partner; otherwise its role is unknown (blocking:
+    two ``kv_both`` NIXL servers of one model are a P/D pair whose roles are not named)."""
+    launches: dict[str, int] = {}
+    for deployment in deployments:
+        for pool in deployment.pools:
+            if pool.role != "server" or pool.args.kv_transfer_config:
+                launches[pool.model] = launches.get(pool.model, 0) + 1
+    out: list[Deployment] = []
+    for deployment in deployments:
+        ambiguous = [
+            p
+            for p in deployment.pools
+            if p.role == "server" and p.args.kv_transfer_config and launches[p.model] > 1
+        ]
+        if not ambiguous:
+            out.append(deployment)
+            continue
+        pools = tuple(p for p in deployment.pools if all(p is not a for a in ambiguous))
+        lead = "" if pools else "launches vLLM but no prefill/decode pool was read: "
+        problems = [
+            Problem(
+                p.location,
+                f"{lead}{p.name}: role unknown (kv_role kv_both, and another launch of {p.model} "
+                "in this run could be its partner): set kv_role kv_producer/kv_consumer in "
+                "--kv-transfer-config or name the pools prefill/decode",
+            )
+            for p in ambiguous
+        ]
+        out.append(
+            dataclasses.replace(deployment, pools=pools, problems=(*deployment.problems, *problems))
+        )
+    return out
+
+
+def _rendered(
+    path: Path,
+    deployments: list[Deployment],
+    skipped: list[str],
+    sink: list[Problem],
+    references: Mapping[str, tuple[str, Mapping[str, Any]]],
+) -> list[Path]:
+    """Render every Helm chart and kustomize root below ``path``
+    (:mod:`kvalign.deploy.render`) and read the output; a root that cannot be rendered is
+    not evaluated, naming the command to run. Returns the folders whose files the
+    renders cover (not read again one by one)."""
+    roots = render.roots(path)
+    bases = {base for root in roots for base in render.referenced(root)}
+    covered: list[Path] = []
+    for root in roots:
+        covered += [root, *render.referenced(root)]
+        if root.resolve() in bases:
+            continue  # a base of an overlay of this run: read through the overlay
+        _render_one(root, deployments, skipped, sink, references)
+    return covered
+
+
+def _render_one(
+    root: Path,
+    deployments: list[Deployment],
+    skipped: list[str],
+    sink: list[Problem],
+    references: Mapping[str, tuple[str, Mapping[str, Any]]],
+) -> None:
+    """Render one chart or kustomize root and read the output (or say what to run)."""
+    text, problem = render.render(root)
+    kind = "helm-chart" if render.is_chart(root) else "kustomize"
+    if problem is not None:
+        deployments.append(
+            Deployment(source=problem.location.file, kind=kind, problems=(problem,), launches=1)
+        )
+        return
+    file = str(root / "Chart.yaml") if render.is_chart(root) else str(render.kustomization(root))
+    try:
+        found = _read(text or "", file, root, sink, references)
+    except KvalignError as exc:
+        deployments.append(_unreadable(Path(file), exc))
+        return
+    if found is None:
+        skipped.append(file)
+    else:
+        deployments.append(render.relocate(dataclasses.replace(found, kind=kind), root, text or ""))
+
+
+def _no_reader(child: Path, text: str) -> bool:
+    """Whether no reader takes the file at all (a reader that takes it and finds no vLLM
+    launch, e.g. a ``Service`` manifest, has read it)."""
+    try:
+        return reader_for(Source(text, str(child), child.parent)) is None
+    except KvalignError:  # pragma: no cover - the file was read once already
+        return False
 
 
 def _launch_without_pool(deployment: Deployment) -> bool:

@@ -217,8 +217,9 @@ def build_pool(
 
     Explicit ``model``/``tp``/``dp`` (from manifest fields) win over the arguments. The role
     falls back from ``found.role`` → the arguments' ``kv_role`` / disaggregation mode → the
-    name; a pool with no role is skipped (non-blocking problem). Unresolved variables and a
-    missing model are blocking problems.
+    name; a pool with no role and no ``--kv-transfer-config`` (or ``kv_role`` ``kv_both``)
+    is a standalone ``server``; any other pool with no role is skipped (non-blocking
+    problem). Unresolved variables and a missing model are blocking problems.
     """
     try:
         args = parse_vllm_args(found.args, config_files=config_files, env=found.env)
@@ -231,6 +232,14 @@ def build_pool(
         role, source = role_from_args(args), "args"
     if role is None:
         role, source = role_from_text(found.name_hint or found.name), "name"
+    if (
+        role is None
+        and not args.unresolved
+        and (not args.kv_transfer_config or args.kv_role == "kv_both")
+    ):
+        # known positively to be no P/D pool: an aggregated server (its own rules still run;
+        # kvalign.audit refuses a kv_both one when another launch of its model could pair)
+        role, source = "server", "standalone"
     if role is None and args.unresolved:  # e.g. "kv_role":"$(KV_ROLE)": it may name the role
         refs = ", ".join(args.unresolved)
         return None, [Problem(found.location, f"{found.name}: unresolved variable(s) {refs}")]
@@ -240,7 +249,8 @@ def build_pool(
                 found.location,
                 f"{found.name}: role unknown (no kv_role kv_producer/kv_consumer, "
                 "--disaggregation-mode or prefill/decode in the names, comments or "
-                "conditions next to it): not a prefill or decode pool",
+                "conditions next to it): not a prefill or decode pool; set kv_role in "
+                "--kv-transfer-config or name the pool prefill/decode",
                 blocking=False,
             )
         ]

@@ -43,12 +43,16 @@ class Source:
             are looked up; ``None`` (stdin) looks up nothing.
         stdin_command_line: whether stdin text that is no YAML may still be a command line
             (then its YAML error is not raised, :attr:`documents` is empty).
+        references: what other files of the same run define for this one to refer to:
+            KServe ``LLMInferenceServiceConfig`` specs by ``metadata.name``, each with the
+            file it is in (``baseRefs`` across files).
     """
 
     text: str
     file: str
     base: Path | None = None
     stdin_command_line: bool = False
+    references: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None
 
     @property
     def is_yaml(self) -> bool:

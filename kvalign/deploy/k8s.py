@@ -94,7 +94,13 @@ def _malformed_argv(container: Mapping[str, Any]) -> str | None:
 class _Context:
     """Per-file state: text, ConfigMaps, collected pools/components/problems."""
 
-    def __init__(self, text: str, file: str, docs: list[tuple[int, Any]]) -> None:
+    def __init__(
+        self,
+        text: str,
+        file: str,
+        docs: list[tuple[int, Any]],
+        references: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
+    ) -> None:
         self.text, self.file = text, file
         self.configmaps: dict[str, Mapping[str, str]] = {}
         for _, doc in docs:
@@ -103,6 +109,11 @@ class _Context:
                 data = _map(doc.get("data"))
                 self.configmaps[name] = {str(k): str(v) for k, v in data.items()}
         self.llmisvc_configs: dict[str, Mapping[str, Any]] = {}
+        #: configs of other files of the run (name → file), for the note saying so
+        self.config_files: dict[str, str] = {}
+        for name, (where, spec) in (references or {}).items():
+            if where != file:
+                self.llmisvc_configs[name], self.config_files[name] = spec, where
         for _, doc in docs:
             if isinstance(doc, Mapping) and doc.get("kind") == "LLMInferenceServiceConfig":
                 name = str(_map(doc.get("metadata")).get("name", ""))
@@ -527,6 +538,21 @@ def _disaggregated_set(ctx: _Context, doc: Mapping[str, Any], start: int) -> Non
         _add_pool(ctx, entry, name=name, start=start, role=role, role_source="field", key=key)
 
 
+def _storm_service(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
+    """An AIBrix ``StormService``: one pool per role of ``spec.template.spec.roles`` (each
+    role has its own pod template); the role's ``name`` is its P/D role."""
+    key = _object_key(doc, "StormService")
+    template = _map(_map(_map(doc.get("spec")).get("template")).get("spec"))
+    for entry in _list(template.get("roles")):
+        entry = _map(entry)
+        name = str(entry.get("name", "?"))
+        role = role_from_text(name)
+        _add_pool(
+            ctx, entry, name=name, start=start, role=role,
+            role_source="field" if role else "args", needle=f"name: {name}", key=key,
+        )  # fmt: skip
+
+
 def _dynamo(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
     key = _object_key(doc, "DynamoGraphDeployment")
     spec = _map(doc.get("spec"))
@@ -638,6 +664,14 @@ def _kserve(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
     for ref in refs:
         if ref in ctx.llmisvc_configs:
             spec = _merge(ctx.llmisvc_configs[ref], spec)
+            if ref in ctx.config_files:
+                ctx.problems.append(
+                    Problem(
+                        ctx.where("baseRefs:", start),
+                        f"{name}: baseRefs {ref} read from {ctx.config_files[ref]}",
+                        blocking=False,
+                    )
+                )
     key = _object_key(doc, "LLMInferenceService")
     where = ctx.where("model:", start)
     model = _model(ctx, _map(spec.get("model")), "spec.model", name, where)
@@ -709,9 +743,15 @@ def _modelservice(ctx: _Context, doc: Mapping[str, Any], start: int) -> None:
     _router_sizes(ctx, doc.get("routing"), start)
 
 
-def read(docs: list[tuple[int, Any]], text: str, file: str) -> Deployment:
-    """Read every document of one YAML file (``(start line, document)`` pairs)."""
-    ctx = _Context(text, file, docs)
+def read(
+    docs: list[tuple[int, Any]],
+    text: str,
+    file: str,
+    references: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
+) -> Deployment:
+    """Read every document of one YAML file (``(start line, document)`` pairs);
+    ``references``: ``LLMInferenceServiceConfig`` specs of other files of the run."""
+    ctx = _Context(text, file, docs, references)
     for start, doc in docs:
         if not isinstance(doc, Mapping):
             continue
@@ -723,6 +763,8 @@ def read(docs: list[tuple[int, Any]], text: str, file: str) -> Deployment:
             _workload(ctx, doc, start)
         elif kind == "DisaggregatedSet":
             _disaggregated_set(ctx, doc, start)
+        elif kind == "StormService":
+            _storm_service(ctx, doc, start)
         elif kind == "DynamoGraphDeployment":
             _dynamo(ctx, doc, start)
         elif kind == "LLMInferenceService":
@@ -763,4 +805,4 @@ class Reader:
 
     def read(self, source: Source) -> Deployment:
         """:func:`read` of every document of the file."""
-        return read(list(source.documents), source.text, source.file)
+        return read(list(source.documents), source.text, source.file, source.references)

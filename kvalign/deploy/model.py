@@ -11,7 +11,9 @@ from typing import Literal
 from kvalign.deploy.vllm_args import VllmArgs
 from kvalign.settings import Settings
 
-Role = Literal["prefill", "decode"]
+#: ``server`` is a standalone (aggregated) server: no ``--kv-transfer-config``, or ``kv_both``
+#: with no prefill/decode role named; it pairs with nothing and only its own rules run.
+Role = Literal["prefill", "decode", "server"]
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,10 @@ class DeploymentKey:
 
 @dataclass(frozen=True)
 class Pool:
-    """One prefill or decode pool as deployed.
+    """One prefill or decode pool, or a standalone server, as deployed.
 
     Attributes:
-        role: ``prefill`` or ``decode``.
+        role: ``prefill``, ``decode`` or ``server`` (standalone: pairs with nothing).
         name: the pool's name in the file (workload, component, block name).
         model: model id or path as vLLM is given it.
         tp, dp: tensor / data parallel sizes.
@@ -65,7 +67,8 @@ class Pool:
         location: where the pool is declared.
         args: the parsed ``vllm serve`` arguments.
         env: container / process environment as ``(name, value)`` pairs (sorted).
-        role_source: how the role was found (``field``, ``label``, ``args``, ``name``).
+        role_source: how the role was found (``field``, ``label``, ``args``, ``name``;
+            ``standalone`` for a server).
         deployment_key: the explicit deployment key, if the file gives one.
         nodes: pods per replica (LeaderWorkerSet ``spec.leaderWorkerTemplate.size``).
         gpus_per_node: GPUs the vLLM container requests (``resources`` ``*/gpu``).

@@ -9,7 +9,7 @@ mentions ``vllm serve`` in a container's ``args`` is a manifest).
 
 from __future__ import annotations
 
-from kvalign.deploy import cmdline, compose, justfile, k8s, own, stack, templated
+from kvalign.deploy import aibrix, cmdline, compose, justfile, k8s, own, rayserve, stack, templated
 from kvalign.deploy.interface import Reader, Source
 
 __all__ = ["READERS", "reader_for"]
@@ -21,6 +21,8 @@ READERS: tuple[Reader, ...] = (
     own.Reader(),
     stack.Reader(),
     compose.Reader(),
+    rayserve.Reader(),
+    aibrix.Reader(),
     k8s.Reader(),
     cmdline.Reader(),
 )

@@ -486,8 +486,11 @@ def _build(
 #: :class:`~kvalign.settings.Settings` fields that are no ``vllm serve`` argument: what a
 #: deployment runs on (the GPU, the vLLM release of its image) and kvalign's own choices
 #: (``--alignment``; the GDN prefill backend, set through vLLM's ``additional_config``,
-#: which kvalign reads only from ``check --gdn-prefill-backend``).
-NOT_SERVE_ARGUMENTS = frozenset({"gpu", "vllm_version", "alignment", "gdn_prefill_backend"})
+#: which kvalign reads only from ``check --gdn-prefill-backend``; the transformers release
+#: the image installed, ``--transformers-version``).
+NOT_SERVE_ARGUMENTS = frozenset(
+    {"gpu", "vllm_version", "alignment", "gdn_prefill_backend", "transformers_version"}
+)
 
 
 def settings_from_args(

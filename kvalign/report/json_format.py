@@ -17,6 +17,7 @@ from kvalign.pd import CheckReport, PairResult
 from kvalign.policy import fails
 from kvalign.report.cells import answer_lines
 from kvalign.settings import Settings
+from kvalign.versions import resolve
 
 SCHEMA_VERSION = 1
 
@@ -99,6 +100,7 @@ def report_to_dict(report: CheckReport, fail_on: str = "error") -> dict[str, Any
         "kvalign_version": __version__,
         "model": model,
         "settings": _settings_json(report.settings),
+        "vllm_profile": _profile_json(report),
         "deployments": deployments,
         "pairs": pairs,
         # the fix: one key, ``fix``, in check, matrix, audit (per group) and survey;
@@ -125,7 +127,20 @@ _OPTIONAL_SETTINGS = (
     "use_replayssm",
     "replayssm_buffer_len",
     "mamba_backend",
+    "transformers_version",
 )
+
+
+def _profile_json(report: CheckReport) -> dict[str, object]:
+    """The release profile the numbers used: its ``name``, the ``release`` asked for (or the
+    profile's first release) and ``beyond_newest`` (asked for a release newer than every
+    profile: the newest one's rules were used)."""
+    chosen = resolve(report.settings.vllm_version)
+    return {
+        "name": chosen.profile.name,
+        "release": chosen.release,
+        "beyond_newest": chosen.beyond_newest,
+    }
 
 
 def _settings_json(settings: Settings) -> dict[str, object]:

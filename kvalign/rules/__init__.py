@@ -1,4 +1,4 @@
-"""Audit rules: one module per rule code (``kva001`` … ``kva012``), each with
+"""Audit rules: one module per rule code (``kva001`` … ``kva013``), each with
 ``CODE``, ``SEVERITY`` (the usual severity), ``TITLE`` (one-line summary), ``SOURCE`` (the
 vLLM file and function it mirrors), ``FIX`` (what to change) and
 ``find(group) -> list[Finding]``; the module docstring is the rule's rationale.
@@ -29,13 +29,14 @@ from kvalign.rules import (
     kva010,
     kva011,
     kva012,
+    kva013,
 )
 from kvalign.rules.base import Finding, GroupResult, Severity
 
 #: every rule, in code order.
 RULES: tuple[ModuleType, ...] = (
     kva001, kva002, kva003, kva004, kva005, kva006, kva007, kva008, kva009, kva010,
-    kva011, kva012,
+    kva011, kva012, kva013,
 )  # fmt: skip
 
 

@@ -80,6 +80,11 @@ class GroupResult:
         components: block sizes of routers / indexers / frontends in the group's files.
         fix: the group's proven fix, computed once (:class:`kvalign.fixes.GroupFix`); the
             rules that name a ``--block-size`` read its ``text``.
+        partners: pools of other groups of the run that could be the partner of one of
+            its unpaired pools (the other role, and the same model or deployment-key
+            value); KVA013 makes such an unpaired pool an error.
+        hidden: files of the group with a pool that could not be evaluated (its unpaired
+            pools may have lost their partner there).
     """
 
     deployments: tuple[Deployment, ...]
@@ -92,12 +97,16 @@ class GroupResult:
     fix: GroupFix = field(
         default_factory=lambda: GroupFix([], [], DEFAULT_PROFILE, RunCache()), compare=False
     )
+    partners: tuple[PoolResult, ...] = ()
+    hidden: tuple[str, ...] = ()
 
     @property
     def unpaired(self) -> tuple[PoolResult, ...]:
-        """Pools with no pool of the other role in the group (nothing to check them with)."""
-        roles = {r.pool.role for r in self.pools}
-        return tuple(r for r in self.pools if len(roles) < 2)
+        """Prefill or decode pools with no pool of the other role in the group (nothing to
+        check them with); standalone servers are never unpaired."""
+        pd = [r for r in self.pools if r.pool.role != "server"]
+        roles = {r.pool.role for r in pd}
+        return tuple(r for r in pd if len(roles) < 2)
 
 
 @dataclass(frozen=True)

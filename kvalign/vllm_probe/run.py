@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,25 @@ def _engine_kwargs(
     return kwargs
 
 
+#: generation suffixes vLLM's registry swaps for one another when a class is not
+#: registered under its own name (``_SUFFIX_TO_DEFAULTS`` in ``vllm/config/model.py``,
+#: used by ``ModelRegistry._normalize_arch``; read in 0.17.0).
+_GENERATE_SUFFIXES = ("ForCausalLM", "ForConditionalGeneration", "ChatModel", "LMHeadModel")
+
+
+def _servable(architecture: str, supported: set[str]) -> bool:
+    """Whether the registry can resolve ``architecture``: registered, or normalised to a
+    registered class by swapping its generation suffix (a text-only ``…ForCausalLM``
+    served by the multimodal ``…ForConditionalGeneration``). vLLM itself then decides."""
+    if architecture in supported:
+        return True
+    for suffix in _GENERATE_SUFFIXES:
+        if architecture.endswith(suffix):
+            stem = architecture.removesuffix(suffix)
+            return any(stem + other in supported for other in _GENERATE_SUFFIXES)
+    return False
+
+
 def vllm_answer(request: ProbeRequest) -> VllmAnswer:
     """vLLM's own resolution, page sizes and block sizes for ``request``.
 
@@ -149,7 +169,7 @@ def vllm_answer(request: ProbeRequest) -> VllmAnswer:
 
     supported = set(ModelRegistry.get_supported_archs())
     raw = _config(request.model)
-    if not any(str(arch) in supported for arch in raw.get("architectures") or []):
+    if not any(_servable(str(arch), supported) for arch in raw.get("architectures") or []):
         return dataclasses.replace(
             base, valid=False, unknown_architecture=True, error="unknown architecture"
         )
@@ -174,6 +194,9 @@ def vllm_answer(request: ProbeRequest) -> VllmAnswer:
     try:
         names = {f.name for f in dataclasses.fields(EngineArgs)}
         kwargs = _engine_kwargs(request, adapter.mamba_cache_mode, "swap_space" in names)
+        if "attention_backend" not in names:
+            # 0.10-0.11: the backend is chosen by the VLLM_ATTENTION_BACKEND variable
+            os.environ["VLLM_ATTENTION_BACKEND"] = str(kwargs.pop("attention_backend"))
         engine_args = EngineArgs(**kwargs)
         # as `vllm serve` does (its defaults, e.g. max_num_batched_tokens, follow it)
         vllm_config = engine_args.create_engine_config(UsageContext.OPENAI_API_SERVER)
@@ -224,7 +247,17 @@ def _sizes(
         )
 
     with set_current_vllm_config(vllm_config):
-        backend_cls = _backend_class(name) if attention else None
+        try:
+            backend_cls = _backend_class(name) if attention else None
+        except ImportError:  # 0.10-0.11: no backend registry; the hook's block, cache config
+            notes.append("release older than the probe's adapters: block size, cache config")
+            return dataclasses.replace(
+                base,
+                backend=name,
+                block_size=int(cache_config.block_size),
+                resolved=resolved(),
+                notes=tuple(notes),
+            )
         shapes: tuple[Shape, ...] = ()
         dtypes: tuple[str, ...] = ()
         m: int | None = None

@@ -456,7 +456,11 @@ def deployment_cases() -> dict[str, bytes]:
     out["shape--scalar.yaml"] = b"just a string\n"
     out["shape--no-decode.yaml"] = f"model: {NANO}\nprefill: {{tp: 8}}\n".encode()
     out["shape--plain-text.txt"] = b"please run vllm on eight GPUs\n"
-    out["shape--roleless-shell.sh"] = f"vllm serve {NANO} -tp 8\n".encode()
+    # a P/D launch (a KV connector) whose role is named nowhere; with no
+    # --kv-transfer-config at all it would be a standalone server (issue 14)
+    out["shape--roleless-shell.sh"] = (
+        f'vllm serve {NANO} -tp 8 --kv-transfer-config \'{{"kv_connector":"NixlConnector"}}\'\n'
+    ).encode()
     # unknown models inside manifests (configs from the config corpus; paths are relative
     # to the repository root, where the test runs)
     unknown = {

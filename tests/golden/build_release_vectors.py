@@ -119,12 +119,44 @@ def _expected(answer: Any) -> dict[str, Any]:
     }
 
 
+def resolved_json(answer: Any) -> dict[str, Any] | None:
+    """The ``CacheConfig`` values vLLM ended with (a vector's ``resolved``), ``None`` when
+    the probe did not get that far."""
+    if answer.resolved is None:
+        return None
+    return {
+        "kv_cache_dtype": answer.resolved.kv_cache_dtype,
+        "enable_prefix_caching": answer.resolved.enable_prefix_caching,
+        "mamba_cache_mode": answer.resolved.mamba_cache_mode,
+        "mamba_block_size": answer.resolved.mamba_block_size,
+    }
+
+
+def _key(row: dict[str, Any]) -> str:
+    return json.dumps([row["model"], row["settings"], row["tp"]], sort_keys=True)
+
+
+def _replaced(path: Path, new_lines: list[str]) -> list[str]:
+    """``path``'s lines with each re-measured vector replacing the one of the same (model,
+    settings, TP), order kept."""
+    fresh = {_key(json.loads(line)): line for line in new_lines}
+    old = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    merged = [fresh.pop(_key(json.loads(line)), line) for line in old]
+    assert not fresh, f"{len(fresh)} re-measured vectors have no line in {path}"
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write one line per (model, settings, TP); print a summary on stderr."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--gpu", default="H100", help="GPU the probe platform reports")
     parser.add_argument("--append", action="store_true")
+    parser.add_argument(
+        "--model",
+        help="re-measure only this catalog model and replace its lines in --out in place "
+        "(same GPU assumption), e.g. after a probe fix",
+    )
     args = parser.parse_args(argv)
 
     from kvalign.vllm_probe.boot import ASSUMABLE, boot
@@ -140,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     counts: collections.Counter[str] = collections.Counter()
     lines: list[str] = []
     for model, directory in catalog():
+        if args.model and model != args.model:
+            continue
         raw = json.loads((directory / "config.json").read_text(encoding="utf-8"))
         for setting, tp in itertools.product(grid, TPS):
             request = ProbeRequest(
@@ -177,15 +211,12 @@ def main(argv: list[str] | None = None) -> int:
                 "expected": expected,
             }
             if answer.resolved is not None:
-                row["resolved"] = {
-                    "kv_cache_dtype": answer.resolved.kv_cache_dtype,
-                    "enable_prefix_caching": answer.resolved.enable_prefix_caching,
-                    "mamba_cache_mode": answer.resolved.mamba_cache_mode,
-                    "mamba_block_size": answer.resolved.mamba_block_size,
-                }
+                row["resolved"] = resolved_json(answer)
             row["vllm"] = {"version": version, "platform": answer.platform}
             lines.append(json.dumps(row))
-    mode = "a" if args.append else "w"
+    if args.model:
+        lines = _replaced(args.out, lines)
+    mode = "a" if args.append and not args.model else "w"
     with args.out.open(mode, encoding="utf-8") as handle:
         handle.writelines(line + "\n" for line in lines)
     elapsed = time.monotonic() - started

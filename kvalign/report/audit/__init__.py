@@ -5,21 +5,24 @@
 
 from __future__ import annotations
 
+from kvalign.report.audit.answer import headline
 from kvalign.report.audit.github import to_github
 from kvalign.report.audit.json_format import audit_to_dict, error_to_json, to_json
 from kvalign.report.audit.junit import to_junit
 from kvalign.report.audit.markdown import to_markdown
 from kvalign.report.audit.sarif import to_sarif
-from kvalign.report.audit.table import FILE_WIDTH, to_table
+from kvalign.report.audit.table import FILE_WIDTH, to_table, to_text
 
 __all__ = [
     "FILE_WIDTH",
     "audit_to_dict",
     "error_to_json",
+    "headline",
     "to_github",
     "to_json",
     "to_junit",
     "to_markdown",
     "to_sarif",
     "to_table",
+    "to_text",
 ]

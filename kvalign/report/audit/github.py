@@ -39,4 +39,8 @@ def to_github(report: AuditReport) -> str:
         _line("error", p.location.file, p.location.line, "kvalign: not evaluated", p.message)
         for p in report.unevaluated
     ]
+    lines += [
+        _line("error", p.location.file, p.location.line, "kvalign: not read", p.message)
+        for p in report.not_read
+    ]
     return "".join(line + "\n" for line in lines)

@@ -120,11 +120,12 @@ def audit_to_dict(report: AuditReport) -> dict[str, Any]:
         "findings": [finding_dict(f) for f in report.findings],
         "suppressed": [{**finding_dict(s.finding), "why": s.why} for s in report.suppressed],
         "unevaluated": [_problem(p) for p in report.unevaluated],
+        "not_read": [{**_problem(p), "accepted": report.unread_accepted} for p in report.unread],
         "problems": [_problem(p) for p in report.problems],
         "skipped": list(report.skipped),
         "notes": list(report.notes),
         "fail_on": report.fail_on,
-        "summary": {**counts, "failing": len(report.failing())},
+        "summary": {**counts, "failing": len(report.failing()), "not_read": len(report.unread)},
     }
 
 
@@ -151,6 +152,7 @@ def error_to_json(message: str, exit_code: int, notes: list[Problem] | tuple[Pro
         "findings": [],
         "suppressed": [],
         "unevaluated": [],
+        "not_read": [],
         "problems": [],
         "skipped": [],
         "summary": {"error": 0, "warning": 0, "info": 0},

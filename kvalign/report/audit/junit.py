@@ -39,10 +39,14 @@ def to_junit(report: AuditReport) -> str:
         case = ET.SubElement(suite, "testcase", classname=problem.location.file, name="evaluate")
         error = ET.SubElement(case, "error", message=problem.message, type="unevaluated")
         error.text = f"{problem.location}: {problem.message}"
+    for problem in report.not_read:
+        case = ET.SubElement(suite, "testcase", classname=problem.location.file, name="read")
+        error = ET.SubElement(case, "error", message=problem.message, type="not-read")
+        error.text = f"{problem.location}: {problem.message}"
     cases = suite.findall("testcase")
     suite.set("tests", str(len(cases)))
     suite.set("failures", str(len(failing)))
-    suite.set("errors", str(len(report.unevaluated)))
+    suite.set("errors", str(len(report.unevaluated) + len(report.not_read)))
     root = ET.Element("testsuites")
     root.append(suite)
     ET.indent(root)

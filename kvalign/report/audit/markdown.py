@@ -65,4 +65,6 @@ def to_markdown(report: AuditReport) -> str:
         lines.append(f"\n_Note:_ {_cell(note)}")
     for p in report.unevaluated:
         lines.append(f"\n**Not evaluated** `{p.location}`: {_cell(p.message)}")
+    for p in report.unread:
+        lines.append(f"\n**Not read** `{p.location}`: {_cell(p.message)}")
     return "\n".join(lines) + "\n"

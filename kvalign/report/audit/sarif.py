@@ -66,7 +66,7 @@ def to_sarif(report: AuditReport) -> str:
             "message": {"text": p.message},
             "locations": [_location(p.location.file, p.location.line)],
         }
-        for p in report.unevaluated
+        for p in (*report.unevaluated, *report.not_read)
     ]
     sarif = {
         "$schema": SCHEMA,
@@ -84,7 +84,7 @@ def to_sarif(report: AuditReport) -> str:
                 "results": results,
                 "invocations": [
                     {
-                        "executionSuccessful": not report.unevaluated,
+                        "executionSuccessful": not (report.unevaluated or report.not_read),
                         "toolExecutionNotifications": notifications,
                     }
                 ],

@@ -1,8 +1,12 @@
-"""``kvalign audit --format table`` (default): rich tables of pools, pairs and findings.
+"""``kvalign audit --format table`` (default): the answer first, then the detail.
 
-Locations (``file:line``), pool labels, model ids and numbers are never truncated: the
-free-text columns (message, fix) fold instead, and when even that does not fit the
-terminal, the section is printed as one block per row (``key: value`` lines) that wraps.
+Line 1 is the verdict with the exit code (:func:`kvalign.report.audit.answer.headline`);
+the findings follow, each with its fix; pool and pair detail only for failing pairs unless
+``verbose``; ``quiet`` stops after the findings. :func:`to_table` renders for a terminal
+(rich sections that fit the width: locations, labels, model ids and numbers are never
+truncated, free text folds, and a section that does not fit is printed one block per row);
+:func:`to_text` renders the same content as plain lines, neither wrapped nor padded, for
+output that is no terminal (a pipe, a CI log, ``--output``), and costs little per pair.
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ from rich.text import Text
 
 from kvalign.audit import AuditReport
 from kvalign.deploy.model import Pool
+from kvalign.report.audit.answer import failing_pairs, headline, shown_pools
 from kvalign.report.layout import Column, section
+from kvalign.rules.base import GroupResult, PairOutcome, PoolResult
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-#: width of a table written with ``--output`` (no terminal to fit).
+#: width of a table written with ``--output`` (kept for callers; ``--output`` is plain text).
 FILE_WIDTH = 400
 #: narrowest a folding (free-text) column may become before the vertical layout is used.
 MIN_TEXT_WIDTH = 16
@@ -38,94 +44,164 @@ def _section(
     return section(title, columns, rows, width, min_text_width=MIN_TEXT_WIDTH)
 
 
-def _version_lines(report: AuditReport) -> list[Text]:
+def _version_lines(report: AuditReport, files: set[str] | None = None) -> list[str]:
     """Which vLLM rules applied to which files (one line when all files share them)."""
     by_note: dict[str, list[str]] = {}
     for file in report.files:
-        by_note.setdefault(file.version_note, []).append(file.deployment.source)
+        if files is None or file.deployment.source in files:
+            by_note.setdefault(file.version_note, []).append(file.deployment.source)
     if len(by_note) == 1:
         note = next(iter(by_note))
-        return [Text(f"vLLM rules for every file: {note}")]
-    return [Text(f"vLLM rules {note}: {', '.join(files)}") for note, files in by_note.items()]
+        return [f"vLLM rules for every file: {note}"]
+    return [f"vLLM rules {note}: {', '.join(files)}" for note, files in by_note.items()]
 
 
-def to_table(report: AuditReport, width: int | None = None) -> RenderableType:
-    """Pools (with predicted block sizes), the version and platform assumptions, pairs and
-    how each was grouped, findings, files not evaluated, summary line.
+Row = tuple[GroupResult, PairOutcome | PoolResult]
 
-    ``width``: the console width (characters) the tables must fit; ``None`` = unlimited.
-    """
-    parts: list[RenderableType] = []
-    if report.files:
-        rows: list[list[str | Text]] = [
-            [
-                str(r.pool.location),
-                r.pool.label,
-                r.pool.model,
-                str(r.pool.tp),
-                str(r.rank.block_size or "-"),
-                str(r.rank.kernel_block_size or "-"),
-            ]
-            for file in report.files
-            for r in file.pools
-        ]
-        columns = [
-            Column(name, True)
-            for name in ("File", "Pool", "Model", "TP", "Block size", "Kernel block")
-        ]
+
+def _pairs(report: AuditReport, verbose: bool) -> list[Row]:
+    """Pairs (and unpaired pools) to show: every one with ``verbose``, else the failing."""
+    bad = {id(o) for o in failing_pairs(report)}
+    shown = {id(r) for r in shown_pools(report, verbose)}
+    rows: list[Row] = []
+    for group in report.groups:
+        rows += [(group, o) for o in group.pairs if verbose or id(o) in bad]
+        rows += [(group, r) for r in group.unpaired if verbose or id(r) in shown]
+    return rows
+
+
+def _summary(report: AuditReport) -> str:
+    counts = {s: sum(1 for f in report.findings if f.severity == s) for s in STYLE}
+    unread = f", {len(report.unread)} not read" if report.unread else ""
+    return (
+        f"{len(report.files)} file(s) evaluated, {len(report.unevaluated)} not evaluated"
+        f"{unread}; {counts['error']} error(s), {counts['warning']} warning(s), "
+        f"{counts['info']} info; {len(report.suppressed)} suppressed; "
+        f"{len(report.failing())} fail --fail-on {report.fail_on}"
+    )
+
+
+def _hidden(report: AuditReport, verbose: bool) -> str | None:
+    """The line saying what the detail leaves out (``--verbose`` shows it)."""
+    if verbose:
+        return None
+    pools = sum(len(f.pools) for f in report.files)
+    pairs = sum(len(g.pairs) for g in report.groups)
+    shown = len(shown_pools(report, False))
+    if pools == shown:
+        return None
+    return (
+        f"detail of {pools - shown} of {pools} pool(s) in {pairs} pair(s) left out: they "
+        "pass the gate (--verbose shows every pool and pair)"
+    )
+
+
+def _unread_lines(report: AuditReport) -> list[str]:
+    accepted = " (accepted)" if report.unread_accepted else ""
+    return [f"not read: {p.location}: {p.message}{accepted}" for p in report.unread]
+
+
+def _pool_cells(r: PoolResult) -> list[str]:
+    return [
+        str(r.pool.location), r.pool.label, r.pool.model, str(r.pool.tp),
+        str(r.rank.block_size or "-"), str(r.rank.kernel_block_size or "-"),
+    ]  # fmt: skip
+
+
+def _pair_cells(group: GroupResult, item: PairOutcome | PoolResult) -> list[str]:
+    if isinstance(item, PairOutcome):
+        return [group.grouping.how, _where(item.prefill.pool), _where(item.decode.pool),
+                item.pair.verdict]  # fmt: skip
+    cells = [_where(item.pool), "-"] if item.pool.role == "prefill" else ["-", _where(item.pool)]
+    return [group.grouping.how, *cells, "not paired"]
+
+
+def to_table(
+    report: AuditReport, width: int | None = None, *, verbose: bool = False, quiet: bool = False
+) -> RenderableType:
+    """The report for a terminal ``width`` characters wide (``None`` = unlimited): the
+    verdict, the findings with their fixes, then (not with ``quiet``) pools and pairs of
+    failing pairs (every one with ``verbose``), assumptions, notes, files not evaluated
+    and the summary line."""
+    code = report.exit_code()
+    parts: list[RenderableType] = [
+        Text(headline(report), style="bold red" if code else "bold green")
+    ]
+    if report.findings:
+        finding_rows: list[list[str | Text]] = [
+            [f.rule, Text(f.severity, style=STYLE[f.severity]), str(f.location),
+             ", ".join(f.pools), f.message, f.remediation]
+            for f in report.findings
+        ]  # fmt: skip
+        finding_columns = [
+            Column("Rule", True), Column("Severity", True), Column("Location", True),
+            Column("Pools", False), Column("Message", False), Column("Fix", False),
+        ]  # fmt: skip
+        parts.append(_section("Findings", finding_columns, finding_rows, width))
+    parts += [Text(f"not evaluated: {p.location}: {p.message}", style="bold red")
+              for p in report.unevaluated]  # fmt: skip
+    parts += [Text(line, style="bold red") for line in _unread_lines(report)]
+    if quiet:
+        return Group(*parts)
+    pools = shown_pools(report, verbose)
+    if pools:
+        columns = [Column(n, True) for n in
+                   ("File", "Pool", "Model", "TP", "Block size", "Kernel block")]  # fmt: skip
+        rows: list[list[str | Text]] = [list(_pool_cells(r)) for r in pools]
         parts.append(_section("Pools", columns, rows, width))
-        parts += _version_lines(report)
-        parts += [Text(f"assumed: {line}") for line in report.assumptions]
-    if report.groups:
-        pair_rows: list[list[str | Text]] = []
-        for group in report.groups:
-            for o in group.pairs:
-                pair_rows.append(
-                    [group.grouping.how, _where(o.prefill.pool), _where(o.decode.pool),
-                     o.pair.verdict]
-                )  # fmt: skip
-            for r in group.unpaired:
-                cells = (_where(r.pool), "-") if r.pool.role == "prefill" else ("-", _where(r.pool))
-                pair_rows.append([group.grouping.how, *cells, Text("not paired", style="yellow")])
-        pair_columns = [
-            Column("Grouped by", False),
-            Column("Prefill", True),
-            Column("Decode", True),
-            Column("Verdict", True),
-        ]
+        files = None if verbose else {r.pool.location.file for r in pools}
+        parts += [Text(line) for line in _version_lines(report, files)]
+    parts += [Text(f"assumed: {line}") for line in report.assumptions]
+    pairs = _pairs(report, verbose)
+    if pairs:
+        pair_columns = [Column("Grouped by", False), Column("Prefill", True),
+                        Column("Decode", True), Column("Verdict", True)]  # fmt: skip
+        pair_rows: list[list[str | Text]] = [list(_pair_cells(g, i)) for g, i in pairs]
         parts.append(
             _section(f"Pairs (--pair-by {report.pair_by})", pair_columns, pair_rows, width)
         )
+    hidden = _hidden(report, verbose)
+    if hidden:
+        parts.append(Text(hidden, style="dim"))
+    parts += [Text(f"note: {note}", style="dim") for note in report.notes]
+    parts.append(Text(_summary(report)))
+    return Group(*parts)
+
+
+def to_text(report: AuditReport, *, verbose: bool = False, quiet: bool = False) -> str:
+    """The same report as :func:`to_table`, one plain line per item (no wrapping, no
+    padding), for output that is no terminal."""
+    lines = [headline(report)]
     if report.findings:
-        finding_rows: list[list[str | Text]] = [
-            [
-                f.rule,
-                Text(f.severity, style=STYLE[f.severity]),
-                str(f.location),
-                ", ".join(f.pools),
-                f.message,
-                f.remediation,
-            ]
+        lines.append("Findings:")
+        lines += [
+            f"  {f.location}: {f.rule} {f.severity}: {f.message} [{', '.join(f.pools)}]; "
+            f"fix: {f.remediation}"
             for f in report.findings
         ]
-        finding_columns = [
-            Column("Rule", True),
-            Column("Severity", True),
-            Column("Location", True),
-            Column("Pools", False),
-            Column("Message", False),
-            Column("Fix", False),
+    lines += [f"not evaluated: {p.location}: {p.message}" for p in report.unevaluated]
+    lines += _unread_lines(report)
+    if quiet:
+        return "\n".join(lines) + "\n"
+    pools = shown_pools(report, verbose)
+    if pools:
+        lines.append("Pools:")
+        lines += [
+            f"  {c[0]}: {c[1]} {c[2]} TP {c[3]}: block size {c[4]}, kernel block {c[5]}"
+            for c in map(_pool_cells, pools)
         ]
-        parts.append(_section("Findings", finding_columns, finding_rows, width))
-    parts += [Text(f"note: {note}", style="dim") for note in report.notes]
-    for p in report.unevaluated:
-        parts.append(Text(f"not evaluated: {p.location}: {p.message}", style="bold red"))
-    counts = {s: sum(1 for f in report.findings if f.severity == s) for s in STYLE}
-    summary = (
-        f"{len(report.files)} file(s) evaluated, {len(report.unevaluated)} not evaluated; "
-        f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info; "
-        f"{len(report.suppressed)} suppressed; {len(report.failing())} fail --fail-on "
-        f"{report.fail_on}"
-    )
-    parts.append(Text(summary))
-    return Group(*parts)
+        files = None if verbose else {r.pool.location.file for r in pools}
+        lines += _version_lines(report, files)
+    lines += [f"assumed: {line}" for line in report.assumptions]
+    pairs = _pairs(report, verbose)
+    if pairs:
+        lines.append(f"Pairs (--pair-by {report.pair_by}):")
+        lines += [
+            f"  {c[0]}: {c[1]} → {c[2]}: {c[3]}" for c in (_pair_cells(g, i) for g, i in pairs)
+        ]
+    hidden = _hidden(report, verbose)
+    if hidden:
+        lines.append(hidden)
+    lines += [f"note: {note}" for note in report.notes]
+    lines.append(_summary(report))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,150 @@
+"""Helm chart folders and kustomize bases/overlays: rendered, then read as manifests.
+
+A folder with ``Chart.yaml`` and ``templates/`` is a Helm chart; a folder with a
+``kustomization.yaml`` is a kustomize base or overlay. Their files are not deployments on
+their own (templates hold ``{{ }}``, overlays hold patches), so a folder scan renders
+each root with the renderer on ``PATH`` (``helm template``; ``kustomize build``, else
+``kubectl kustomize``) and reads the output. Each pool keeps its source file and line:
+Helm marks every rendered document with ``# Source: CHART/templates/FILE``; a kustomize
+object is found again by its name in the folder's own files. With no renderer on
+``PATH`` the root is not evaluated (exit 3), and the message names the command to render
+and pipe (``helm template RELEASE CHART | kvalign audit -``). Nothing but those renderers
+is ever run, only on the user's folders, with no shell.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from kvalign.deploy.model import Deployment, Location, Problem
+from kvalign.safeio import read_text
+
+#: file names that make a folder a kustomize root.
+KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+#: seconds a renderer may take.
+TIMEOUT = 120
+
+
+def is_chart(folder: Path) -> bool:
+    """A Helm chart folder: ``Chart.yaml`` and a ``templates/`` folder."""
+    return (folder / "Chart.yaml").is_file() and (folder / "templates").is_dir()
+
+
+def kustomization(folder: Path) -> Path | None:
+    """The folder's kustomization file, if it is a kustomize root."""
+    return next((folder / n for n in KUSTOMIZATIONS if (folder / n).is_file()), None)
+
+
+def roots(path: Path) -> list[Path]:
+    """Chart and kustomize folders at or below ``path`` (no hidden folders), outermost
+    first; a folder inside a chart is part of it."""
+    found: list[Path] = []
+    for folder in [path, *sorted(p for p in path.rglob("*") if p.is_dir())]:
+        if any(part.startswith(".") for part in folder.relative_to(path).parts):
+            continue
+        if any(root in folder.parents for root in found if is_chart(root)):
+            continue
+        if is_chart(folder) or kustomization(folder) is not None:
+            found.append(folder)
+    return found
+
+
+def referenced(root: Path) -> set[Path]:
+    """Folders a kustomization names in ``resources`` / ``bases`` (an overlay's bases:
+    rendered through the overlay, not on their own)."""
+    file = kustomization(root)
+    if file is None:
+        return set()
+    names = re.findall(r"^\s*-\s*['\"]?([^'\"#\s]+)", read_text(file), re.MULTILINE)
+    return {(root / n).resolve() for n in names if (root / n).is_dir()}
+
+
+def command(root: Path, which: Callable[[str], str | None] = shutil.which) -> list[str] | None:
+    """The renderer command for ``root`` (``None``: no renderer on ``PATH``)."""
+    if is_chart(root):
+        helm = which("helm")
+        return [helm, "template", root.name, str(root)] if helm else None
+    kustomize = which("kustomize")
+    if kustomize:
+        return [kustomize, "build", str(root)]
+    kubectl = which("kubectl")
+    return [kubectl, "kustomize", str(root)] if kubectl else None
+
+
+def hint(root: Path) -> str:
+    """The command to render ``root`` by hand and pipe it into audit."""
+    if is_chart(root):
+        return f"helm template {root.name} {root} | kvalign audit -"
+    return f"kubectl kustomize {root} | kvalign audit -   (or: kustomize build {root} | …)"
+
+
+def render(root: Path) -> tuple[str | None, Problem | None]:
+    """``(rendered text, None)``, or ``(None, blocking problem)`` naming what to run."""
+    where = Location(str(root / "Chart.yaml") if is_chart(root) else str(kustomization(root)))
+    what = "a Helm chart" if is_chart(root) else "a kustomize folder"
+    argv = command(root)
+    if argv is None:
+        tool = "helm" if is_chart(root) else "kustomize or kubectl"
+        return None, Problem(
+            where, f"{what}: not rendered ({tool} is not on PATH): render it and pipe the "
+            f"output: `{hint(root)}`",
+        )  # fmt: skip
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, Problem(
+            where, f"{what}: `{' '.join(argv)}` failed ({exc}); try `{hint(root)}`"
+        )
+    if done.returncode != 0:
+        first = next((ln for ln in done.stderr.splitlines() if ln.strip()), "no message")
+        return None, Problem(
+            where, f"{what}: `{' '.join(argv[1:3])} {root}` exited {done.returncode}: {first}"
+        )
+    return done.stdout, None
+
+
+_SOURCE = re.compile(r"^# Source: (\S+)", re.MULTILINE)
+
+
+def relocate(deployment: Deployment, root: Path, text: str) -> Deployment:
+    """Point each pool back at its source file and line: the Helm ``# Source:`` template
+    (line within it), or the kustomize folder's file that names the object."""
+    starts = [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _SOURCE.finditer(text)]
+    files = [
+        p
+        for folder in (root, *sorted(referenced(root)))
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.suffix in (".yaml", ".yml")
+    ]
+    pools = []
+    for pool in deployment.pools:
+        line = pool.location.line or 1
+        where = pool.location
+        before = [(n, s) for n, s in starts if n <= line]
+        if before:
+            number, source = before[-1]
+            parts = Path(source).parts
+            target = root.joinpath(*parts[1:]) if parts and parts[0] == root.name else root / source
+            where = Location(str(target), max(1, line - number))
+        else:
+            where = _named(files, pool.name) or where
+        pools.append(dataclasses.replace(pool, location=where))
+    return dataclasses.replace(deployment, pools=tuple(pools))
+
+
+def _named(files: list[Path], name: str) -> Location | None:
+    """The first ``name: NAME`` line of the kustomize folder's files, for the object's
+    rendered name or that name less a ``namePrefix`` (``prod-vllm`` → ``vllm``)."""
+    parts = name.split("-")
+    for candidate in ["-".join(parts[i:]) for i in range(len(parts))]:
+        pattern = re.compile(rf"^\s*name:\s*['\"]?{re.escape(candidate)}['\"]?\s*$")
+        for file in files:
+            for number, line in enumerate(read_text(file).splitlines(), 1):
+                if pattern.match(line):
+                    return Location(str(file), number)
+    return None

@@ -1,0 +1,95 @@
+"""The answer first: audit's verdict line, and which pairs and pools the detail shows.
+
+Pure: reads an :class:`~kvalign.audit.AuditReport`, returns text. The verdict names the
+exit code as ``check``'s first line does (:func:`kvalign.report.cells.answer_lines`).
+"""
+
+from __future__ import annotations
+
+from kvalign.audit import AuditReport
+from kvalign.deploy.model import Pool
+from kvalign.policy import fails
+from kvalign.rules.base import Finding, PairOutcome, PoolResult, pair_labels, pool_ref
+
+
+def _names(outcome: PairOutcome) -> set[str]:
+    return set(pair_labels(outcome))
+
+
+def _names_pool(finding: Finding, pool: Pool) -> bool:
+    """Whether ``finding`` is about ``pool`` (labels carry their file when the pool is
+    declared in another file than the finding's: :func:`kvalign.rules.base.pool_ref`)."""
+    return (
+        pool_ref(pool, finding.location.file) in finding.pools
+        or pool_ref(pool, "") in finding.pools  # pair_labels of pools in two files
+    )
+
+
+def _about_pair(finding: Finding, outcome: PairOutcome) -> bool:
+    return _names_pool(finding, outcome.prefill.pool) and _names_pool(finding, outcome.decode.pool)
+
+
+def failing_pairs(report: AuditReport) -> list[PairOutcome]:
+    """Pairs that fail the gate: their verdict's level reaches ``--fail-on``, or a finding
+    that reaches it names both of their pools."""
+    failing = report.failing()
+    return [
+        o
+        for g in report.groups
+        for o in g.pairs
+        if fails(o.pair.level, report.fail_on) or any(_about_pair(f, o) for f in failing)
+    ]
+
+
+def shown_pools(report: AuditReport, verbose: bool) -> list[PoolResult]:
+    """The pools whose detail is printed: every pool with ``verbose``, else the pools of
+    failing pairs and of other failing findings (file order)."""
+    pools = [r for f in report.files for r in f.pools]
+    if verbose:
+        return pools
+    bad = failing_pairs(report)
+    wanted = {id(o.prefill) for o in bad} | {id(o.decode) for o in bad}
+    failing = report.failing()
+    return [r for r in pools if id(r) in wanted or any(_names_pool(f, r.pool) for f in failing)]
+
+
+def _fix(finding: Finding) -> str:
+    return finding.remediation.rstrip(".")
+
+
+def headline(report: AuditReport) -> str:
+    """Line 1 of audit: the verdict in words with the exit code and the first fix, e.g.
+    ``FAIL (exit 1, --fail-on error): 2 of 7 pair(s) fail the gate; fix: …``."""
+    code = report.exit_code()
+    pairs = [o for g in report.groups for o in g.pairs]
+    servers = sum(1 for f in report.files for r in f.pools if r.pool.role == "server")
+    failing = report.failing()
+    unread = len(report.unread) if not report.unread_accepted else 0
+    if code == 3:
+        count = len(report.unevaluated) + unread
+        head = (
+            f"NOT EVALUATED (exit 3): {count} launch(es) or file(s) could not be evaluated; "
+            "fix: what each 'not evaluated' / 'not read' line below names"
+        )
+        if failing:
+            head += f" ({len(failing)} finding(s) fail --fail-on {report.fail_on} as well)"
+        return head
+    bad = failing_pairs(report)
+    if code == 1:
+        others = [f for f in failing if not any(_about_pair(f, o) for o in bad)]
+        parts = [f"{len(bad)} of {len(pairs)} pair(s) fail the gate"] if bad else []
+        if others:
+            parts.append(f"{len(others)} {'other ' if bad else ''}finding(s) fail it")
+        return (
+            f"FAIL (exit 1, --fail-on {report.fail_on}): {', '.join(parts)}; "
+            f"fix: {_fix(failing[0])}"
+        )
+    what = f"{len(pairs)} pair(s) pass the gate" if pairs else "no pair to check"
+    if servers:
+        what += f", {servers} standalone server(s)"
+    rest = len(report.findings)
+    if rest:
+        what += f"; {rest} finding(s) below --fail-on {report.fail_on}"
+    if report.unread:
+        what += f"; {len(report.unread)} path(s) not read (accepted: --skip-unrelated)"
+    return f"PASS (exit 0, --fail-on {report.fail_on}): {what}"
