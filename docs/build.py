@@ -39,6 +39,10 @@ REPO = Path(__file__).resolve().parent.parent
 PAGES = ("docs/why.md", "docs/rules.md", "docs/json.md")
 BLOCK = re.compile(r"<!-- kvalign: (?P<args>.+?) -->\n.*?<!-- /kvalign -->", re.DOTALL)
 JSON_BLOCK = re.compile(r"<!-- kvalign-json: (?P<args>.+?) -->\n.*?<!-- /kvalign -->", re.DOTALL)
+SCHEMA_BLOCK = re.compile(
+    r"<!-- kvalign-schema: (?P<name>[a-z]+) -->\n.*?<!-- /kvalign -->", re.DOTALL
+)
+SCHEMAS = REPO / "kvalign" / "schemas"
 #: strings longer than this are cut in JSON examples.
 LONGEST = 60
 
@@ -72,6 +76,46 @@ def dumps(value: Any, indent: str = "") -> str:
         items = [f"{inner}{dumps(v, inner)}" for v in value]
         return "[\n" + ",\n".join(items) + f"\n{indent}]"
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _type(node: dict[str, Any]) -> str:
+    if "const" in node:
+        return f"`{json.dumps(node['const'])}`"
+    if "enum" in node:
+        return " / ".join(f"`{v}`" for v in node["enum"])
+    kind = node.get("type", "any")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if "array" in kinds and isinstance(node.get("items"), dict):
+        inner = node["items"]
+        if "$ref" in inner:
+            kinds = [
+                k if k != "array" else f"array of {inner['$ref'].rsplit('/', 1)[1]}" for k in kinds
+            ]
+        elif "type" in inner:
+            kinds = [k if k != "array" else f"array of {_type(inner)}" for k in kinds]
+    return " or ".join(kinds)
+
+
+def schema_table(name: str) -> str:
+    """The top-level keys of ``kvalign/schemas/NAME.json`` (the result document): type,
+    whether required, and an object's own keys."""
+    schema = json.loads((SCHEMAS / f"{name}.json").read_text(encoding="utf-8"))
+    result = schema["$defs"]["result"]
+    lines = [
+        f"Schema: [`kvalign/schemas/{name}.json`](../kvalign/schemas/{name}.json) "
+        f"({result['description']})",
+        "",
+    ]
+    if result.get("type") == "array":
+        result = result["items"]
+        lines[0] += " A list; each item:"
+    required = set(result.get("required", []))
+    lines += ["| key | type | required | keys inside |", "|---|---|---|---|"]
+    for key, node in result.get("properties", {}).items():
+        inner = node.get("properties") or node.get("items", {}).get("properties") or {}
+        keys = ", ".join(f"`{k}`" for k in inner)
+        lines.append(f"| `{key}` | {_type(node)} | {'yes' if key in required else 'no'} | {keys} |")
+    return "\n".join(lines)
 
 
 def run_kvalign(args: str, root: Path) -> str:
@@ -110,6 +154,11 @@ def render(page: str, root: Path) -> str:
             f"```json\n{text}\n```\n<!-- /kvalign -->"
         )
 
+    def refresh_schema(match: re.Match[str]) -> str:
+        name = match.group("name")
+        return f"<!-- kvalign-schema: {name} -->\n{schema_table(name)}\n<!-- /kvalign -->"
+
+    page = SCHEMA_BLOCK.sub(refresh_schema, page)
     return JSON_BLOCK.sub(refresh_json, BLOCK.sub(refresh, page))
 
 

@@ -18,7 +18,7 @@ from kvalign.deploy.model import Deployment, Ignore, Location, Pool, Problem
 from kvalign.deploy.vllm_args import settings_from_args
 from kvalign.errors import InvalidSettings, KvalignError
 from kvalign.exitcodes import ExitCode
-from kvalign.fixes import FixPool, GroupFix, RunCache, raised_block_sizes
+from kvalign.fixes import FixPool, GroupFix, RunCache
 from kvalign.geometry import ModelGeometry
 from kvalign.grouping import PairBy, group_pools
 from kvalign.pd import analyze_pair
@@ -212,21 +212,6 @@ def assumptions(files: tuple[FileResult, ...] | list[FileResult]) -> tuple[str, 
             for line in lines:
                 counts[line] = counts.get(line, 0) + 1
     return tuple(f"{line} [{n} pool(s)]" for line, n in counts.items())
-
-
-def _raised_elsewhere(group: GroupResult, engines: RunCache) -> list[str]:
-    """Where vLLM would raise a pool's own ``--block-size`` on a GPU class the pool may run
-    on although not on the one assumed (no ``--gpu`` / node label): a note, as ``check``'s
-    "Your --block-size" line (KVA004 covers the assumed GPU; this never fails the gate)."""
-    pools = [
-        FixPool(r.geometry, r.engine, r.pool.tp, r.pool.label)
-        for r in group.pools
-        if r.rank.valid and not r.rank.block_size_overridden
-    ]
-    return [
-        f"{line} (GPU not given: pass --gpu or a node label to check the one it runs on)"
-        for line in raised_block_sizes(pools, engines)
-    ]
 
 
 def _version_notes(deployment: Deployment, version: str | None) -> list[str]:
@@ -452,7 +437,6 @@ def run_audit(
                     f"{' → '.join(pair_labels(outcome))} ({outcome.prefill.pool.model}): "
                     f"nothing to align: {outcome.pair.reason}"
                 )
-        notes += _raised_elsewhere(group, engines)
         notes += [
             f"{r.pool.label} ({r.pool.location}, {r.pool.model}): standalone server "
             f"({'kv_role kv_both' if r.pool.args.kv_transfer_config else 'no --kv-transfer-config'}"

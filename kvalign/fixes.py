@@ -353,6 +353,16 @@ def raised_block_sizes(pools: list[FixPool], cache: RunCache | None = None) -> l
     ]
 
 
+def raised_by_pool(pools: list[FixPool], cache: RunCache | None = None) -> dict[str, list[str]]:
+    """:func:`raised_block_sizes` keyed by pool label, each line without the label
+    (``vLLM raises --block-size 2096 to 8,384 on H100/H200 (SM90), …``)."""
+    out: dict[str, list[str]] = {}
+    for line in raised_block_sizes(pools, cache):
+        who, _, what = line.partition(": ")
+        out.setdefault(who, []).append(what)
+    return out
+
+
 class GroupFix:
     """One audit group's fix, proven once on first use (:func:`prove_fix`) and then kept:
     every finding of the group names the same fix (an audit of 24 prefill x 24 decode
@@ -378,6 +388,15 @@ class GroupFix:
         self._pools, self._pairs, self._profile = pools, pairs, profile
         self._cache, self._differ = cache, settings_differ
         self._text: str | None = None
+        self._raised: dict[str, list[str]] | None = None
+
+    @property
+    def raised(self) -> dict[str, list[str]]:
+        """Where vLLM raises each pool's own ``--block-size`` on a GPU class it may run on
+        (:func:`raised_by_pool`, keyed by pool label), computed once."""
+        if self._raised is None:
+            self._raised = raised_by_pool(self._pools, self._cache)
+        return self._raised
 
     @property
     def text(self) -> str:

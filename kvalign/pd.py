@@ -95,8 +95,10 @@ class CheckReport:
 
     def levels(self, among: set[int] | None = None) -> list[Level | None]:
         """Severity of every pair's verdict, plus :data:`~kvalign.policy.OVERRIDE_LEVEL`
-        for each requested TP whose ``--block-size`` hybrid alignment raises; with
-        ``among``, only pairs (and TPs) whose TP sizes are all in it."""
+        for each requested TP whose ``--block-size`` hybrid alignment raises (and, without
+        ``among``, for each pool whose ``--block-size`` it raises on some GPU class the pool
+        may run on: ``recommendation.raised``); with ``among``, only pairs (and TPs) whose
+        TP sizes are all in it."""
         levels: list[Level | None] = [
             pair.level
             for pair in self.pairs
@@ -110,6 +112,8 @@ class CheckReport:
             for tp, rank in sorted(self.ranks.items())
             if tp in requested and rank.usable and rank.block_size_overridden
         ]
+        if among is None:  # raised on a GPU class the pools may run on: as audit's KVA004
+            levels += [OVERRIDE_LEVEL for _ in self.recommendation.raised]
         return levels
 
     def exit_code(self, fail_on: str = DEFAULT_FAIL_ON) -> int:

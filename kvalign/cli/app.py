@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from kvalign import __version__
 from kvalign.cli.audit import audit
@@ -56,8 +57,44 @@ def _root(
     guard_stderr()  # input strings on stderr: controls escaped, lines bounded
 
 
+class PanelCommand(TyperCommand):
+    """A command whose plain ``--help`` lists its options under their help panels
+    (``rich_help_panel``: P/D, vLLM flags, model loading, output), as typer's rich help
+    would, without loading rich for ``--help``."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:  # typer's vendored click
+        """Arguments, then one section per panel in first-use order (``Options`` for
+        options in no panel, e.g. ``--help``)."""
+        sections: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                name = "Arguments"
+            else:
+                name = getattr(param, "rich_help_panel", None) or "Options"
+            sections.setdefault(name, []).append(record)
+        for name, records in sections.items():
+            with formatter.section(name):
+                formatter.write_dl(records)
+
+
+#: each command's line in ``kvalign --help``: short enough for 80 columns (no ``...``).
+SUMMARIES = {
+    "check": "Does each prefill × decode TP pair work? And the one fix.",
+    "matrix": "Full prefill × decode grid for a runbook.",
+    "plan": "The one block size every component must share, and what follows.",
+    "models": "List the bundled model configs (usable offline by hub id).",
+    "rules": "List the audit rules, or explain one.",
+    "audit": "Audit P/D deployment files before they ship.",
+    "survey": "Count mismatched P/D pairs per model (vLLM and TP-stable).",
+    "explain": "Show the block-size derivation step by step.",
+    "verify": "Compare kvalign with the installed vLLM's own functions.",
+}
+
 for _command in (check, matrix, plan, models, rules, audit, survey, explain, verify):
-    app.command()(_command)
+    app.command(cls=PanelCommand, short_help=SUMMARIES[_command.__name__])(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,6 +8,7 @@ import typer
 
 from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import (
+    PD_PANEL,
     FailOn,
     FailOnOpt,
     FormatOpt,
@@ -26,10 +27,22 @@ def check(
     settings: Settings,
     source: ModelSource,
     prefill_tp: Annotated[
-        str, typer.Option("--prefill-tp", help="Prefill TP size(s), comma-separated.")
+        str,
+        typer.Option(
+            "--prefill-tp",
+            metavar="LIST",
+            rich_help_panel=PD_PANEL,
+            help="Prefill TP size(s), comma-separated.",
+        ),
     ] = "1",
     decode_tp: Annotated[
-        str, typer.Option("--decode-tp", help="Decode TP size(s), comma-separated.")
+        str,
+        typer.Option(
+            "--decode-tp",
+            metavar="LIST",
+            rich_help_panel=PD_PANEL,
+            help="Decode TP size(s), comma-separated.",
+        ),
     ] = "1",
     fail_on: FailOnOpt = FailOn.error,
     output_format: FormatOpt = OutputFormat.table,

@@ -8,6 +8,7 @@ import typer
 
 from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import (
+    PD_PANEL,
     FailOn,
     FailOnOpt,
     FormatOpt,
@@ -26,7 +27,13 @@ def matrix(
     settings: Settings,
     source: ModelSource,
     tp: Annotated[
-        str, typer.Option("--tp", help="TP sizes for both axes, comma-separated.")
+        str,
+        typer.Option(
+            "--tp",
+            metavar="LIST",
+            rich_help_panel=PD_PANEL,
+            help="TP sizes for both axes, comma-separated.",
+        ),
     ] = "1,2,4,8",
     fail_on: FailOnOpt = FailOn.error,
     output_format: FormatOpt = OutputFormat.table,

@@ -11,6 +11,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+from typer.models import OptionInfo
 
 from kvalign.cli.output import OutputFormat
 from kvalign.errors import InvalidSettings
@@ -79,6 +80,28 @@ def parse_tp_list(text: str, option: str) -> list[int]:
         if number not in values:
             values.append(number)
     return values
+
+
+# ---- help panels (``--help`` groups the options under these titles) ---------------------
+#: prefill/decode tensor parallel sizes.
+PD_PANEL = "P/D"
+#: the ``vllm serve`` flags a pool runs with.
+VLLM_PANEL = "vLLM flags"
+#: how MODEL is read (hub revision, remote code, overrides, cache).
+MODEL_PANEL = "Model loading"
+#: what is printed and when the command exits 1.
+OUTPUT_PANEL = "Output"
+
+
+def in_panel(annotation: Any, panel: str, metavar: str | None = None) -> Any:
+    """Put an ``Annotated[..., typer.Option(...)]`` option into help panel ``panel``
+    (typer's ``rich_help_panel``), with ``metavar`` when given; returns the annotation."""
+    for info in getattr(annotation, "__metadata__", ()):
+        if isinstance(info, OptionInfo):
+            info.rich_help_panel = panel
+            if metavar is not None:
+                info.metavar = metavar
+    return annotation
 
 
 # ---- shared options -------------------------------------------------------------------
@@ -267,6 +290,35 @@ HfOverridesOpt = Annotated[
         """e.g. '{"n_groups": 4}'.""",
     ),
 ]
+
+
+for _annotation, _panel, _metavar in (
+    (FailOnOpt, OUTPUT_PANEL, None),
+    (FormatOpt, OUTPUT_PANEL, None),
+    (DtypeOpt, VLLM_PANEL, "DTYPE"),
+    (KvDtypeOpt, VLLM_PANEL, "DTYPE"),
+    (BlockOpt, VLLM_PANEL, "N"),
+    (PrefixOpt, VLLM_PANEL, None),
+    (MambaDtypeOpt, VLLM_PANEL, "DTYPE"),
+    (SsmDtypeOpt, VLLM_PANEL, "DTYPE"),
+    (SpecOpt, VLLM_PANEL, "N"),
+    (BackendOpt, VLLM_PANEL, "NAME"),
+    (MambaCacheModeOpt, VLLM_PANEL, None),
+    (MambaBlockOpt, VLLM_PANEL, "N"),
+    (ReplayOpt, VLLM_PANEL, None),
+    (ReplayLenOpt, VLLM_PANEL, "N"),
+    (MambaBackendOpt, VLLM_PANEL, None),
+    (MaxModelLenOpt, VLLM_PANEL, "N"),
+    (GpuOpt, VLLM_PANEL, "GPU"),
+    (GdnOpt, VLLM_PANEL, None),
+    (AlignOpt, VLLM_PANEL, None),
+    (VersionOpt, VLLM_PANEL, "VERSION"),
+    (RevisionOpt, MODEL_PANEL, "REV"),
+    (NoCacheOpt, MODEL_PANEL, None),
+    (TrustOpt, MODEL_PANEL, None),
+    (HfOverridesOpt, MODEL_PANEL, "JSON"),
+):
+    in_panel(_annotation, _panel, _metavar)
 
 
 @dataclass(frozen=True)

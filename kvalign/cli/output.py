@@ -78,10 +78,11 @@ class SurveyFormat(str, Enum):
 
 
 class ExplainFormat(str, Enum):
-    """``explain --format`` values."""
+    """``explain --format`` values: the same as check's (table is the plain-text steps)."""
 
-    text = "text"
+    table = "table"
     json = "json"
+    markdown = "markdown"
 
 
 class PlanFormat(str, Enum):
@@ -247,6 +248,12 @@ def _rules_markdown(docs: tuple[RuleDoc, ...], view: View) -> str:
 
 
 def _rule_page(doc: RuleDoc, view: View) -> str:
+    from kvalign.report.rules_format import WRAP, rule_page
+
+    return rule_page(doc, width=max(40, min(view.width, WRAP)))  # the terminal's, at most 88
+
+
+def _rule_markdown(doc: RuleDoc, view: View) -> str:
     from kvalign.report.rules_format import rule_page
 
     return rule_page(doc)
@@ -306,7 +313,7 @@ RULES: Formats[tuple[RuleDoc, ...]] = Formats(
 )
 #: ``rules ID``: one rule's page (table and markdown print the same page).
 RULE: Formats[RuleDoc] = Formats(
-    OutputFormat, {"table": _rule_page, "json": _rule_json, "markdown": _rule_page}
+    OutputFormat, {"table": _rule_page, "json": _rule_json, "markdown": _rule_markdown}
 )
 
 

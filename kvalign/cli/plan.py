@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from kvalign.cli.exit import guarded, json_on_error
-from kvalign.cli.options import ModelArg, ModelSource, sizing_options
+from kvalign.cli.options import OUTPUT_PANEL, PD_PANEL, ModelArg, ModelSource, sizing_options
 from kvalign.cli.output import PLAN, PlanFormat
 from kvalign.exitcodes import ExitCode
 from kvalign.settings import MAX_TP, Settings
@@ -42,10 +42,26 @@ def plan(
     settings: Settings,
     source: ModelSource,
     prefill_tp: Annotated[
-        int, typer.Option("--prefill-tp", min=1, max=MAX_TP, help="Prefill TP size.")
+        int,
+        typer.Option(
+            "--prefill-tp",
+            metavar="N",
+            rich_help_panel=PD_PANEL,
+            min=1,
+            max=MAX_TP,
+            help="Prefill TP size.",
+        ),
     ] = 1,
     decode_tp: Annotated[
-        int, typer.Option("--decode-tp", min=1, max=MAX_TP, help="Decode TP size.")
+        int,
+        typer.Option(
+            "--decode-tp",
+            metavar="N",
+            rich_help_panel=PD_PANEL,
+            min=1,
+            max=MAX_TP,
+            help="Decode TP size.",
+        ),
     ] = 1,
     stack: Annotated[
         StackChoice | None,
@@ -69,9 +85,9 @@ def plan(
         EmitTarget | None,
         typer.Option("--emit", help="Print a ready snippet for this stack instead of the plan."),
     ] = None,
-    output_format: Annotated[PlanFormat, typer.Option("--format", help="Output format.")] = (
-        PlanFormat.table
-    ),
+    output_format: Annotated[
+        PlanFormat, typer.Option("--format", rich_help_panel=OUTPUT_PANEL, help="Output format.")
+    ] = (PlanFormat.table),
 ) -> None:
     """The one block size every component must share, its cost, and every setting that
     follows it (LMCache chunk_size, router/indexer block sizes, --max-num-batched-tokens).

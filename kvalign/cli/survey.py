@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from kvalign.cli.exit import guarded, json_on_error
-from kvalign.cli.options import ModelSource, parse_tp_list, sizing_options
+from kvalign.cli.options import OUTPUT_PANEL, PD_PANEL, ModelSource, parse_tp_list, sizing_options
 from kvalign.cli.output import SURVEY, SurveyFormat
 from kvalign.errors import InvalidSettings
 from kvalign.exitcodes import ExitCode
@@ -28,10 +28,16 @@ def survey(
         ),
     ] = None,
     tp: Annotated[
-        str, typer.Option("--tp", help="TP sizes for both sides, comma-separated.")
+        str,
+        typer.Option(
+            "--tp",
+            metavar="LIST",
+            rich_help_panel=PD_PANEL,
+            help="TP sizes for both sides, comma-separated.",
+        ),
     ] = "1,2,4,8,16",
     output_format: Annotated[
-        SurveyFormat, typer.Option("--format", help="Output format.")
+        SurveyFormat, typer.Option("--format", rich_help_panel=OUTPUT_PANEL, help="Output format.")
     ] = SurveyFormat.table,
     plot: Annotated[
         str | None,

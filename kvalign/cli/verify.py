@@ -9,7 +9,14 @@ from typing import Annotated
 import typer
 
 from kvalign.cli.exit import guarded, json_on_error
-from kvalign.cli.options import ModelArg, ModelSource, parse_tp_list, sizing_options
+from kvalign.cli.options import (
+    OUTPUT_PANEL,
+    PD_PANEL,
+    ModelArg,
+    ModelSource,
+    parse_tp_list,
+    sizing_options,
+)
 from kvalign.cli.output import VERIFY, VerifyFormat
 from kvalign.exitcodes import ExitCode
 from kvalign.settings import Settings
@@ -20,9 +27,14 @@ def verify(
     model: ModelArg,
     settings: Settings,
     source: ModelSource,
-    tp: Annotated[str, typer.Option("--tp", help="TP sizes, comma-separated.")] = "1",
+    tp: Annotated[
+        str,
+        typer.Option(
+            "--tp", metavar="LIST", rich_help_panel=PD_PANEL, help="TP sizes, comma-separated."
+        ),
+    ] = "1",
     output_format: Annotated[
-        VerifyFormat, typer.Option("--format", help="Output format.")
+        VerifyFormat, typer.Option("--format", rich_help_panel=OUTPUT_PANEL, help="Output format.")
     ] = VerifyFormat.table,
 ) -> None:
     """Compare kvalign's pages and block sizes with the installed vLLM's own functions,

@@ -205,13 +205,20 @@ def _in_words(pair: PairResult, fail_on: str) -> str:
     return "passes with a warning" if pair.level == "warning" else "passes (info only)"
 
 
-#: most pairs the answer names one by one (``matrix`` grids summarise the rest).
+#: most pairs ``check``'s answer names one by one (the pair table below has them all).
 ANSWER_PAIRS = 6
+#: most failing pairs ``matrix``'s answer names: the grid right below shows every cell,
+#: so at 80×24 the count, the fix and the grid come first.
+MATRIX_ANSWER_PAIRS = 1
 
 
-def answer_lines(report: CheckReport, fail_on: str = "error") -> list[str]:
+def answer_lines(report: CheckReport, fail_on: str = "error", grid: bool = False) -> list[str]:
     """The first lines of ``check``: whether each pair works, in words, and the one
-    command-line change that fixes it (proven on every GPU class), before any detail."""
+    command-line change that fixes it (proven on every GPU class), before any detail.
+
+    With ``grid`` (``matrix``) only failing pairs are named, at most
+    :data:`MATRIX_ANSWER_PAIRS`, since the grid below shows every cell. Any "… and N more"
+    line counts only failing pairs not named."""
     code = report.exit_code(fail_on)
     failing = [p for p in report.pairs if fails(p.level, fail_on)]
     total = len(report.pairs)
@@ -222,25 +229,25 @@ def answer_lines(report: CheckReport, fail_on: str = "error") -> list[str]:
             if failing
             else "a --block-size is raised by vLLM"
         )
-    elif "warning" in report.levels():  # e.g. --gpu H100 and a --block-size vLLM raises
+    elif "warning" in report.levels():  # e.g. a --block-size vLLM raises on some GPU class
         head = f"PASS with a warning (exit 0, --fail-on {fail_on}): every pair works"
-        if any(rank.block_size_overridden for rank in report.ranks.values()):
+        raised = report.recommendation.raised
+        if raised or any(rank.block_size_overridden for rank in report.ranks.values()):
             head += ", but vLLM raises your --block-size"
         head += " (--fail-on warning fails it)"
-    elif report.recommendation.raised:  # the lines below say so: the headline too
-        # raised only on GPU classes other than the assumed one: a note, as in audit
-        # (with --gpu naming such a class it is a warning, which --fail-on warning fails)
-        head = f"PASS with a note (exit 0, --fail-on {fail_on}): every pair works, but vLLM "
-        head += "raises your --block-size on some GPU classes (give --gpu to check yours)"
     else:
         head = f"PASS (exit 0, --fail-on {fail_on}): every pair works"
     lines = [head]
-    shown = sorted(report.pairs, key=lambda p: p not in failing)[:ANSWER_PAIRS]
+    if grid:
+        shown = failing[:MATRIX_ANSWER_PAIRS]
+    else:
+        shown = sorted(report.pairs, key=lambda p: p not in failing)[:ANSWER_PAIRS]
     for pair in shown:
         lines.append(f"  {_pair_name(pair)}: {_in_words(pair, fail_on)} ({pair.verdict}): "
                      f"{pair.reason}")  # fmt: skip
-    if total > len(shown):
-        lines.append(f"  … and {total - len(shown)} more pair(s) below")
+    hidden = sum(1 for pair in failing if pair not in shown)
+    if hidden:
+        lines.append(f"  … and {hidden} more failing pair(s) below")
     rec = report.recommendation
     for line in rec.raised:
         lines.append(f"Your --block-size: {line}")

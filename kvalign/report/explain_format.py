@@ -92,6 +92,17 @@ def explain_dict(ex: Explanation) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def explain_table(ex: Explanation) -> str:
+    """``--format table`` (the default, as in every command): :func:`explain_text`."""
+    return explain_text(ex)
+
+
+def explain_markdown(ex: Explanation) -> str:
+    """:func:`explain_text` under a heading, in a fenced block (the steps are aligned)."""
+    head = f"### kvalign explain {ex.geometry.model_id} --tp {ex.tp}"
+    return f"{head}\n\n```text\n{explain_text(ex)}```\n"
+
+
 def explain_json(ex: Explanation) -> str:
     """``explain_dict`` as indented JSON text."""
     return json.dumps(explain_dict(ex), indent=2)

@@ -35,8 +35,8 @@ def _footer(report: CheckReport) -> list[str]:
     return lines
 
 
-def _answer(report: CheckReport, fail_on: str) -> list[str]:
-    first, *rest = answer_lines(report, fail_on)
+def _answer(report: CheckReport, fail_on: str, grid: bool = False) -> list[str]:
+    first, *rest = answer_lines(report, fail_on, grid)
     return [f"**{first}**  ", *(f"{line}  " for line in rest), ""]
 
 
@@ -66,7 +66,7 @@ def _grid_rows(report: CheckReport, pairs: tuple[PairResult, ...]) -> list[list[
 def matrix_markdown(report: CheckReport, fail_on: str = "error") -> str:
     """The answer, then the prefill × decode grid (and the TP-stable what-if) in Markdown."""
     columns = ["P \\ D"] + [f"TP {tp}" for tp in report.decode_tps]
-    lines = _answer(report, fail_on)
+    lines = _answer(report, fail_on, grid=True)
     lines += [f"{markdown_cell(line)}  " for line in header_lines(report)]
     lines += ["", f"### Prefill TP × decode TP (vLLM {report.engine.profile.name} rules)", ""]
     lines += _table(columns, _grid_rows(report, report.pairs))

@@ -33,21 +33,24 @@ def rules_table(docs: tuple[RuleDoc, ...]) -> Table:
     return table
 
 
-def _wrap(text: str) -> str:
-    return textwrap.fill(text, WRAP, break_long_words=False, break_on_hyphens=False)
+def _wrap(text: str, width: int = WRAP) -> str:
+    return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
 
 
-def rule_page(doc: RuleDoc, heading: str = "#") -> str:
+def rule_page(doc: RuleDoc, heading: str = "#", width: int = WRAP) -> str:
     """One rule as Markdown (also the text output): title, severity, why, vLLM source, fix.
 
-    ``heading`` is the Markdown level of the rule's title (``##`` inside ``docs/rules.md``).
+    ``heading`` is the Markdown level of the rule's title (``##`` inside ``docs/rules.md``);
+    paragraphs are wrapped to ``width`` columns (the terminal's for ``kvalign rules ID``).
     """
     sub = heading + "#"
+
     lines = [f"{heading} {doc.code}: {doc.title}", "", f"Severity: {doc.severity}", ""]
     lines += [f"{sub} Why", ""]
     for paragraph in doc.rationale:
-        lines += [_wrap(paragraph), ""]
-    lines += [f"{sub} vLLM source", "", _wrap(doc.source), "", f"{sub} Fix", "", _wrap(doc.fix)]
+        lines += [_wrap(paragraph, width), ""]
+    lines += [f"{sub} vLLM source", "", _wrap(doc.source, width), ""]
+    lines += [f"{sub} Fix", "", _wrap(doc.fix, width)]
     return "\n".join(lines) + "\n"
 
 

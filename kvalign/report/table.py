@@ -42,8 +42,8 @@ def _footer(report: CheckReport) -> list[RenderableType]:
     return parts
 
 
-def _answer(report: CheckReport, fail_on: str) -> list[RenderableType]:
-    lines = answer_lines(report, fail_on)
+def _answer(report: CheckReport, fail_on: str, grid: bool = False) -> list[RenderableType]:
+    lines = answer_lines(report, fail_on, grid)
     style = "bold red" if report.exit_code(fail_on) else "bold green"
     return [Text(lines[0], style=style), *(Text(line) for line in lines[1:]), Text("")]
 
@@ -108,7 +108,9 @@ def matrix_table(
         blocks.add_row(*row)
     legend = Text(MATRIX_LEGEND, style="dim")
     header = [Text(line) for line in header_lines(report)]
-    return Group(*_answer(report, fail_on), *header, *grids, blocks, legend, *_footer(report))
+    return Group(
+        *_answer(report, fail_on, grid=True), *grids, *header, blocks, legend, *_footer(report)
+    )
 
 
 def _grid(report: CheckReport, pairs: tuple[PairResult, ...], rules: str) -> Table:

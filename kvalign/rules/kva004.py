@@ -22,11 +22,24 @@ FIX = (
 
 
 def find(group: GroupResult) -> list[Finding]:
-    """One finding per pool whose rank result has ``block_size_overridden``."""
+    """One finding per pool whose rank result has ``block_size_overridden``, and one per
+    pool whose ``--block-size`` vLLM raises only on another GPU class the pool may run on
+    (no GPU given: ``group.fix.raised``)."""
     out: list[Finding] = []
     for result in group.pools:
         rank = result.rank
-        if not rank.valid or not rank.block_size_overridden:
+        if not rank.valid:
+            continue
+        if not rank.block_size_overridden:
+            out += [
+                Finding(
+                    CODE, SEVERITY, (result.pool.label,), result.pool.location,
+                    f"{line} (GPU not given: pass --gpu or a node label to check the one it "
+                    "runs on)",
+                    group.fix.text,
+                )
+                for line in group.fix.raised.get(result.pool.label, [])
+            ]  # fmt: skip
             continue
         out.append(
             Finding(

@@ -48,16 +48,32 @@ def lookup(name: str) -> CatalogEntry | None:
     return None
 
 
+def shown_model_type(raw: dict[str, object]) -> str:
+    """The ``model_type`` kvalign names a config by, as ``check`` does: the text
+    sub-config's for a vision-language wrapper (``qwen3_5_moe`` → ``qwen3_5_moe_text``,
+    as ``kvalign.sources.build`` sizes it), else the top-level one (``""`` when none)."""
+    from kvalign.families import MODEL_TYPES, WRAPPER_TYPES
+
+    top = raw.get("model_type")
+    top_type = top if isinstance(top, str) else ""
+    nested = raw.get("text_config")
+    if top_type in MODEL_TYPES or not isinstance(nested, dict):
+        return top_type
+    inner = nested.get("model_type")
+    return inner if isinstance(inner, str) and inner else WRAPPER_TYPES.get(top_type, top_type)
+
+
 def with_model_types() -> list[tuple[CatalogEntry, str]]:
-    """Every bundled model with its config's ``model_type`` (``""`` when it has none,
-    ``"(unreadable)"`` when the config cannot be read), for ``kvalign models``."""
+    """Every bundled model with the ``model_type`` ``check`` shows for it
+    (:func:`shown_model_type`; ``""`` when it has none, ``"(unreadable)"`` when the config
+    cannot be read), for ``kvalign models``."""
     from kvalign.errors import KvalignError
     from kvalign.sources.config_file import read_config_json
 
     found: list[tuple[CatalogEntry, str]] = []
     for entry in entries():
         try:
-            model_type = str(read_config_json(entry.config_path).get("model_type", ""))
+            model_type = shown_model_type(read_config_json(entry.config_path))
         except KvalignError:
             model_type = "(unreadable)"
         found.append((entry, model_type))
