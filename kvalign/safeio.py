@@ -7,13 +7,23 @@ Every file kvalign reads (model ``config.json``, deployment files, ``--config`` 
 :func:`load_yaml_documents` / :func:`load_yaml`: PyYAML's safe loader (no Python objects are
 ever constructed), after checking the composed node graph for alias bombs ("billion
 laughs"), recursive aliases and excessive nesting, so no reader can be made to hang or
-exhaust memory by a small hostile file. Files are opened read-only; nothing is written.
+exhaust memory by a small hostile file. Files are opened read-only (``O_NONBLOCK``, then
+``fstat`` on the open descriptor, so a FIFO or device is refused without blocking).
+
+Every file read is recorded by (device, inode) in :func:`run_inputs`; :func:`write_output`
+(the only writer of ``--output`` / ``--plot``) refuses a path that is one of them (also
+through a hard link or symlink), a FIFO or a device, and writes atomically (a temporary
+file in the same folder, then :func:`os.replace`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import stat
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -41,6 +51,19 @@ class JsonProblem(ValueError):
     """JSON text that :func:`parse_json` refuses; the message says why, without a prefix."""
 
 
+#: longest integer literal accepted in JSON (Python's ``int()`` refuses > 4,300 digits;
+#: real configs hold token ids and sizes of < 20 digits).
+MAX_JSON_INT_DIGITS = 100
+
+
+def _json_int(literal: str) -> int:
+    if len(literal.lstrip("-")) > MAX_JSON_INT_DIGITS:
+        raise JsonProblem(
+            f"an integer of {len(literal):,} digits (limit {MAX_JSON_INT_DIGITS} digits)"
+        )
+    return int(literal)
+
+
 def nesting_depth(value: Any, limit: int) -> int:
     """Nesting depth of parsed JSON/YAML data, counting stops once it exceeds ``limit``."""
     stack = [(value, 1)]
@@ -61,10 +84,13 @@ def parse_json(text: str, *, object_hook: Callable[[dict[str, Any]], Any] | None
     """``json.loads`` that never raises anything but :class:`JsonProblem`.
 
     Raises:
-        JsonProblem: not JSON, or nested deeper than :data:`MAX_JSON_DEPTH`.
+        JsonProblem: not JSON, nested deeper than :data:`MAX_JSON_DEPTH`, or an integer
+            longer than :data:`MAX_JSON_INT_DIGITS` digits.
     """
     try:
-        value = json.loads(text, object_hook=object_hook)
+        value = json.loads(text, object_hook=object_hook, parse_int=_json_int)
+    except JsonProblem:
+        raise
     except json.JSONDecodeError as exc:
         raise JsonProblem(
             f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
@@ -80,34 +106,156 @@ def _too_large(path: Path | str) -> InvalidConfig:
     return InvalidConfig(f"{path}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
 
 
+#: (st_dev, st_ino) of every file read in this process: what ``--output`` may not replace.
+_INPUTS: set[tuple[int, int]] = set()
+
+
+def run_inputs() -> frozenset[tuple[int, int]]:
+    """(device, inode) of every file :func:`read_bytes` has opened in this process."""
+    return frozenset(_INPUTS)
+
+
+def forget_inputs() -> None:
+    """Start a new run: clear :func:`run_inputs` (each CLI command calls this first)."""
+    _INPUTS.clear()
+
+
+def note_input(path: Path | str) -> None:
+    """Record ``path`` (if it exists) as an input of this run without reading it."""
+    with contextlib.suppress(OSError, ValueError):
+        info = os.stat(path)
+        _INPUTS.add((info.st_dev, info.st_ino))
+
+
+def _os_reason(path: Path | str, exc: OSError) -> ConfigNotFound:
+    if exc.errno == errno.ENOENT:
+        return ConfigNotFound(f"{path}: no such file")
+    return ConfigNotFound(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})")
+
+
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
 def read_bytes(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of a regular file, read-only, at most ``limit`` bytes.
 
+    The file is opened with ``O_NONBLOCK`` and checked with ``fstat`` on the open
+    descriptor (no race between the check and the read): a FIFO, device or socket is
+    refused without ever blocking. The file's (device, inode) joins :func:`run_inputs`.
+
     Raises:
-        ConfigNotFound: the file does not exist, is a directory, is a symlink loop, or
-            cannot be opened (the message names the file and the OS reason).
+        ConfigNotFound: the file does not exist, is a directory, is a symlink loop, has a
+            name too long, or cannot be opened (the message names the file and the reason).
         InvalidConfig: not a regular file (FIFO, device, socket), or larger than ``limit``.
     """
     try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise ConfigNotFound(f"{path}: no such file") from None
-    except OSError as exc:
-        raise ConfigNotFound(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ConfigNotFound(f"{path}: is a directory without config.json")
-    if not stat.S_ISREG(info.st_mode):
-        raise InvalidConfig(f"{path}: not a regular file")
-    if info.st_size > limit:
-        raise _too_large(path)
+        fd = os.open(path, _READ_FLAGS)
+    except IsADirectoryError:
+        raise ConfigNotFound(f"{path}: is a directory without config.json") from None
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ValueError):  # an embedded NUL byte
+            raise ConfigNotFound(f"{path}: not a valid file name") from None
+        raise _os_reason(path, exc) from None
     try:
-        with path.open("rb") as handle:
-            data = handle.read(limit + 1)
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ConfigNotFound(f"{path}: is a directory without config.json")
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidConfig(f"{path}: not a regular file (FIFO, device or socket)")
+        if info.st_size > limit:
+            raise _too_large(path)
+        _INPUTS.add((info.st_dev, info.st_ino))
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
     except OSError as exc:
-        raise ConfigNotFound(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if len(data) > limit:  # grew since stat
+        raise _os_reason(path, exc) from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:  # grew since fstat
         raise _too_large(path)
     return data
+
+
+def confined(base: Path, raw: str) -> Path | None:
+    """``raw`` (a path named inside an input file) as a file under ``base``, or ``None``
+    when it is absolute, climbs out with ``..``, or resolves (through symlinks) outside
+    ``base``: a path from a deployment file is never read from the rest of the host."""
+    if not raw or "\x00" in raw or os.path.isabs(raw):
+        return None
+    try:
+        path = base / raw
+        root = base.resolve()
+        path.resolve().relative_to(root)
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return path
+
+
+def write_output(path: str, text: str, *, option: str = "--output") -> None:
+    """Write ``text`` (UTF-8) to the file ``path`` asked for by ``option``, atomically.
+
+    Refuses a path that is one of this run's inputs (:func:`run_inputs`: the same inode,
+    so also a hard link or a symlink to one), an existing FIFO, device, socket or
+    directory. The text goes to a temporary file in the target's folder, then
+    :func:`os.replace` moves it into place: a failed write never leaves a half-written
+    or emptied file behind.
+
+    Raises:
+        InvalidSettings: refused, or the file cannot be written (the message names
+            ``option`` and the path).
+    """
+    from kvalign.errors import InvalidSettings
+
+    try:
+        real = os.path.realpath(path)
+        info: os.stat_result | None = os.stat(real)
+    except FileNotFoundError:
+        info = None
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "bad path"
+        raise InvalidSettings(f"{option} {path}: cannot write ({reason})") from None
+    if info is not None:
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidSettings(
+                f"{option} {path}: not a regular file (directory, FIFO or device); refusing "
+                "to write there"
+            )
+        if (info.st_dev, info.st_ino) in _INPUTS:
+            raise InvalidSettings(
+                f"{option} {path}: is one of this run's inputs; refusing to overwrite it"
+            )
+    folder = os.path.dirname(real) or "."
+    tmp_name = ""
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=".kvalign-", suffix=".tmp", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~umask
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, real)
+        tmp_name = ""
+    except OSError as exc:
+        raise InvalidSettings(
+            f"{option} {path}: cannot write ({exc.strerror or type(exc).__name__})"
+        ) from None
+    finally:
+        if tmp_name:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
 
 
 def decode_text(data: bytes, name: str) -> str:

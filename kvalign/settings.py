@@ -8,6 +8,8 @@ from typing import Literal
 #: sanity bounds on numeric settings (far above any real deployment), shared by the
 #: ``check`` family's options and every ``audit`` reader.
 MAX_TP = 4096
+#: most TP sizes one ``--tp`` list may name (``matrix``/``survey`` work grows with its square).
+MAX_TP_SIZES = 64
 MAX_BLOCK_SIZE = 1 << 20
 MAX_SPEC_TOKENS = 1024
 

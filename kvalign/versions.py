@@ -579,6 +579,10 @@ def profile_named(name: str) -> Profile:
     raise KeyError(name)
 
 
+#: longest ``--vllm-version`` accepted (``0.33.0rc1.dev1234`` is 17 characters).
+MAX_VERSION_CHARS = 64
+
+
 @lru_cache(maxsize=64)
 def resolve(version: str | None) -> Resolved:
     """The profile for ``--vllm-version`` (``None`` → the newest profile).
@@ -590,7 +594,9 @@ def resolve(version: str | None) -> Resolved:
     stderr); versions older than every profile are refused.
 
     Raises:
-        InvalidSettings: an unparsable version, or one older than every profile.
+        InvalidSettings: an unparsable version (or longer than :data:`MAX_VERSION_CHARS`),
+            a PEP 440 epoch (``1!0.10``), a local tag (``0.33.0+cu128``), or a version
+            older than every profile.
     """
     if version is None:
         return Resolved(
@@ -598,10 +604,25 @@ def resolve(version: str | None) -> Resolved:
             f"vLLM {DEFAULT_PROFILE.name} rules (default profile)",
             DEFAULT_PROFILE.first,
         )
+    text = version.strip().lstrip("v")
+    shown = repr(version if len(version) <= 40 else version[:40] + "…")
+    if len(text) > MAX_VERSION_CHARS or not text.isascii():
+        raise InvalidSettings(f"--vllm-version: {shown} is not a version like 0.33.0")
     try:
-        wanted = Version(version.strip().lstrip("v"))
-    except InvalidVersion:
-        raise InvalidSettings(f"--vllm-version: {version!r} is not a version like 0.33.0") from None
+        wanted = Version(text)
+    except (InvalidVersion, ValueError):
+        raise InvalidSettings(f"--vllm-version: {shown} is not a version like 0.33.0") from None
+    if wanted.epoch != 0:
+        raise InvalidSettings(
+            f"--vllm-version: {shown} has a PEP 440 epoch ({wanted.epoch}!); vLLM releases "
+            "have none: give the release, e.g. 0.33.0"
+        )
+    if wanted.local is not None:
+        raise InvalidSettings(
+            f"--vllm-version: {shown} has a local tag (+{wanted.local}): kvalign cannot "
+            "know what a local build changed; give the release it is built from, e.g. "
+            f"{wanted.public}"
+        )
     chosen: Profile | None = None
     for profile in PROFILES:
         if wanted >= Version(profile.first):

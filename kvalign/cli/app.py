@@ -50,6 +50,11 @@ def _root(
     ] = False,
 ) -> None:
     """kvalign: hybrid KV-cache block alignment for P/D disaggregated vLLM."""
+    from kvalign import safeio
+    from kvalign.sanitize import guard_stderr
+
+    safeio.forget_inputs()  # --output may not replace what this run reads
+    guard_stderr()  # input strings on stderr: controls escaped, lines bounded
 
 
 class PanelCommand(TyperCommand):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import Enum
 from typing import Annotated
@@ -11,7 +12,7 @@ import typer
 from kvalign.cli.exit import guarded
 from kvalign.cli.options import FailOn, FailOnOpt, NoCacheOpt, VersionOpt, warn_beyond_newest
 from kvalign.cli.output import AUDIT, AuditFormat, View
-from kvalign.errors import InvalidSettings
+from kvalign.errors import KvalignError
 
 
 class PairByChoice(str, Enum):
@@ -129,11 +130,11 @@ def audit(
     Exit 0 clean, 1 findings at or above --fail-on, 2 usage or unreadable input,
     3 a file could not be evaluated.
     """
-    from pathlib import Path
 
     from kvalign.auditing import AuditRequest, AuditStopped
     from kvalign.auditing import run as run_audit
     from kvalign.report import audit as audit_report
+    from kvalign.safeio import write_output
 
     request = AuditRequest(
         paths=tuple(paths),
@@ -162,12 +163,13 @@ def audit(
             _say(exc.messages)
             if output_format is AuditFormat.json:
                 text = audit_report.error_to_json(str(exc), exc.exit_code, list(exc.notes)) + "\n"
-                if output is None or str(exc).startswith("--output"):
+                # an error never replaces an existing file (it may be an input)
+                if output is None or os.path.lexists(output):
                     typer.echo(text, nl=False)
                 else:
                     try:
-                        Path(output).write_text(text, encoding="utf-8")
-                    except OSError:
+                        write_output(output, text)
+                    except KvalignError:
                         typer.echo(text, nl=False)
             raise
         _say(outcome.messages)
@@ -178,12 +180,7 @@ def audit(
             verbose=verbose,
             quiet=quiet,
         )
-        try:
-            AUDIT.emit(report, output_format, view, output)
-        except OSError as exc:
-            raise InvalidSettings(
-                f"--output {output}: cannot write ({exc.strerror or type(exc).__name__})"
-            ) from None
+        AUDIT.emit(report, output_format, view, output)
         if output is not None:  # the report went to a file: say why exit 3 here, once
             _say((*outcome.unevaluated_messages(), f"{audit_report.headline(report)}"))
         return report.exit_code()

@@ -50,6 +50,9 @@ def guarded(action: Callable[[], T]) -> T:
     except Exception as exc:  # a bug: no traceback, no locals
         if os.environ.get("KVALIGN_DEBUG"):
             raise
+        if isinstance(exc, OSError) and exc.filename is not None:
+            # a path the user named that the OS refuses (ENAMETOOLONG, EACCES, ...)
+            fail(f"{exc.filename}: cannot be read ({exc.strerror or type(exc).__name__})")
         fail(
             f"internal error ({type(exc).__name__}: {exc}); rerun with KVALIGN_DEBUG=1 "
             "and report it",

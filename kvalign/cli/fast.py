@@ -19,6 +19,8 @@ from enum import Enum
 from types import NoneType, UnionType
 from typing import Any
 
+from kvalign.numbers import is_digits
+
 #: commands the fast path serves.
 FAST_COMMANDS = ("check", "matrix")
 
@@ -55,7 +57,7 @@ def _value(kind: Any, info: Any, text: str) -> tuple[bool, Any]:
     if plain is str:
         return (not text.startswith("-")), text
     if plain is int:
-        if not (text.isascii() and text.isdigit()) or (len(text) > 1 and text[0] == "0"):
+        if not is_digits(text) or (len(text) > 1 and text[0] == "0"):
             return False, None
         number = int(text)
         low, high = info.min, info.max

@@ -57,18 +57,28 @@ def parse_tp_list(text: str, option: str) -> list[int]:
     """``"1,2,4"`` → ``[1, 2, 4]`` (order kept, duplicates dropped).
 
     Raises:
-        InvalidSettings: empty, non-integer or non-positive entries.
+        InvalidSettings: empty, non-integer or non-positive entries, or more than
+            :data:`~kvalign.settings.MAX_TP_SIZES` entries.
     """
+    from kvalign.numbers import try_int
+    from kvalign.settings import MAX_TP_SIZES
+
+    parts = text.split(",", MAX_TP_SIZES)
+    if len(parts) > MAX_TP_SIZES:
+        raise InvalidSettings(
+            f"{option}: more than {MAX_TP_SIZES} tensor parallel sizes (budget: TP sizes per run)"
+        )
     values: list[int] = []
-    for part in text.split(","):
+    for part in parts:
         item = part.strip()
-        if not (item.isascii() and item.isdigit()) or not 1 <= int(item) <= MAX_TP:
+        number = try_int(item)
+        if number is None or not 1 <= number <= MAX_TP:
             raise InvalidSettings(
-                f"{option}: {item!r} is not a tensor parallel size from 1 to {MAX_TP} "
+                f"{option}: {item[:40]!r} is not a tensor parallel size from 1 to {MAX_TP} "
                 "(expected e.g. 8 or 1,2,4)"
             )
-        if int(item) not in values:
-            values.append(int(item))
+        if number not in values:
+            values.append(number)
     return values
 
 

@@ -36,14 +36,16 @@ if TYPE_CHECKING:
 
 def stdout_console() -> Console:
     """The console for data on stdout (width from the terminal, else ``COLUMNS`` or 200)."""
-    from rich.console import Console
+    from kvalign.report.layout import SafeConsole
 
-    class _Stdout(Console):
+    class _Stdout(SafeConsole):
         def on_broken_pipe(self) -> None:  # rich's default exits 1, which means "flagged"
             self.quiet = True
             stdout_closed()
 
-    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
+    from kvalign.numbers import columns
+
+    width = None if sys.stdout.isatty() else columns(os.environ.get("COLUMNS"))
     return _Stdout(width=width, soft_wrap=False, highlight=False)
 
 
@@ -146,8 +148,11 @@ class Formats(Generic[R]):
         """Render ``result`` in ``output_format`` to stdout, or to the file ``output``.
 
         Raises:
-            OSError: ``output`` cannot be written (the caller names the option).
+            InvalidSettings: ``output`` is refused or cannot be written
+                (:func:`kvalign.safeio.write_output`: never over an input, atomic).
         """
+        from kvalign.safeio import write_output
+
         name = output_format.value if isinstance(output_format, Enum) else output_format
         view = view or View()
         rendered = self.renderers[str(name)](result, view)
@@ -156,15 +161,17 @@ class Formats(Generic[R]):
             if output is None:
                 typer.echo(text, nl=False)
             else:
-                with open(output, "w", encoding="utf-8") as handle:
-                    handle.write(text)
+                write_output(output, text)
         elif output is None:
             view.console.print(rendered)
         else:
-            from rich.console import Console
+            import io
 
-            with open(output, "w", encoding="utf-8") as handle:
-                Console(file=handle, width=view.width, no_color=True).print(rendered)
+            from kvalign.report.layout import SafeConsole
+
+            buffer = io.StringIO()
+            SafeConsole(file=buffer, width=view.width, no_color=True).print(rendered)
+            write_output(output, buffer.getvalue())
 
 
 # ---- check and matrix: kvalign.pd.CheckReport ---------------------------------------------------

@@ -68,11 +68,9 @@ def survey(
         svg = survey_svg(result) if plot is not None else None
         SURVEY.emit(result, output_format)
         if plot is not None and svg is not None:
-            try:
-                with open(plot, "w", encoding="utf-8") as handle:
-                    handle.write(svg)
-            except OSError as exc:
-                raise InvalidSettings(f"--plot {plot}: cannot write: {exc.strerror}") from None
+            from kvalign.safeio import write_output
+
+            write_output(plot, svg, option="--plot")
             sys.stderr.write(f"kvalign: wrote {plot}\n")
         return ExitCode.OK
 

@@ -69,7 +69,17 @@ INPUT_KINDS = (
     "production-stack Helm values (servingEngineSpec.modelSpec), Docker Compose files running "
     "a vLLM image"
 )
-_VLLM_IMAGE_TEXT = re.compile(r"image:\s*['\"]?[^\s'\"]*\bvllm(-openai)?[:@\s'\"]|vllm/vllm-openai")
+# linear: one possessive token per `image:`, then a check inside the token
+_IMAGE_TOKEN = re.compile(r"image:\s*+['\"]?([^\s'\"]*+)")
+_VLLM_IN_IMAGE = re.compile(r"\bvllm(?:-openai)?(?:[:@]|\Z)")
+
+
+def _names_vllm_image(text: str) -> bool:
+    """Whether ``text`` holds an ``image:`` naming a vLLM image (``…vllm:TAG``,
+    ``…vllm-openai@sha``) or mentions ``vllm/vllm-openai``; linear in the text."""
+    if "vllm/vllm-openai" in text:
+        return True
+    return any(_VLLM_IN_IMAGE.search(m.group(1)) for m in _IMAGE_TOKEN.finditer(text))
 
 
 def _read(
@@ -108,7 +118,7 @@ def _read(
         plainly = (
             deployment.launches > 0
             or cmdline.matches(text)
-            or (source.is_yaml and _VLLM_IMAGE_TEXT.search(text) is not None)
+            or (source.is_yaml and _names_vllm_image(text))
         )
         if not plainly:
             notes.extend(p for p in deployment.problems if p.verbose_only)
@@ -193,6 +203,10 @@ def _unreadable(path: Path, exc: KvalignError) -> Deployment:
     return Deployment(
         source=str(path), kind="unreadable", problems=(Problem(Location(str(path), line), message),)
     )
+
+
+#: most paths one run names (folders are scanned for their files).
+MAX_FILES = 10_000
 
 
 def _scanned(path: Path, unread: list[Problem] | None = None) -> list[Path]:
@@ -321,6 +335,8 @@ def read_paths(
     deployments: list[Deployment] = []
     skipped: list[str] = []
     sink: list[Problem] = notes if notes is not None else []
+    if len(paths) > MAX_FILES:
+        raise InvalidSettings(f"more than {MAX_FILES:,} paths (budget: files per run)")
     references = _references(paths)
     charts: set[Path] = set()
     for raw in paths:

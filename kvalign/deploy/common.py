@@ -16,7 +16,9 @@ from kvalign.errors import KvalignError
 from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP
 
 _K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
-_IGNORE = re.compile(r"#\s*kvalign:\s*ignore=([A-Z0-9, ]+?)(?:\s+reason=(.*))?$")
+# linear: the codes are matched greedily and the rest of the line split off in code
+_IGNORE = re.compile(r"#\s*kvalign:\s*ignore=([A-Z0-9, ]+)(.*)$")
+_REASON = re.compile(r"\s*reason=(.*)$")
 #: word stems that name a role: ``prefill`` / ``prefiller`` / ``prefilling``, ``decode`` /
 #: ``decoder`` / ``decoding`` (LMCache and vLLM examples use all of them).
 _ROLE_WORDS: tuple[tuple[str, Role], ...] = (("prefill", "prefill"), ("decod", "decode"))
@@ -126,14 +128,18 @@ def ignores_in(text: str, file: str) -> tuple[list[Ignore], list[Problem]]:
         match = _IGNORE.search(line.strip())
         if match is None:
             continue
+        codes, rest = match.group(1), match.group(2)
+        reason_match = _REASON.match(rest)
+        if rest and (reason_match is None or not (codes.endswith(" ") or rest[:1].isspace())):
+            continue  # not `CODES reason=…`: not an ignore comment
         where = Location(file, number)
-        reason = (match.group(2) or "").strip()
+        reason = (reason_match.group(1) if reason_match else "").strip()
         if not reason:
             problems.append(
                 Problem(where, "ignore comment without reason= is not honoured", blocking=False)
             )
             continue
-        for rule in match.group(1).replace(" ", "").split(","):
+        for rule in codes.replace(" ", "").split(","):
             if rule:
                 ignores.append(Ignore(rule, reason, where))
     return ignores, problems

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kvalign.deploy.model import Deployment
-from kvalign.errors import InvalidConfig, KvalignError
-from kvalign.safeio import YamlRefused, load_yaml, load_yaml_documents
+from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
+from kvalign.safeio import YamlRefused, confined, load_yaml, load_yaml_documents
 from kvalign.safeio import read_text as read_file_text
 
 __all__ = ["OneDocumentReader", "Reader", "Source"]
@@ -86,10 +86,21 @@ class Source:
 
     def load_config(self, path: str) -> Mapping[str, Any] | None:
         """A vLLM ``--config`` YAML named in the file, loaded (relative paths from
-        :attr:`base`); ``None`` when it is missing, unreadable or not a mapping."""
-        candidate = Path(path)
-        if not candidate.is_absolute() and self.base is not None:
-            candidate = self.base / candidate
+        :attr:`base`); ``None`` when it is missing, unreadable or not a mapping.
+
+        Raises:
+            InvalidSettings: the path is absolute or resolves outside :attr:`base` (the
+                deployment file's folder): it is reported, never read from the host.
+        """
+        if self.base is None:
+            return None
+        found = confined(self.base, path)
+        if found is None:
+            raise InvalidSettings(
+                f"--config {path}: outside the audited folder {self.base}; not read from "
+                "this host (put the file next to the deployment)"
+            )
+        candidate = found
         try:
             data = load_yaml(read_file_text(candidate), str(candidate))
         except KvalignError:

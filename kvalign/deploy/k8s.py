@@ -44,6 +44,7 @@ from kvalign.deploy.model import (
 )
 from kvalign.deploy.vllm_args import parse_vllm_args, serve_arguments, split_command
 from kvalign.errors import KvalignError
+from kvalign.numbers import try_int
 from kvalign.safeio import load_yaml
 from kvalign.shell import Command, shell_script
 
@@ -260,9 +261,9 @@ def _gpus(container: Mapping[str, Any]) -> int | None:
         for key, value in _map(resources.get(section)).items():
             if not str(key).endswith("/gpu") or isinstance(value, bool):
                 continue
-            text = str(value).strip()
-            if text.isdigit() and int(text) > 0:
-                return int(text)
+            number = try_int(str(value).strip())
+            if number is not None and number > 0:
+                return number
     return None
 
 
@@ -487,11 +488,12 @@ def _frontend(ctx: _Context, node: Any, name: str, start: int) -> None:
                 )
             )
         value = env.get("DYN_KV_CACHE_BLOCK_SIZE")
-        if value is not None and value.isdigit():
+        number = try_int(value) if value is not None else None
+        if number is not None:
             ctx.components.append(
                 ComponentBlockSize(
                     f"Dynamo {name} DYN_KV_CACHE_BLOCK_SIZE",
-                    int(value),
+                    number,
                     ctx.where("DYN_KV_CACHE_BLOCK_SIZE", start),
                 )
             )

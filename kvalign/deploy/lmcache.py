@@ -18,7 +18,8 @@ from pathlib import Path, PurePosixPath
 
 from kvalign.deploy.model import Pool, Problem
 from kvalign.errors import KvalignError
-from kvalign.safeio import load_yaml, read_text
+from kvalign.numbers import quoted, try_int
+from kvalign.safeio import confined, load_yaml, read_text
 from kvalign.shell import UNRESOLVED, shown
 
 VAR = "LMCACHE_CONFIG_FILE"
@@ -33,8 +34,8 @@ def candidate(base: Path, raw: str) -> Path | None:
     if not path.name or path.name in (".", ".."):
         return None
     if path.is_absolute() or ".." in path.parts:
-        return base / path.name
-    return base.joinpath(*path.parts)
+        return confined(base, path.name)
+    return confined(base, str(path))
 
 
 def _chunk(value: object) -> int | None:
@@ -42,9 +43,9 @@ def _chunk(value: object) -> int | None:
         return None
     if isinstance(value, int):
         return value if value > 0 else None
-    if isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
-        return number if number > 0 else None
+    if isinstance(value, str):
+        number = try_int(value.strip())
+        return number if number is not None and number > 0 else None
     return None
 
 
@@ -119,7 +120,7 @@ def apply(pools: Iterable[Pool], base: Path | None) -> tuple[list[Pool], list[Pr
                 Problem(
                     pool.location,
                     f"{where}: {path}: chunk_size: expected a positive integer, "
-                    f"got {data['chunk_size']!r}",
+                    f"got {quoted(data['chunk_size'])}",
                 )
             )
             continue

@@ -19,6 +19,7 @@ from typing import Any
 
 from kvalign.backends import AUTO_BACKEND
 from kvalign.errors import InvalidSettings
+from kvalign.numbers import MAX_DIGITS, parse_int
 from kvalign.safeio import JsonProblem, parse_json
 from kvalign.settings import Settings
 
@@ -236,10 +237,16 @@ def _int(value: Any, flag: str) -> int:
     if flag == "max-model-len" and text[-1:] in ("k", "m"):
         multiplier = 1000 if text[-1] == "k" else 1_000_000
         text = text[:-1]
+    if multiplier == 1:
+        return parse_int(text, f"--{flag}", signed=True)
     try:
-        return int(float(text) * multiplier) if multiplier > 1 else int(text)
+        if len(text) > MAX_DIGITS or not text.isascii():
+            raise ValueError(text)
+        return int(float(text) * multiplier)
     except (ValueError, OverflowError):
-        raise InvalidSettings(f"--{flag}: {value!r} is not an integer") from None
+        raise InvalidSettings(
+            f"--{flag}: {str(value)[:40]!r} is not an integer (e.g. 32k)"
+        ) from None
 
 
 def _tokens(words: Sequence[str]) -> list[tuple[str, str | None]]:

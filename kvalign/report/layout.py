@@ -8,12 +8,15 @@ wrap at the console width), as ``kvalign audit``'s table does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
+
+from kvalign.sanitize import clean
 
 #: narrowest a free-text column may become before the stacked layout is used.
 MIN_TEXT_WIDTH = 40
@@ -63,7 +66,8 @@ def section(
     """A table when it fits in ``width`` (``None``: unlimited), else one block per row;
     free-text columns fold down to ``min_text_width`` characters first."""
     if width is None or needed_width(columns, rows, min_text_width) <= width:
-        table = Table(title=title, title_justify="left")
+        # Text, never markup: a pool named "[/bold]" or "[link=…]" prints as itself
+        table = Table(title=Text(clean(title)), title_justify="left")
         for column in columns:
             if column.fixed:
                 table.add_column(
@@ -75,13 +79,26 @@ def section(
             else:
                 table.add_column(column.header, overflow="fold", min_width=min_text_width)
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(cell if isinstance(cell, Text) else Text(clean(cell)) for cell in row))
         return table
-    blocks: list[RenderableType] = [Text(title, style="italic")]
+    blocks: list[RenderableType] = [Text(clean(title), style="italic")]
     for row in rows:
         lines = Text()
         for index, (column, cell) in enumerate(zip(columns, row, strict=True)):
             lines.append(("" if index == 0 else "\n  ") + f"{column.header}: ")
-            lines.append(cell if isinstance(cell, Text) else Text(cell))
+            lines.append(cell if isinstance(cell, Text) else Text(clean(cell)))
         blocks.append(lines)
     return Group(*blocks)
+
+
+class SafeConsole(Console):
+    """A rich ``Console`` that escapes control characters in every piece of text it
+    renders (:func:`kvalign.sanitize.clean`): an ESC/OSC sequence from a model id, pool
+    name or file name never reaches the terminal or a CI log. Its own styling (colour
+    codes it adds itself) is unaffected."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            segment if segment.control else Segment(clean(segment.text), segment.style)
+            for segment in buffer
+        )

@@ -16,10 +16,11 @@ from kvalign.report.cells import (
     per_tp_columns,
     per_tp_rows,
 )
+from kvalign.sanitize import markdown_cell
 
 
 def _escape(cell: str) -> str:
-    return cell.replace("|", "\\|")
+    return markdown_cell(cell)
 
 
 def _table(columns: tuple[str, ...] | list[str], rows: list[list[str]]) -> list[str]:
@@ -42,7 +43,7 @@ def _answer(report: CheckReport, fail_on: str, grid: bool = False) -> list[str]:
 def check_markdown(report: CheckReport, fail_on: str = "error") -> str:
     """The answer first, then the deployments and pairs tables in Markdown."""
     lines = _answer(report, fail_on)
-    lines += [f"{line}  " for line in header_lines(report)]
+    lines += [f"{markdown_cell(line)}  " for line in header_lines(report)]
     lines += ["", "### Deployments (per rank)", ""]
     lines += _table(deployment_columns(report.settings.alignment), deployment_rows(report))
     rules = f"vLLM {report.engine.profile.name} rules: the verdict"
@@ -66,7 +67,7 @@ def matrix_markdown(report: CheckReport, fail_on: str = "error") -> str:
     """The answer, then the prefill × decode grid (and the TP-stable what-if) in Markdown."""
     columns = ["P \\ D"] + [f"TP {tp}" for tp in report.decode_tps]
     lines = _answer(report, fail_on, grid=True)
-    lines += [f"{line}  " for line in header_lines(report)]
+    lines += [f"{markdown_cell(line)}  " for line in header_lines(report)]
     lines += ["", f"### Prefill TP × decode TP (vLLM {report.engine.profile.name} rules)", ""]
     lines += _table(columns, _grid_rows(report, report.pairs))
     if report.tp_stable_pairs is not None:

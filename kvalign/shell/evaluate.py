@@ -31,8 +31,19 @@ from typing import Any
 
 from tree_sitter import Node
 
+from kvalign.numbers import try_int
 from kvalign.shell.commands import ASSIGN, OPEN, Command, Script, remote_script, shell_script
-from kvalign.shell.expand import MAX_NESTING, MAX_WORD, NAME, Builder, Env, Expander, Value
+from kvalign.shell.expand import (
+    MAX_NESTING,
+    MAX_SCRIPT_BYTES,
+    MAX_WORD,
+    NAME,
+    Builder,
+    Env,
+    Expander,
+    ShellBudgetExceeded,
+    Value,
+)
 from kvalign.shell.parse import first_error, node_text, parse, same_node
 
 __all__ = ["MAX_ALTERNATIVES", "MAX_COMMANDS", "ContainerSplit", "evaluate"]
@@ -73,6 +84,7 @@ class _Evaluator(Expander):
     def run(self, node: Node, envs: list[Env], ctx: _Ctx) -> list[Env]:
         if not envs or self.commands > MAX_COMMANDS or self._too_deep(node):
             return envs
+        self.budget.step(len(envs))
         self.level += 1
         try:
             return self._run(node, envs, ctx)
@@ -156,7 +168,7 @@ class _Evaluator(Expander):
         if value_node is None:
             value = ""
         elif value_node.type == "array":
-            out = Builder()
+            out = Builder(self.budget)
             self.expand(value_node, env, out, quoted=False)
             out.end()
             value = tuple(out.words) if not out.overflow else self._too_long(value_node)
@@ -620,7 +632,8 @@ class _Evaluator(Expander):
                 env.open_args = False
             return [env]
         if name == "shift":
-            count = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
+            given = try_int(words[1]) if len(words) > 1 else None
+            count = 1 if given is None else given
             if env.positional is not None:
                 env.positional = env.positional[count:]
             return [env]
@@ -771,9 +784,8 @@ def _compare(a: str, op: str, b: str) -> bool | None:
     if op == "!=":
         return a != b
     if op in ("-eq", "-ne", "-lt", "-gt", "-le", "-ge"):
-        try:
-            x, y = int(a), int(b)
-        except ValueError:
+        x, y = try_int(a.strip(), signed=True), try_int(b.strip(), signed=True)
+        if x is None or y is None:
             return None
         return {
             "-eq": x == y, "-ne": x != y, "-lt": x < y,
@@ -802,7 +814,16 @@ def evaluate(
     Returns:
         A :class:`Script`; never raises for bad shell (tree-sitter recovers; the parts it
         cannot read are noted).
+
+    Raises:
+        ShellBudgetExceeded: the script is over the shell budget (text longer than
+            :data:`MAX_SCRIPT_BYTES`, more than :data:`MAX_STEPS` steps, more than
+            :data:`MAX_BUILT` characters expanded); the message names the budget.
     """
+    if len(text) > MAX_SCRIPT_BYTES:
+        raise ShellBudgetExceeded(
+            f"shell budget exceeded: script longer than {MAX_SCRIPT_BYTES // 1024} KiB"
+        )
     evaluator = _Evaluator(text.splitlines(), container)
     start = Env(
         dict(env or {}),

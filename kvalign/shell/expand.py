@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from kvalign.errors import InvalidConfig
+from kvalign.numbers import try_int
 from kvalign.shell.commands import CLOSE, OPEN, Script, unresolved
 from kvalign.shell.parse import node_text
 
@@ -34,7 +36,62 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _BLANKS = " \t\n"
 #: ``$@`` / ``${@}`` / ``${A[@]}``: one word per item when quoted, none when empty.
 _ALL_ITEMS = re.compile(r"\$(@|\{@\}|\{[A-Za-z_][A-Za-z0-9_]*\[@\]\})")
-_SELF_DIR = re.compile(r"\bdirname\b.*(\$0\b|\$\{0\}|BASH_SOURCE)")
+_DIRNAME = re.compile(r"\bdirname\b")
+_SELF_REF = re.compile(r"\$0\b|\$\{0\}|BASH_SOURCE")
+#: the one shell budget per script (issue 15): text read, evaluation steps (statements
+#: and expansions visited), characters built (words, values).
+MAX_SCRIPT_BYTES = 1024 * 1024
+MAX_STEPS = 100_000
+MAX_BUILT = 16 * 1024 * 1024
+
+
+class ShellBudgetExceeded(InvalidConfig):
+    """A script over the shell budget (:data:`MAX_SCRIPT_BYTES`, :data:`MAX_STEPS`,
+    :data:`MAX_BUILT`); the message names the budget, the caller prefixes the file."""
+
+
+@dataclass
+class Budget:
+    """What one script has spent of the shell budget."""
+
+    steps: int = 0
+    built: int = 0
+
+    def step(self, count: int = 1) -> None:
+        """Charge ``count`` evaluation steps.
+
+        Raises:
+            ShellBudgetExceeded: more than :data:`MAX_STEPS`.
+        """
+        self.steps += count
+        if self.steps > MAX_STEPS:
+            raise ShellBudgetExceeded(
+                f"shell budget exceeded: more than {MAX_STEPS:,} evaluation steps "
+                "(statements and expansions)"
+            )
+
+    def build(self, size: int) -> None:
+        """Charge ``size`` characters of expanded text.
+
+        Raises:
+            ShellBudgetExceeded: more than :data:`MAX_BUILT`.
+        """
+        self.built += size
+        if self.built > MAX_BUILT:
+            raise ShellBudgetExceeded(
+                f"shell budget exceeded: more than {MAX_BUILT // (1024 * 1024)} MiB of "
+                "expanded text"
+            )
+
+
+def self_dir(text: str) -> bool:
+    """``$(dirname "$0")``-like text (a line with ``dirname`` then ``$0``/``${0}``/
+    ``BASH_SOURCE``); linear: only the first ``dirname`` of each line is tried."""
+    for line in text.split("\n"):
+        found = _DIRNAME.search(line)
+        if found is not None and _SELF_REF.search(line, found.end()) is not None:
+            return True
+    return False
 
 
 Value = str | tuple[str, ...]
@@ -82,7 +139,8 @@ class Env:
 class Builder:
     """Words being built (``current is None``: no word started)."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: Budget | None = None) -> None:
+        self.budget = budget
         self.words: list[str] = []
         self.current: list[str] | None = None
         self.size = 0  # characters of the current word
@@ -90,6 +148,8 @@ class Builder:
         self.overflow = False  # a word or all of them grew too long (the rest dropped)
 
     def add(self, text: str) -> None:
+        if self.budget is not None:
+            self.budget.build(len(text) + 1)
         if self.overflow:
             return
         self.size += len(text)
@@ -213,6 +273,7 @@ class Expander:
     """Expansion state shared by an evaluation: notes, nesting level, unresolved pieces."""
 
     def __init__(self) -> None:
+        self.budget = Budget()
         self.script = Script()
         self.level = 0  # current syntax nesting (run / expand)
         # unresolved pieces are kept as OPEN index CLOSE while evaluating, so that text
@@ -253,7 +314,7 @@ class Expander:
         return self.hole(node_text(node)[:200])
 
     def words(self, nodes: list[Node], env: Env) -> list[str]:
-        out = Builder()
+        out = Builder(self.budget)
         for node in nodes:
             before = len(out.words)
             self.expand(node, env, out, quoted=False)
@@ -266,7 +327,7 @@ class Expander:
 
     def joined(self, node: Node, env: Env) -> str:
         """The value of an assignment's right side: expanded, not split."""
-        out = Builder()
+        out = Builder(self.budget)
         self.expand(node, env, out, quoted=True, assignment=True)
         out.end()
         if out.overflow:
@@ -279,6 +340,7 @@ class Expander:
         if self._too_deep(node):
             out.add(self.hole(node_text(node)))
             return
+        self.budget.step()
         self.level += 1
         try:
             self._expand(node, env, out, quoted=quoted, assignment=assignment)
@@ -316,7 +378,7 @@ class Expander:
             self._braced(node, env, out, quoted=quoted or assignment)
         elif kind == "command_substitution":
             inner = node_text(node)
-            value = "." if _SELF_DIR.search(inner) else self.hole(inner)
+            value = "." if self_dir(inner) else self.hole(inner)
             out.add(value)
         elif kind == "arithmetic_expansion":
             inner = node_text(node)
@@ -359,7 +421,9 @@ class Expander:
                 return "$0"  # the script's name: never a vLLM setting
             if env.positional is None:
                 return None
-            index = int(name)
+            index = try_int(name)
+            if index is None:  # '²' or 5,000 digits: no such parameter
+                return ""
             if index <= len(env.positional):
                 return env.positional[index - 1]
             return None if env.open_args else ""
@@ -373,6 +437,7 @@ class Expander:
 
     def _emit(self, value: Value, out: Builder, quoted: bool, written: str) -> None:
         if isinstance(value, tuple):
+            self.budget.step(len(value))
             if not quoted:
                 for item in value:
                     out.add_split(item)
@@ -420,8 +485,9 @@ class Expander:
             items = value if isinstance(value, tuple) else (value,)
             if index in ("@", "*"):
                 value = items
-            elif index.isdigit():
-                value = items[int(index)] if int(index) < len(items) else ""
+            elif try_int(index) is not None:
+                number = int(index)
+                value = items[number] if number < len(items) else ""
             else:
                 value = None
         operator = next(
@@ -467,7 +533,7 @@ class Expander:
     def _default(self, node: Node, env: Env, quoted: bool) -> str:
         """The word after the operator of ``${V:-word}``, expanded (quotes removed)."""
         after = False
-        inner = Builder()
+        inner = Builder(self.budget)
         for child in node.children:
             if not child.is_named and node_text(child) in (
                 ":-",

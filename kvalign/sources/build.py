@@ -17,7 +17,7 @@ from kvalign.dtypes import checkpoint_kv_cache_dtype, normalize_model_dtype
 from kvalign.errors import InvalidConfig, KvalignError, UnsupportedModel
 from kvalign.families import MODEL_TYPES, WRAPPER_TYPES, IndivisibleTP, ModelSpec
 from kvalign.geometry import AttentionGeometry, ModelGeometry, StateGeometry
-from kvalign.sources.fields import ConfigFields
+from kvalign.sources.fields import ConfigFields, check_config_sizes
 
 #: model types vLLM 0.33 parses with its own config classes
 #: (``vllm/transformers_utils/config.py`` ``_CONFIG_REGISTRY``): read as raw JSON.
@@ -243,6 +243,7 @@ def geometry_from_dict(
     top_type = raw.get("model_type")
     if not isinstance(top_type, str) or not top_type:
         raise InvalidConfig(f"{config_path}: field 'model_type' is missing or not a string")
+    check_config_sizes(raw, config_path)
     if top_type in ATTENTION_ONLY_TYPES and top_type not in MODEL_TYPES:
         return _attention_only(raw, top_type, model_id=model_id, config_path=config_path,
                                source=source)  # fmt: skip

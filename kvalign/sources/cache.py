@@ -9,8 +9,14 @@ config is stored as JSON (never pickle) under a key that is the sha256 of
   change the geometry (e.g. ``hf_overrides``).
 
 Writes are atomic (a temporary file in the cache folder, then :func:`os.replace`), so
-concurrent runs never see a half-written entry. An entry that cannot be read or does not
-decode to a valid geometry is ignored (and rewritten by the caller). Every cache failure
+concurrent runs never see a half-written entry. Each entry carries an HMAC-SHA256 keyed
+with a per-user secret (:data:`SECRET_NAME` next to the cache folder: 32 random bytes, mode
+0600, owned by the user; a secret that is readable by others, not owned, or not a
+regular file is never trusted, and then the cache is off). So an entry edited with a
+recomputed plain digest is a miss, never a verdict. Entries are also re-validated: every
+number within the config field bounds, every family known. An entry that cannot be read,
+fails its HMAC or does not decode to a valid geometry is ignored (and rewritten by the
+caller). Every cache failure
 is silent: the cache can only make kvalign faster, never make it fail. Only files inside
 the cache folder are ever written.
 """
@@ -19,8 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import os
+import secrets
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,9 +39,16 @@ from kvalign import __version__
 from kvalign.geometry import FAMILIES, AttentionGeometry, ModelGeometry, StateGeometry
 
 #: cache layout version; bump when the JSON shape of an entry changes.
-FORMAT = 2
+FORMAT = 3
 #: largest cache entry read back (entries are ~2 KiB).
 _MAX_ENTRY_BYTES = 256 * 1024
+#: file next to the cache folder (``~/.cache/kvalign.key``) holding the per-user HMAC key.
+SECRET_NAME = "kvalign.key"
+_SECRET_BYTES = 32
+#: largest number a cached geometry may hold (the config field bound).
+_MAX_VALUE = 1 << 24
+#: longest string a cached geometry may hold.
+_MAX_STR = 4096
 
 
 def cache_dir() -> Path:
@@ -98,18 +114,68 @@ def geometry_to_dict(geometry: ModelGeometry) -> dict[str, Any]:
 
 
 def _int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError("not a positive integer")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= _MAX_VALUE:
+        raise ValueError("not a positive integer within the field bounds")
     return value
 
 
-def _digest(geometry: dict[str, Any]) -> str:
-    """sha256 of the canonical JSON of a stored geometry (detects edited/corrupt entries)."""
-    return hashlib.sha256(json.dumps(geometry, sort_keys=True).encode("utf-8")).hexdigest()
+def _read_secret(path: Path) -> bytes | None:
+    """The key in ``path`` when it is trustworthy: a regular file (not a symlink) owned
+    by this user, unreadable by others, exactly :data:`_SECRET_BYTES` long."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if (
+            not stat.S_ISREG(info.st_mode)
+            or info.st_mode & 0o077
+            or (hasattr(os, "getuid") and info.st_uid != os.getuid())
+        ):
+            return None
+        data = os.read(fd, _SECRET_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) == _SECRET_BYTES else None
+
+
+def secret(*, create: bool = False) -> bytes | None:
+    """The per-user HMAC key (``None``: missing, untrustworthy, or cannot be created).
+
+    ``create`` writes a new random key with mode 0600 when none exists (``O_EXCL``: two
+    runs racing keep one key).
+    """
+    path = cache_dir().parent / SECRET_NAME
+    key = _read_secret(path)
+    if key is not None or not create:
+        return key
+    try:
+        cache_dir().parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return _read_secret(path)
+    except OSError:
+        return None
+    try:
+        os.write(fd, secrets.token_bytes(_SECRET_BYTES))
+    except OSError:  # pragma: no cover - disk full
+        return None
+    finally:
+        os.close(fd)
+    return _read_secret(path)
+
+
+def _digest(key: str, geometry: dict[str, Any], secret_key: bytes) -> str:
+    """HMAC-SHA256 (per-user key) of the entry key and the canonical JSON of a geometry."""
+    message = json.dumps({"key": key, "geometry": geometry}, sort_keys=True).encode("utf-8")
+    return hmac.new(secret_key, message, hashlib.sha256).hexdigest()
 
 
 def _str(value: Any) -> str:
-    if not isinstance(value, str):
+    if not isinstance(value, str) or len(value) > _MAX_STR:
         raise ValueError("not a string")
     return value
 
@@ -173,21 +239,27 @@ def geometry_from_json(data: Any) -> ModelGeometry:
 
 
 def load(key: str) -> ModelGeometry | None:
-    """The cached geometry for ``key``, or ``None`` (missing, unreadable or corrupt)."""
-    path = _entry_path(key)
+    """The cached geometry for ``key``, or ``None`` (missing, unreadable, not a regular
+    file, a bad HMAC, out of bounds or corrupt: a miss, never a verdict)."""
+    from kvalign.errors import KvalignError
+    from kvalign.safeio import read_bytes
+
+    secret_key = secret()
+    if secret_key is None:
+        return None
     try:
-        with path.open("rb") as handle:
-            data = handle.read(_MAX_ENTRY_BYTES + 1)
-        if len(data) > _MAX_ENTRY_BYTES:
-            return None
+        data = read_bytes(_entry_path(key), limit=_MAX_ENTRY_BYTES)
         entry = json.loads(data.decode("utf-8"))
         if not isinstance(entry, dict) or entry.get("key") != key:
             return None
         stored = entry.get("geometry")
-        if not isinstance(stored, dict) or entry.get("digest") != _digest(stored):
+        mac = entry.get("hmac")
+        if not isinstance(stored, dict) or not isinstance(mac, str):
+            return None
+        if not hmac.compare_digest(mac, _digest(key, stored, secret_key)):
             return None
         return geometry_from_json(stored)
-    except (OSError, ValueError, RecursionError):
+    except (KvalignError, OSError, ValueError, RecursionError):
         return None
 
 
@@ -198,12 +270,15 @@ def store(key: str, geometry: ModelGeometry) -> bool:
     :func:`os.replace`, so a concurrent reader sees either no entry or a whole one, and
     concurrent writers of the same key leave one whole entry.
     """
+    secret_key = secret(create=True)
+    if secret_key is None:
+        return False
     stored = geometry_to_dict(geometry)
     payload = {
         "key": key,
         "kvalign": __version__,
         "geometry": stored,
-        "digest": _digest(stored),
+        "hmac": _digest(key, stored, secret_key),
     }
     try:
         text = json.dumps(payload, sort_keys=True, allow_nan=False)

@@ -16,6 +16,54 @@ _MISSING = object()
 
 #: largest value accepted for a head count or dimension (real models stay far below).
 MAX_FIELD_VALUE = 1 << 24
+#: largest layer count, layer list or layer pattern accepted (real models: < 200 layers).
+MAX_LAYERS = 10_000
+
+
+def check_config_sizes(raw: Any, path: str) -> None:
+    """Refuse layer counts, layer lists and layer patterns above :data:`MAX_LAYERS`
+    before anything (transformers' config classes, kvalign's readers) builds a list from
+    them: ``num_hidden_layers: 10**9`` is one line, not a hang.
+
+    Every key that names layers or a pattern (``num_hidden_layers``, ``layer_types``,
+    ``hybrid_override_pattern``, ``linear_attn_config.kda_layers``, ...) is checked, at
+    any nesting level (``text_config``).
+
+    Raises:
+        InvalidConfig: the budget named (``layers``), the file and the field.
+    """
+    stack: list[tuple[str, Any]] = [("", raw)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, list):
+            stack.extend((where, child) for child in node if isinstance(child, (dict, list)))
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            name = f"{where}{key}"
+            lowered = str(key).lower()
+            if isinstance(value, (dict, list)):
+                stack.append((f"{name}.", value))
+            if "layer" not in lowered and "pattern" not in lowered:
+                continue
+            size: float | None = None
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                size = value
+            elif isinstance(value, (list, str)):
+                size = len(value)
+            if size is not None and not size <= MAX_LAYERS:  # also NaN
+                raise InvalidConfig(
+                    f"{path}: field '{name}' = {_short(value)} is over the layer budget "
+                    f"(at most {MAX_LAYERS:,} layers)"
+                )
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, (list, str)):
+        return f"<{type(value).__name__} of {len(value):,}>"
+    text = repr(value)
+    return text if len(text) <= 30 else f"{text[:20]}… ({len(text):,} digits)"
 
 
 class ConfigFields:

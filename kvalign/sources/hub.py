@@ -83,6 +83,38 @@ def _hub_reachable(repo_id: str, revision: str | None) -> bool:
     return True
 
 
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+_REF_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+#: longest ``--revision`` accepted.
+MAX_REVISION_CHARS = 256
+
+
+def check_revision(revision: str) -> None:
+    """Refuse a ``--revision`` that is neither a commit hash (40 hex digits) nor a ref
+    name (``main``, ``v1.0``, ``refs/pr/1``: parts of letters, digits, ``._-``, no part
+    starting with a dot or dash, no ``..``, no ``.lock`` ending, as ``git
+    check-ref-format`` demands): ``../X`` never reads a file outside the cache's ``refs/``.
+
+    Raises:
+        InvalidSettings: the revision is refused (the message names it).
+    """
+    from kvalign.errors import InvalidSettings
+
+    if _COMMIT.fullmatch(revision):
+        return
+    parts = revision.split("/")
+    if (
+        len(revision) > MAX_REVISION_CHARS
+        or ".." in revision
+        or revision.endswith(".lock")
+        or not all(_REF_PART.fullmatch(part) for part in parts)
+    ):
+        shown = revision if len(revision) <= 60 else revision[:60] + "…"
+        raise InvalidSettings(
+            f"--revision: {shown!r} is neither a branch/tag name nor a 40-digit commit hash"
+        )
+
+
 def fetch_config(repo_id: str, revision: str | None = None) -> Path:
     """Local path of ``config.json`` for ``repo_id`` (downloaded or from the HF cache).
 
@@ -96,7 +128,11 @@ def fetch_config(repo_id: str, revision: str | None = None) -> Path:
     Raises:
         ConfigNotFound: the repo/file does not exist, is gated, or cannot be reached
             (network down, or not cached with ``HF_HUB_OFFLINE=1``).
+        InvalidSettings: ``revision`` is not a ref name or commit hash
+            (:func:`check_revision`).
     """
+    if revision is not None:
+        check_revision(revision)
     from huggingface_hub import constants, hf_hub_download
     from huggingface_hub.errors import (
         EntryNotFoundError,

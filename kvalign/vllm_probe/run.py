@@ -53,16 +53,28 @@ def _dtype_name(dtype: object) -> str:
 
 
 #: pydantic's wrapping of a validator's error: "... Value error, <message> [type=...".
-_PYDANTIC = re.compile(r"(Value error|Assertion failed), (?P<message>.*?) \[type=")
+_PYDANTIC = re.compile(r"(Value error|Assertion failed), ")
+
+
+def _pydantic_message(text: str) -> tuple[str, str] | None:
+    """(kind, message) of the first ``Value error, MESSAGE [type=`` on a line; linear."""
+    for line in text.split("\n"):
+        head = _PYDANTIC.search(line)
+        if head is None:
+            continue
+        end = line.find(" [type=", head.end())
+        if end != -1:
+            return head.group(1), line[head.end() : end]
+    return None
 
 
 def _one_line(exc: BaseException) -> str:
     """``"ValueError: Total number of attention heads (32) must be divisible ..."``."""
     text = " ".join(str(exc).split())
-    match = _PYDANTIC.search(text)
+    match = _pydantic_message(text)
     if match:
-        kind = "ValueError" if match.group(1) == "Value error" else "AssertionError"
-        return f"{kind}: {match.group('message')}"
+        kind = "ValueError" if match[0] == "Value error" else "AssertionError"
+        return f"{kind}: {match[1]}"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from kvalign.audit import AuditReport
+from kvalign.sanitize import xml_text as _x
 
 
 def to_junit(report: AuditReport) -> str:
@@ -20,29 +21,31 @@ def to_junit(report: AuditReport) -> str:
         case = ET.SubElement(
             suite,
             "testcase",
-            classname=finding.location.file,
-            name=f"{finding.rule} {' '.join(finding.pools)}",
+            classname=_x(finding.location.file),
+            name=_x(f"{finding.rule} {' '.join(finding.pools)}"),
         )
         text = f"{finding.location}: {finding.message}\nFix: {finding.remediation}"
         if id(finding) not in failing:
             out = ET.SubElement(case, "system-out")
-            out.text = f"{finding.severity} (below --fail-on {report.fail_on}): {text}"
+            out.text = _x(f"{finding.severity} (below --fail-on {report.fail_on}): {text}")
             continue
         failure = ET.SubElement(
-            case, "failure", message=finding.message, type=f"{finding.rule}:{finding.severity}"
+            case, "failure", message=_x(finding.message), type=f"{finding.rule}:{finding.severity}"
         )
-        failure.text = text
+        failure.text = _x(text)
     for file in report.files:
         if file.deployment.source not in failed_files:
-            ET.SubElement(suite, "testcase", classname=file.deployment.source, name="audit")
+            ET.SubElement(suite, "testcase", classname=_x(file.deployment.source), name="audit")
     for problem in report.unevaluated:
-        case = ET.SubElement(suite, "testcase", classname=problem.location.file, name="evaluate")
-        error = ET.SubElement(case, "error", message=problem.message, type="unevaluated")
-        error.text = f"{problem.location}: {problem.message}"
+        case = ET.SubElement(
+            suite, "testcase", classname=_x(problem.location.file), name="evaluate"
+        )
+        error = ET.SubElement(case, "error", message=_x(problem.message), type="unevaluated")
+        error.text = _x(f"{problem.location}: {problem.message}")
     for problem in report.not_read:
-        case = ET.SubElement(suite, "testcase", classname=problem.location.file, name="read")
-        error = ET.SubElement(case, "error", message=problem.message, type="not-read")
-        error.text = f"{problem.location}: {problem.message}"
+        case = ET.SubElement(suite, "testcase", classname=_x(problem.location.file), name="read")
+        error = ET.SubElement(case, "error", message=_x(problem.message), type="not-read")
+        error.text = _x(f"{problem.location}: {problem.message}")
     cases = suite.findall("testcase")
     suite.set("tests", str(len(cases)))
     suite.set("failures", str(len(failing)))

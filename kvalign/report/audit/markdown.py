@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from kvalign.audit import AuditReport
 from kvalign.deploy.model import Pool
+from kvalign.sanitize import markdown_cell, markdown_code
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return markdown_cell(text)
 
 
 def _where(pool: Pool) -> str:
@@ -18,11 +19,11 @@ def to_markdown(report: AuditReport) -> str:
     """Pools per file, the pairs and how they were grouped, findings, files not evaluated."""
     lines = ["## kvalign audit", ""]
     for file in report.files:
-        lines += [f"### `{file.deployment.source}` ({file.deployment.kind})", ""]
+        lines += [f"### `{markdown_code(file.deployment.source)}` ({file.deployment.kind})", ""]
         lines += ["| Pool | Model | TP | Block size | Kernel block |", "|---|---|---|---|---|"]
         for r in file.pools:
             lines.append(
-                f"| {r.pool.label} | {r.pool.model} | {r.pool.tp} | "
+                f"| {_cell(r.pool.label)} | {_cell(r.pool.model)} | {r.pool.tp} | "
                 f"{r.rank.block_size or '-'} | {r.rank.kernel_block_size or '-'} |"
             )
         lines += ["", f"_{file.version_note}_", ""]

@@ -1,0 +1,108 @@
+"""Issue 15: every regular expression in kvalign runs in linear time.
+
+Every compiled pattern found in kvalign's modules (module attributes and class
+attributes) is run with ``search`` and ``findall`` over 1 MB adversarial texts: long
+runs of each literal fragment of the pattern (``image:``, ``dirname ``, ``# kvalign:
+ignore=A ``...), with and without separators, and of each single character class a
+quantifier can loop over. A quadratic pattern takes seconds on 1 MB; each call must
+finish in 0.1 s, or (on a loaded machine) within 20 times what a plain linear
+two-way alternation (:data:`_REFERENCE`) takes on the same text; a quadratic pattern
+takes minutes on 1 MB, so either bound catches it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+import time
+
+import pytest
+
+import kvalign
+
+SIZE = 1_000_000
+LIMIT = 0.1
+#: a linear pattern that tries two alternatives at every position: the time unit
+_REFERENCE = re.compile(r"\bxq\b|-yq")
+#: modules that import optional heavy packages (vLLM) at import time
+_SKIP = ("kvalign.__main__", "kvalign.vllm_probe.boot")
+
+
+def _patterns() -> list[tuple[str, re.Pattern[str]]]:
+    found: dict[tuple[str, int], tuple[str, re.Pattern[str]]] = {}
+    for info in pkgutil.walk_packages(kvalign.__path__, "kvalign."):
+        if info.name in _SKIP:
+            continue
+        module = importlib.import_module(info.name)
+        spaces = [vars(module)] + [vars(v) for v in vars(module).values() if isinstance(v, type)]
+        for space in spaces:
+            for name, value in list(space.items()):
+                if isinstance(value, re.Pattern) and isinstance(value.pattern, str):
+                    found[(value.pattern, value.flags)] = (f"{info.name}.{name}", value)
+    return sorted(found.values(), key=lambda item: item[0])
+
+
+def _fragments(pattern: str) -> list[str]:
+    """Literal pieces of ``pattern`` (escapes resolved) plus characters from classes."""
+    text = re.sub(r"\\([^A-Za-z0-9])", r"\1", pattern)
+    pieces = [p for p in re.split(r"[()\[\]|?*+{}^$\\]", text) if p]
+    singles = {c for c in "aA0_ -./:@$'\"#=\n\t\ue000\ue001" if c in text}
+    return sorted(set(pieces) | singles | {"a"})
+
+
+def _texts(pattern: str) -> list[str]:
+    texts: list[str] = []
+    for fragment in _fragments(pattern):
+        texts.append((fragment * (SIZE // len(fragment) + 1))[:SIZE])
+        texts.append(((fragment + " ") * (SIZE // (len(fragment) + 1) + 1))[:SIZE])
+    pieces = [p for p in _fragments(pattern) if len(p) > 1]
+    if pieces:
+        joined = " ".join(pieces) + " "
+        texts.append((joined * (SIZE // len(joined) + 1))[:SIZE] + "!")
+        texts.append(pieces[0] + "a" * SIZE + "!")
+    return texts
+
+
+PATTERNS = _patterns()
+
+
+def test_the_known_patterns_are_found() -> None:
+    names = {name.rsplit(".", 1)[1] for name, _ in PATTERNS}
+    assert {"_IGNORE", "_IMAGE_TOKEN", "_DIRNAME", "_SELF_REF", "_PYDANTIC"} <= names
+
+
+@pytest.mark.parametrize("item", PATTERNS, ids=lambda item: item[0])
+def test_regex_is_linear_on_1mb_adversarial_text(item: tuple[str, re.Pattern[str]]) -> None:
+    name, pattern = item
+    for text in _texts(pattern.pattern):
+        start = time.process_time()
+        _REFERENCE.findall(text)
+        limit = max(LIMIT, 20 * (time.process_time() - start))
+        for run in (pattern.search, pattern.findall):
+            start = time.process_time()
+            run(text)
+            spent = time.process_time() - start
+            assert spent < limit, f"{name} took {spent:.2f} s on {text[:40]!r}…"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "image:" * 200_000,
+        "# kvalign: ignore=" + "A " * 400_000,
+        "dirname " * 150_000,
+        "Value error, " * 80_000,
+    ],
+    ids=["image", "ignore", "dirname", "pydantic"],
+)
+def test_the_three_quadratic_patterns_of_issue_15_are_linear(text: str) -> None:
+    from kvalign.deploy import _names_vllm_image
+    from kvalign.deploy.common import ignores_in
+    from kvalign.shell.expand import self_dir as _self_dir
+    from kvalign.vllm_probe.run import _pydantic_message
+
+    for check in (_names_vllm_image, _self_dir, lambda t: ignores_in(t, "f"), _pydantic_message):
+        start = time.process_time()
+        check(text)
+        assert time.process_time() - start < LIMIT
