@@ -26,12 +26,15 @@ def test_raised_on_the_named_gpu_is_a_warning_that_fail_on_warning_fails() -> No
     assert failed.exit_code == 1 and failed.stdout.startswith("FAIL (exit 1, --fail-on warning)")
 
 
-def test_raised_only_on_other_gpu_classes_is_a_note() -> None:
+def test_raised_only_on_other_gpu_classes_is_a_warning_too() -> None:
+    # issue 18: without --gpu, 2096 is kept on A100 but raised to 8,384 on H100/H200/B200;
+    # that is a warning as audit's KVA004 (formerly "PASS with a note" that never gated)
     result = runner.invoke(app, QWEN)
     assert result.exit_code == 0
     head = result.stdout.splitlines()[0]
-    assert head.startswith("PASS with a note (exit 0, --fail-on error): every pair works")
-    assert "give --gpu to check yours" in head
+    assert head.startswith("PASS with a warning (exit 0, --fail-on error): every pair works")
+    assert "vLLM raises your --block-size" in head and "--fail-on warning fails it" in head
+    assert runner.invoke(app, [*QWEN, "--fail-on", "warning"]).exit_code == 1
 
 
 def test_nixl_rule_is_stated_as_nixl_applies_it() -> None:
