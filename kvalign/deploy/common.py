@@ -197,9 +197,9 @@ class PoolInput:
     gpu: str | None = None
 
 
-#: a Hugging Face cache snapshot folder: ``…/models--ORG--NAME/snapshots/REVISION``
-#: (huggingface_hub's cache layout, ``repo_folder_name``: ``/`` in the repo id is ``--``).
-_SNAPSHOT = re.compile(r"(?:^|/)models--([^/]+?)--([^/]+)/snapshots/[^/]+/?\Z")
+#: the prefix of a Hugging Face cache repo folder (huggingface_hub's cache layout,
+#: ``repo_folder_name``: ``models--ORG--NAME``, ``/`` in the repo id written ``--``)
+_CACHE_PREFIX = "models--"
 
 
 def snapshot_hub_id(model: str) -> str | None:
@@ -208,11 +208,20 @@ def snapshot_hub_id(model: str) -> str | None:
 
     vLLM loads such a folder as a local path; its config is that of the Hub model at that
     revision, so kvalign reads it as the Hub id (bundled, or from the local cache).
+    Plain string splitting, linear in the path's length (a regular expression with two
+    adjacent ``[^/]+`` groups split by ``--`` backtracks cubically on a run of dashes).
     """
-    match = _SNAPSHOT.search(model)
-    if match is None:
+    parts = model.removesuffix("/").split("/")
+    if len(parts) < 3 or parts[-2] != "snapshots" or not parts[-1]:
         return None
-    return f"{match.group(1)}/{match.group(2)}"
+    folder = parts[-3]
+    if not folder.startswith(_CACHE_PREFIX):
+        return None
+    rest = folder[len(_CACHE_PREFIX) :]
+    cut = rest.find("--", 1)
+    if cut < 0 or not rest[cut + 2 :]:
+        return None
+    return f"{rest[:cut]}/{rest[cut + 2 :]}"
 
 
 def build_pool(

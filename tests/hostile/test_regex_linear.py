@@ -52,8 +52,16 @@ def _fragments(pattern: str) -> list[str]:
 
 
 def _texts(pattern: str) -> list[str]:
+    """Runs of each single character a quantifier can loop over and of the two longest
+    literal pieces (the texts that make a backtracking pattern blow up), then all pieces
+    joined. Bounded per pattern so the sweep stays a few seconds on 1 MB texts."""
     texts: list[str] = []
-    for fragment in _fragments(pattern):
+    fragments = _fragments(pattern)
+    singles = [f for f in fragments if len(f) == 1]
+    longest = sorted((f for f in fragments if len(f) > 1), key=len, reverse=True)[:2]
+    for fragment in singles:
+        texts.append(fragment * SIZE)
+    for fragment in longest:
         texts.append((fragment * (SIZE // len(fragment) + 1))[:SIZE])
         texts.append(((fragment + " ") * (SIZE // (len(fragment) + 1) + 1))[:SIZE])
     pieces = [p for p in _fragments(pattern) if len(p) > 1]
