@@ -1,0 +1,78 @@
+"""Audit reads what a deployment refers to in other files of the run (QA defects A-C).
+
+Each case is built so that the one variable or flag the other file sets decides a rule:
+``VLLM_SSM_CONV_STATE_LAYOUT=DS`` on prefill only is KVA008 (docs/rules.md); with the
+reference not read, both pools look alike (SD default) and nothing fires.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from kvalign.audit import run_audit
+from kvalign.deploy import read_paths
+
+_ARGS = (
+    "[tiiuae/Falcon-H1-0.5B-Base, --tensor-parallel-size, '1', --kv-transfer-config, "
+    '\'{{"kv_connector":"NixlConnector","kv_role":"{role}"}}\']'
+)
+
+
+def _workload(role: str, kv_role: str, env_from: str = "") -> str:
+    return textwrap.dedent(
+        f"""\
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {{name: falcon-{role}, labels: {{role: {role}}}}}
+        spec:
+          template:
+            metadata: {{labels: {{role: {role}}}}}
+            spec:
+              containers:
+                - name: vllm
+                  image: vllm/vllm-openai:v0.18.0
+                  args: {_ARGS.format(role=kv_role)}
+        """
+    ) + (f"          envFrom:\n            - {env_from}\n" if env_from else "")
+
+
+def _manifests(tmp_path: Path, env_from: str) -> Path:
+    (tmp_path / "pd.yaml").write_text(
+        _workload("prefill", "kv_producer", env_from) + "---\n" + _workload("decode", "kv_consumer")
+    )
+    return tmp_path / "pd.yaml"
+
+
+_LAYOUT_CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: layout}\n"
+_LAYOUT_CM += "data: {VLLM_SSM_CONV_STATE_LAYOUT: DS}\n"
+
+
+def _rules(paths: list[str]) -> set[str]:
+    deployments, _ = read_paths(paths)
+    return {f.rule for f in run_audit(deployments).findings}
+
+
+def test_envfrom_configmap_in_another_file_is_read(tmp_path: Path) -> None:
+    manifest = _manifests(tmp_path, "configMapRef: {name: layout}")
+    (tmp_path / "cm.yaml").write_text(_LAYOUT_CM)
+    # the folder, and the two files by name: both see the ConfigMap
+    assert "KVA008" in _rules([str(tmp_path)])
+    assert "KVA008" in _rules([str(manifest), str(tmp_path / "cm.yaml")])
+    deployments, _ = read_paths([str(tmp_path)])
+    notes = [p.message for d in deployments for p in d.problems if not p.blocking]
+    assert f"vllm: envFrom ConfigMap layout read from {tmp_path / 'cm.yaml'}" in notes
+
+
+def test_envfrom_missing_from_the_run_is_a_note_naming_it(tmp_path: Path) -> None:
+    manifest = _manifests(tmp_path, "secretRef: {name: vllm-env}")
+    deployments, _ = read_paths([str(manifest)])
+    (deployment,) = deployments
+    assert len(deployment.pools) == 2  # still evaluated with what is known
+    notes = [p for p in deployment.problems if "vllm-env" in p.message]
+    assert len(notes) == 1 and not notes[0].blocking
+    assert "envFrom Secret vllm-env is not in the audited files" in notes[0].message
+    assert notes[0].location.line == 12  # envFrom: is line 12 of _workload (count above)
+    manifest = _manifests(tmp_path, "configMapRef: {name: layout}")
+    (deployment,) = read_paths([str(manifest)])[0]
+    assert any("envFrom ConfigMap layout is not in" in p.message for p in deployment.problems)
