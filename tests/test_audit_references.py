@@ -76,3 +76,42 @@ def test_envfrom_missing_from_the_run_is_a_note_naming_it(tmp_path: Path) -> Non
     manifest = _manifests(tmp_path, "configMapRef: {name: layout}")
     (deployment,) = read_paths([str(manifest)])[0]
     assert any("envFrom ConfigMap layout is not in" in p.message for p in deployment.problems)
+
+
+def _serve(config: str, role: str, tp: int | None = None) -> str:
+    kv = "kv_producer" if role == "prefill" else "kv_consumer"
+    flags = f"--config {config}" if tp is None else f"-tp {tp}"
+    return (
+        f"vllm serve tiiuae/Falcon-H1-0.5B-Base {flags} "
+        f'--kv-transfer-config \'{{"kv_connector":"NixlConnector","kv_role":"{kv}"}}\'\n'
+    )
+
+
+def test_absolute_config_inside_the_folder_is_read(tmp_path: Path) -> None:
+    (tmp_path / "p.cfg.yaml").write_text("tensor-parallel-size: 4\n")
+    script = tmp_path / "pd.sh"
+    config = tmp_path / "p.cfg.yaml"
+    script.write_text(_serve(str(config), "prefill") + _serve("", "decode", tp=1))
+    (deployment,) = read_paths([str(tmp_path)])[0]
+    assert not [p.message for p in deployment.problems if p.blocking]
+    # the config's TP 4 is read: 400-token blocks vs 800 at TP 1 (test_audit's KVA001 case)
+    assert sorted(p.tp for p in deployment.pools) == [1, 4]
+
+
+def test_config_outside_the_folder_is_not_evaluated_for_that_launch_only(
+    tmp_path: Path,
+) -> None:
+    from typer.testing import CliRunner
+
+    from kvalign.cli import app
+
+    outside = tmp_path / "elsewhere.cfg.yaml"
+    outside.write_text("tensor-parallel-size: 4\n")
+    folder = tmp_path / "audited"
+    folder.mkdir()
+    (folder / "a.sh").write_text(_serve(str(outside), "prefill") + _serve("", "decode", 1))
+    (folder / "b.sh").write_text(_serve("", "prefill", 4) + _serve("", "decode", 1))
+    result = CliRunner().invoke(app, ["audit", str(folder)])
+    assert result.exit_code == 3, result.output  # not 2: the run is not aborted
+    assert f"--config {outside}: outside the audited folder" in result.output
+    assert "KVA001" in result.output  # b.sh's TP 4 / TP 1 pair is still reported
