@@ -115,3 +115,42 @@ def test_config_outside_the_folder_is_not_evaluated_for_that_launch_only(
     assert result.exit_code == 3, result.output  # not 2: the run is not aborted
     assert f"--config {outside}: outside the audited folder" in result.output
     assert "KVA001" in result.output  # b.sh's TP 4 / TP 1 pair is still reported
+
+
+def _compose(env_file: str) -> str:
+    def service(role: str, extra: str) -> str:
+        command = _serve("", role, 1).removeprefix("vllm serve ").strip()
+        return f"  {role}:\n    image: vllm/vllm-openai:v0.18.0\n    command: {command}\n{extra}"
+
+    return "services:\n" + service("prefill", env_file) + service("decode", "")
+
+
+def test_compose_env_file_is_read(tmp_path: Path) -> None:
+    # comments, quotes removed, no expansion; `environment` overrides the file (Compose)
+    (tmp_path / "p.env").write_text(
+        "# layout\nVLLM_SSM_CONV_STATE_LAYOUT='DS'\nHOME_X=$HOME\nOVERRIDDEN=file\n"
+    )
+    compose = tmp_path / "compose.yaml"
+    compose.write_text(_compose("    env_file: [p.env]\n    environment: {OVERRIDDEN: service}\n"))
+    (deployment,) = read_paths([str(compose)])[0]
+    env = dict(next(p for p in deployment.pools if p.role == "prefill").env)
+    assert env["VLLM_SSM_CONV_STATE_LAYOUT"] == "DS"
+    assert env["HOME_X"] == "$HOME"
+    assert env["OVERRIDDEN"] == "service"
+    assert "KVA008" in _rules([str(compose)])
+
+
+def test_compose_env_file_not_read_is_not_evaluated(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from kvalign.cli import app
+
+    folder = tmp_path / "audited"
+    folder.mkdir()
+    (tmp_path / "outside.env").write_text("VLLM_SSM_CONV_STATE_LAYOUT=DS\n")
+    for env_file in ("missing.env", "../outside.env"):
+        compose = folder / "compose.yaml"
+        compose.write_text(_compose(f"    env_file: {env_file}\n"))
+        result = CliRunner().invoke(app, ["audit", str(compose)])
+        assert result.exit_code == 3, result.output
+        assert f"env_file {env_file}" in result.output
