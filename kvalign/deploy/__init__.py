@@ -158,7 +158,9 @@ def _only_configs(source: Source) -> bool:
 
 def _references(paths: list[str]) -> dict[str, tuple[str, Mapping[str, Any]]]:
     """KServe ``LLMInferenceServiceConfig`` specs of every file of the run, by name (the
-    first file wins), so a ``baseRefs`` in one file finds a config in another."""
+    first file wins), so a ``baseRefs`` in one file finds a config in another; and the
+    ``data`` of every ``ConfigMap`` of the run, keyed ``ConfigMap/NAME`` (first file wins),
+    so an ``envFrom`` / ``configMapKeyRef`` finds a ConfigMap in another file."""
     found: dict[str, tuple[str, Mapping[str, Any]]] = {}
     files: list[Path] = []
     for raw in paths:
@@ -169,19 +171,34 @@ def _references(paths: list[str]) -> dict[str, tuple[str, Mapping[str, Any]]]:
     for file in files:
         try:
             text = _read_file(file)
-            if "LLMInferenceServiceConfig" not in text:
+            if "LLMInferenceServiceConfig" not in text and "ConfigMap" not in text:
                 continue
             documents = load_yaml_documents(text, str(file))
         except KvalignError:
             continue  # reported when the file itself is read
         for _, doc in documents:
-            if isinstance(doc, Mapping) and doc.get("kind") == "LLMInferenceServiceConfig":
-                name = doc.get("metadata", {}).get("name") if isinstance(
-                    doc.get("metadata"), Mapping) else None  # fmt: skip
+            if not isinstance(doc, Mapping):
+                continue
+            meta = doc.get("metadata")
+            name = meta.get("name") if isinstance(meta, Mapping) else None
+            if not isinstance(name, str):
+                continue
+            if doc.get("kind") == "LLMInferenceServiceConfig":
                 spec = doc.get("spec")
-                if isinstance(name, str) and isinstance(spec, Mapping):
+                if isinstance(spec, Mapping):
                     found.setdefault(name, (str(file), spec))
+            elif doc.get("kind") == "ConfigMap":
+                data = doc.get("data")
+                found.setdefault(
+                    f"ConfigMap/{name}", (str(file), data if isinstance(data, Mapping) else {})
+                )
     return found
+
+
+def _only_references(path: Path, references: Mapping[str, tuple[str, Mapping[str, Any]]]) -> bool:
+    """Whether ``path`` (a file given by name that is no deployment) defines something other
+    files of the run refer to (a ``ConfigMap``, an ``LLMInferenceServiceConfig``)."""
+    return any(Path(where) == path for where, _ in references.values())
 
 
 def _read_file(path: Path) -> str:
@@ -392,6 +409,9 @@ def read_paths(
             sink.append(
                 Problem(Location(raw), "no vLLM pool found: skipped (--skip-unrelated)", False)
             )
+            continue
+        if found is None and _only_references(path, references):
+            skipped.append(raw)  # ConfigMaps / configs: read through the files naming them
             continue
         if found is None:
             reasons = [n.message for n in sink if n.location.file == raw]

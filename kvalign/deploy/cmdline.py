@@ -37,6 +37,7 @@ from kvalign.deploy.common import (
 from kvalign.deploy.interface import Source
 from kvalign.deploy.model import Deployment, Location, Pool, Problem
 from kvalign.deploy.vllm_args import dynamo_worker, serve_arguments
+from kvalign.errors import InvalidSettings
 from kvalign.shell import UNRESOLVED, Command, Script, is_shell, shown
 from kvalign.shell import evaluate as evaluate_shell
 
@@ -213,7 +214,13 @@ def read(
             if "--config" in launched and load_config is not None:
                 index = launched.index("--config")
                 if index + 1 < len(launched) and not UNRESOLVED.search(launched[index + 1]):
-                    loaded = load_config(launched[index + 1])
+                    try:
+                        loaded = load_config(launched[index + 1])
+                    except InvalidSettings as exc:  # outside the folder: this launch only
+                        refused = Problem(Location(file, command.line), str(exc))
+                        if refused not in site_problems:
+                            site_problems.append(refused)
+                        continue
                     if loaded is not None:
                         config_files[launched[index + 1]] = loaded
             version = version_from_image(command.image) if command.image else None

@@ -3,7 +3,9 @@
 A service is read when its ``image`` is vLLM's (``vllm/vllm-openai``, an image named
 ``vllm``), whose entrypoint is ``vllm serve``: ``command`` (a list, or a string split as a
 shell would; a leading ``vllm serve`` is dropped) is then the ``vllm serve`` arguments;
-``environment`` (a mapping or a list of ``NAME=value``) the environment. The role comes from
+``env_file`` files (``KEY=VALUE`` lines, read from the compose file's folder, confined to it)
+then ``environment`` (a mapping or a list of ``NAME=value``) the environment; an ``env_file``
+that cannot be read makes that service not evaluated. The role comes from
 the arguments (``kv_role``), else the service name. The release comes from the image tag.
 All services of one file pair with each other. Other services (a proxy, a router) are not
 pools.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from kvalign.deploy.common import (
@@ -23,9 +26,10 @@ from kvalign.deploy.common import (
     line_of,
     version_from_image,
 )
-from kvalign.deploy.interface import OneDocumentReader
+from kvalign.deploy.interface import OneDocumentReader, Source
 from kvalign.deploy.model import Deployment, DeploymentKey, Location, Pool, Problem
-from kvalign.errors import InvalidConfig
+from kvalign.errors import InvalidConfig, KvalignError
+from kvalign.safeio import confined, read_text
 
 KIND = "compose"
 
@@ -56,6 +60,53 @@ def _environment(value: Any, file: str, where: str) -> dict[str, str]:
     raise InvalidConfig(f"{file}: {where}.environment: expected a mapping or a list")
 
 
+def _env_files(value: Any) -> list[tuple[str, bool]]:
+    """``env_file`` as ``(path, required)`` pairs: a string, a list of strings, or a list
+    of ``{path, required}`` mappings (Compose's long form; ``required`` defaults to true)."""
+    items = value if isinstance(value, list) else [] if value is None else [value]
+    out: list[tuple[str, bool]] = []
+    for item in items:
+        if isinstance(item, Mapping):
+            out.append((str(item.get("path", "")), item.get("required", True) is not False))
+        else:
+            out.append((str(item), True))
+    return out
+
+
+def parse_env_file(text: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines of a Compose env file: blank lines and ``#`` comments skipped,
+    one pair of matching surrounding quotes removed, nothing expanded (``$X`` stays)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        out[key.strip()] = value
+    return out
+
+
+def _read_env_files(value: Any, base: Path | None) -> tuple[dict[str, str], str | None]:
+    """The variables of a service's ``env_file`` files, and why one could not be read."""
+    env: dict[str, str] = {}
+    for raw, required in _env_files(value):
+        if base is None:
+            return env, f"env_file {raw}: not read (stdin has no folder)"
+        path = confined(base, raw)
+        if path is None:
+            return env, f"env_file {raw}: outside the compose file's folder; not read"
+        if not path.is_file() and not required:
+            continue
+        try:
+            env.update(parse_env_file(read_text(path)))
+        except KvalignError as exc:
+            return env, f"env_file {raw}: cannot be read ({exc})"
+    return env, None
+
+
 def _command(value: Any, file: str, where: str) -> list[str]:
     if value is None:
         return []
@@ -69,8 +120,9 @@ def _command(value: Any, file: str, where: str) -> list[str]:
     raise InvalidConfig(f"{file}: {where}.command: expected a string or a list of strings")
 
 
-def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
-    """Read a Compose file: one pool per vLLM service with a P/D role.
+def read(doc: Mapping[str, Any], text: str, file: str, base: Path | None = None) -> Deployment:
+    """Read a Compose file: one pool per vLLM service with a P/D role (``base``: the
+    file's folder, where ``env_file`` files are read; ``None`` reads none).
 
     Raises:
         InvalidConfig: a service that is not a mapping; a malformed ``command`` or
@@ -92,6 +144,10 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
         version = version_from_image(image)
         if version is not None:
             versions.setdefault(version, image)
+        from_files, unread = _read_env_files(service.get("env_file"), base)
+        if unread is not None:
+            problems.append(Problem(location, f"{name}: {unread}"))
+            continue
         words = _command(service.get("command"), file, where)
         if words[:2] == ["vllm", "serve"]:  # the entrypoint spelled out again
             words = words[2:]
@@ -101,7 +157,7 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
             name=str(name),
             args=words,
             location=location,
-            env=_environment(service.get("environment"), file, where),
+            env={**from_files, **_environment(service.get("environment"), file, where)},
             vllm_version=version,
             deployment_key=DeploymentKey("compose file", file, single_object=True),
         )
@@ -116,3 +172,7 @@ class Reader(OneDocumentReader):
 
     def __init__(self) -> None:
         super().__init__(KIND, matches, read)
+
+    def read(self, source: Source) -> Deployment:
+        """:func:`read` of the file's one document, ``env_file`` from its folder."""
+        return read(source.values[0], source.text, source.file, source.base)

@@ -15,6 +15,7 @@ reader that would also take its files.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -86,15 +87,16 @@ class Source:
 
     def load_config(self, path: str) -> Mapping[str, Any] | None:
         """A vLLM ``--config`` YAML named in the file, loaded (relative paths from
-        :attr:`base`); ``None`` when it is missing, unreadable or not a mapping.
+        :attr:`base`; an absolute path is taken when it resolves inside :attr:`base`);
+        ``None`` when it is missing, unreadable or not a mapping.
 
         Raises:
-            InvalidSettings: the path is absolute or resolves outside :attr:`base` (the
-                deployment file's folder): it is reported, never read from the host.
+            InvalidSettings: the path resolves outside :attr:`base` (the deployment file's
+                folder): it is reported (that launch not evaluated), never read from the host.
         """
         if self.base is None:
             return None
-        found = confined(self.base, path)
+        found = confined(self.base, _inside(self.base, path))
         if found is None:
             raise InvalidSettings(
                 f"--config {path}: outside the audited folder {self.base}; not read from "
@@ -106,6 +108,17 @@ class Source:
         except KvalignError:
             return None
         return data if isinstance(data, Mapping) else None
+
+
+def _inside(base: Path, path: str) -> str:
+    """An absolute ``path`` that resolves inside ``base`` as a path relative to it (then
+    :func:`~kvalign.safeio.confined` checks it like any relative one); else ``path``."""
+    if not os.path.isabs(path) or "\x00" in path:
+        return path
+    try:
+        return str(Path(path).resolve().relative_to(base.resolve()))
+    except (OSError, ValueError, RuntimeError):
+        return path
 
 
 class Reader(Protocol):

@@ -9,7 +9,8 @@ values, embedded router configs), ``EndpointPickerConfig`` (router block size), 
 ModelService values (``modelArtifacts`` + ``prefill``/``decode`` blocks).
 
 ``$(VAR)`` in ``command``/``args`` resolves from the container's ``env`` (literal values and
-``configMapKeyRef`` / ``envFrom`` ConfigMaps in the same file); anything else is reported.
+``configMapKeyRef`` / ``envFrom`` ConfigMaps of any file of the run); a ConfigMap or Secret
+that is not in the run is reported by name.
 """
 
 from __future__ import annotations
@@ -104,16 +105,26 @@ class _Context:
     ) -> None:
         self.text, self.file = text, file
         self.configmaps: dict[str, Mapping[str, str]] = {}
+        #: ConfigMaps of other files of the run (name → file), for the note saying so
+        self.configmap_files: dict[str, str] = {}
+        for ref_name, (where, data) in (references or {}).items():
+            if ref_name.startswith("ConfigMap/") and where != file:
+                ref_name = ref_name.removeprefix("ConfigMap/")
+                self.configmaps[ref_name] = {str(k): str(v) for k, v in data.items()}
+                self.configmap_files[ref_name] = where
         for _, doc in docs:
             if isinstance(doc, Mapping) and doc.get("kind") == "ConfigMap":
                 name = str(_map(doc.get("metadata")).get("name", ""))
                 data = _map(doc.get("data"))
                 self.configmaps[name] = {str(k): str(v) for k, v in data.items()}
+                self.configmap_files.pop(name, None)
+        #: notes already given (one per container and reference)
+        self.noted: set[str] = set()
         self.llmisvc_configs: dict[str, Mapping[str, Any]] = {}
         #: configs of other files of the run (name → file), for the note saying so
         self.config_files: dict[str, str] = {}
         for name, (where, spec) in (references or {}).items():
-            if where != file:
+            if where != file and not name.startswith("ConfigMap/"):
                 self.llmisvc_configs[name], self.config_files[name] = spec, where
         for _, doc in docs:
             if isinstance(doc, Mapping) and doc.get("kind") == "LLMInferenceServiceConfig":
@@ -130,11 +141,26 @@ class _Context:
 
 
 def _env(container: Mapping[str, Any], ctx: _Context) -> dict[str, str]:
+    """A container's environment as far as the run shows it: ``envFrom`` ConfigMaps (of
+    any file of the run), then ``env`` values and ``configMapKeyRef`` s. An ``envFrom``
+    ConfigMap or Secret that is not in the run gets a note naming it (the variables it may
+    set are unknown; the pool is evaluated with what is known); one read from another file
+    gets a note saying so."""
     env: dict[str, str] = {}
+    container_name = str(container.get("name", "?"))
     for ref in _list(container.get("envFrom")):
-        name = _map(_map(ref).get("configMapRef")).get("name")
-        if isinstance(name, str) and name in ctx.configmaps:
-            env.update(ctx.configmaps[name])
+        for field_name, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
+            name = _map(_map(ref).get(field_name)).get("name")
+            if not isinstance(name, str):
+                continue
+            if kind == "ConfigMap" and name in ctx.configmaps:
+                env.update(ctx.configmaps[name])
+                if name in ctx.configmap_files:
+                    _note(ctx, f"{container_name}: envFrom ConfigMap {name} read from "
+                          f"{ctx.configmap_files[name]}")  # fmt: skip
+                continue
+            _note(ctx, f"{container_name}: envFrom {kind} {name} is not in the audited files: "
+                  "the variables it sets are not known (evaluated without them)")  # fmt: skip
     for item in _list(container.get("env")):
         item = _map(item)
         name = item.get("name")
@@ -148,6 +174,13 @@ def _env(container: Mapping[str, Any], ctx: _Context) -> dict[str, str]:
         if str(key_ref.get("key")) in data:
             env[name] = data[str(key_ref.get("key"))]
     return env
+
+
+def _note(ctx: _Context, message: str) -> None:
+    """A non-blocking note at the ``envFrom:`` line, once per message."""
+    if message not in ctx.noted:
+        ctx.noted.add(message)
+        ctx.problems.append(Problem(ctx.where("envFrom:", 1), message, blocking=False))
 
 
 def _launch(
