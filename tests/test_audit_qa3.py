@@ -1,0 +1,60 @@
+"""Defects a QA run found on main (task fixa), each pinned by a test that failed before.
+
+A. A folder scan reports a symbolic link loop as a path not read whatever its name (exit 3
+   unless ``--skip-unrelated``, docs/audit.md's exit-code table), and notes a symbolic link
+   to a folder it does not follow (docs/security.md: scans do not follow symlinked folders).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from kvalign.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+GOOD = ROOT / "configs" / "deployments" / "kvalign" / "nemotron-nano-good.yaml"
+runner = CliRunner()
+
+
+def _folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "deploy"
+    folder.mkdir()
+    (folder / "good.yaml").write_bytes(GOOD.read_bytes())  # a passing pair: exit 0 alone
+    return folder
+
+
+def test_a_symlink_loop_without_suffix_is_a_path_not_read(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    (folder / "a").symlink_to(folder / "b")
+    (folder / "b").symlink_to(folder / "a")
+    result = runner.invoke(app, ["audit", str(folder), "--format", "json"])
+    assert result.exit_code == 3, result.stderr
+    doc = json.loads(result.stdout)
+    assert [e["file"] for e in doc["not_read"]] == [str(folder / "a"), str(folder / "b")]
+    assert all("loops" in e["message"] for e in doc["not_read"])
+    accepted = runner.invoke(app, ["audit", str(folder), "--skip-unrelated"])
+    assert accepted.exit_code == 0, accepted.stderr
+    assert f"not read: {folder / 'a'}: " in accepted.stdout
+    assert "(accepted)" in accepted.stdout
+
+
+def test_a_symlink_to_a_folder_is_noted_as_not_followed(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    (folder / "self").symlink_to(folder, target_is_directory=True)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "more.yaml").write_bytes(GOOD.read_bytes())
+    (folder / "elsewhere").symlink_to(other, target_is_directory=True)
+    result = runner.invoke(app, ["audit", str(folder)])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()  # notes of the scan go to stderr, data to stdout
+    for name in ("self", "elsewhere"):
+        assert any(
+            line.startswith(f"kvalign: warning: {folder / name}: a symbolic link to a folder")
+            and "not followed" in line
+            for line in lines
+        ), result.stderr
+    assert str(other / "more.yaml") not in result.stdout  # not followed, so not read
