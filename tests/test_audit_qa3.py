@@ -3,6 +3,8 @@
 A. A folder scan reports a symbolic link loop as a path not read whatever its name (exit 3
    unless ``--skip-unrelated``, docs/audit.md's exit-code table), and notes a symbolic link
    to a folder it does not follow (docs/security.md: scans do not follow symlinked folders).
+B. Input-derived text in the ``not evaluated`` / ``not read`` lines reaches stdout with its
+   control characters escaped (docs/security.md), in the table, plain and GitHub formats.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from kvalign.cli import app
@@ -58,3 +61,29 @@ def test_a_symlink_to_a_folder_is_noted_as_not_followed(tmp_path: Path) -> None:
             for line in lines
         ), result.stderr
     assert str(other / "more.yaml") not in result.stdout  # not followed, so not read
+
+
+#: a model id carrying a CSI "clear screen", an OSC "set title" and a BEL, as real bytes.
+EVIL = "\x1b[2J\x1b]0;x\x07nvidia/evil"
+
+
+@pytest.mark.parametrize(
+    ("args", "columns"),
+    [(["--format", "table"], None), (["--format", "table"], "120"), (["--format", "github"], None)],
+    ids=["plain", "terminal", "github"],
+)
+def test_b_not_evaluated_lines_escape_control_characters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], columns: str | None
+) -> None:
+    script = tmp_path / "evil.sh"
+    script.write_bytes(f'vllm serve "{EVIL}" --tensor-parallel-size 1\n'.encode())
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)  # plain lines, as in a pipe
+    else:
+        monkeypatch.setenv("COLUMNS", columns)  # rich sections, as on a terminal
+    result = runner.invoke(app, ["audit", str(script), *args])
+    assert result.exit_code == 3, result.stderr  # no such model: not evaluated
+    assert not any(c in result.stdout for c in "\x1b\x07"), repr(result.stdout)
+    assert "\\x1b[2J\\x1b]0;x\\x07nvidia/evil" in result.stdout
+    assert "not evaluated" in result.stdout
