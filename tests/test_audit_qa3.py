@@ -5,6 +5,8 @@ A. A folder scan reports a symbolic link loop as a path not read whatever its na
    to a folder it does not follow (docs/security.md: scans do not follow symlinked folders).
 B. Input-derived text in the ``not evaluated`` / ``not read`` lines reaches stdout with its
    control characters escaped (docs/security.md), in the table, plain and GitHub formats.
+C. ``COLUMNS`` that is not positive is ignored like ``abc`` (200 columns); a tiny one is
+   raised to 80, the width every verdict line fits, so line 1 stays the whole verdict.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kvalign.cli import app
+from kvalign.numbers import columns
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = ROOT / "configs" / "deployments" / "kvalign" / "nemotron-nano-good.yaml"
@@ -87,3 +90,33 @@ def test_b_not_evaluated_lines_escape_control_characters(
     assert not any(c in result.stdout for c in "\x1b\x07"), repr(result.stdout)
     assert "\\x1b[2J\\x1b]0;x\\x07nvidia/evil" in result.stdout
     assert "not evaluated" in result.stdout
+
+
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+
+
+def test_c_columns_ignores_non_positive_values_and_floors_tiny_ones() -> None:
+    assert [columns(v) for v in (None, "", "abc", "0", "-5", " -1 ")] == [200] * 6
+    assert [columns(v) for v in ("1", "10", "79", "80", "120")] == [80, 80, 80, 80, 120]
+    assert columns("99999") == 10_000
+
+
+@pytest.mark.parametrize("value", ["0", "1", "10", "-5"])
+def test_c_tiny_or_invalid_columns_keep_the_verdict_on_line_one(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("COLUMNS", value)
+    argv = ["check", NANO, "--prefill-tp", "8", "--decode-tp", "1"]
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 1, result.stderr  # kernel block 2096 (TP 1) vs 528 (TP 8)
+    lines = result.stdout.splitlines()
+    assert lines[0] == "FAIL (exit 1, --fail-on error): 1 of 1 pair(s) fail"
+    assert lines[1].startswith("  prefill TP 8 → decode TP 1: fails (incompatible): ")
+    width = 200 if int(value) <= 0 else 80
+    assert max(len(line) for line in lines) <= width
+    monkeypatch.chdir(ROOT)
+    audit = runner.invoke(app, ["audit", "configs/deployments/"]).stdout.splitlines()
+    # the 9 *-bad examples fail (tests/test_audit_gate.py): the verdict, then the fix
+    assert audit[0].startswith("FAIL (exit 1, --fail-on error): 9 of 18 pair(s) fail the gate")
+    assert max(len(line) for line in audit) <= width
