@@ -86,10 +86,12 @@ def try_int(text: str, *, signed: bool = False, max_digits: int = MAX_DIGITS) ->
     return int(text)
 
 
-def columns(value: str | None, default: int = 200, minimum: int = 20, maximum: int = 10_000) -> int:
-    """Output width from ``COLUMNS``: ``default`` when unset or not a number (empty,
-    ``abc``), clamped to ``minimum``..``maximum`` (``0`` or ``-5`` still print)."""
+def columns(value: str | None, default: int = 200, minimum: int = 80, maximum: int = 10_000) -> int:
+    """Output width from ``COLUMNS``: ``default`` when unset, not a number (empty,
+    ``abc``) or not positive (``0``, ``-5``: no terminal is that wide); otherwise clamped
+    to ``minimum``..``maximum``, so a tiny width (``1``, ``10``) never splits the verdict
+    line (every headline fits 80 columns)."""
     number = try_int((value or "").strip(), signed=True)
-    if number is None:
+    if number is None or number <= 0:
         return default
     return max(minimum, min(maximum, number))

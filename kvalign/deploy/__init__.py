@@ -14,6 +14,8 @@ only audit layer that reads user files.
 from __future__ import annotations
 
 import dataclasses
+import errno
+import os
 import re
 import sys
 from collections.abc import Mapping
@@ -226,17 +228,35 @@ def _unreadable(path: Path, exc: KvalignError) -> Deployment:
 MAX_FILES = 10_000
 
 
-def _scanned(path: Path, unread: list[Problem] | None = None) -> list[Path]:
+def _scanned(
+    path: Path, unread: list[Problem] | None = None, notes: list[Problem] | None = None
+) -> list[Path]:
     """The files a directory scan reads, sorted (:data:`SUFFIXES` and Justfiles, no hidden
     paths).
 
-    ``unread`` receives, with the reason, the entries with those suffixes that cannot be
-    read as files: a symbolic link that loops or dangles, a FIFO, socket or device (a
-    symbolic link to a folder is not followed: the scan lists real folders only)."""
+    ``unread`` receives, with the reason, the entries that cannot be read as files: a
+    symbolic link that loops (whatever its name: a loop names no file to judge by), one
+    with those suffixes that dangles, a FIFO, socket or device. ``notes`` receives one
+    note per symbolic link to a folder, which is not followed (the scan lists real
+    folders only)."""
     files: list[Path] = []
     for child in sorted(path.rglob("*")):
+        if any(part.startswith(".") for part in child.relative_to(path).parts):
+            continue
+        if child.is_symlink() and child.is_dir():
+            if notes is not None:
+                notes.append(
+                    Problem(
+                        Location(str(child)),
+                        "a symbolic link to a folder: not followed (directory scans "
+                        "list real folders only)",
+                        blocking=False,
+                    )
+                )
+            continue
+        loop = child.is_symlink() and _loops(child)
         wanted = child.suffix in SUFFIXES or justfile.is_justfile(child.name)
-        if not wanted or any(part.startswith(".") for part in child.relative_to(path).parts):
+        if not wanted and not loop:
             continue
         if child.is_file():
             files.append(child)
@@ -258,6 +278,15 @@ def _scanned(path: Path, unread: list[Problem] | None = None) -> list[Path]:
                 )
             )
     return files
+
+
+def _loops(link: Path) -> bool:
+    """Whether resolving the symbolic link ``link`` runs into a loop (``ELOOP``)."""
+    try:
+        os.stat(link)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 #: text that says a file is about vLLM or its KV transfer (:func:`_mention`).
@@ -374,7 +403,7 @@ def read_paths(
             texts: list[tuple[Path, str]] = []
             untaken: list[tuple[Path, str]] = []
             covered = _rendered(path, deployments, skipped, sink, references)
-            for child in _scanned(path, unread):
+            for child in _scanned(path, unread, sink):
                 if any(child.is_relative_to(folder) for folder in covered):
                     continue
                 try:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from kvalign.audit import AuditReport
+from kvalign.sanitize import clean
 
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def _data(text: str) -> str:
+    text = clean(text)  # input-derived text: no raw escape sequence reaches the log
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 

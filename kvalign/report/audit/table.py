@@ -21,6 +21,7 @@ from kvalign.deploy.model import Pool
 from kvalign.report.audit.answer import failing_pairs, headline, shown_pools
 from kvalign.report.layout import Column, section
 from kvalign.rules.base import GroupResult, PairOutcome, PoolResult
+from kvalign.sanitize import clean
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 #: width of a table written with ``--output`` (kept for callers; ``--output`` is plain text).
@@ -96,9 +97,21 @@ def _hidden(report: AuditReport, verbose: bool) -> str | None:
     )
 
 
+def _unevaluated_lines(report: AuditReport) -> list[str]:
+    """One ``not evaluated: …`` line per file, controls escaped (the path and message
+    come from the input)."""
+    return [
+        clean(f"not evaluated: {p.location}: {p.message}", newlines=False)
+        for p in report.unevaluated
+    ]
+
+
 def _unread_lines(report: AuditReport) -> list[str]:
     accepted = " (accepted)" if report.unread_accepted else ""
-    return [f"not read: {p.location}: {p.message}{accepted}" for p in report.unread]
+    return [
+        clean(f"not read: {p.location}: {p.message}{accepted}", newlines=False)
+        for p in report.unread
+    ]
 
 
 def _pool_cells(r: PoolResult) -> list[str]:
@@ -138,8 +151,7 @@ def to_table(
             Column("Pools", False), Column("Message", False), Column("Fix", False),
         ]  # fmt: skip
         parts.append(_section("Findings", finding_columns, finding_rows, width))
-    parts += [Text(f"not evaluated: {p.location}: {p.message}", style="bold red")
-              for p in report.unevaluated]  # fmt: skip
+    parts += [Text(line, style="bold red") for line in _unevaluated_lines(report)]
     parts += [Text(line, style="bold red") for line in _unread_lines(report)]
     if quiet:
         return Group(*parts)
@@ -179,7 +191,7 @@ def to_text(report: AuditReport, *, verbose: bool = False, quiet: bool = False) 
             f"fix: {f.remediation}"
             for f in report.findings
         ]
-    lines += [f"not evaluated: {p.location}: {p.message}" for p in report.unevaluated]
+    lines += _unevaluated_lines(report)
     lines += _unread_lines(report)
     if quiet:
         return "\n".join(lines) + "\n"
