@@ -55,7 +55,7 @@ tests/golden/vllm-%.jsonl: tests/golden/build_release_vectors.py kvalign/vllm_pr
 	for gpu in $(VLLM_GPUS); do $(call VLLM_RUN,$*) --gpu $$gpu --append --out $@.tmp || exit 1; done
 	mv $@.tmp $@
 
-# issue 16's cases (prefix caching asked for, the text-only Qwen3.5, the transformers side
+# the fidelity cases (prefix caching asked for, the text-only Qwen3.5, the transformers side
 # of 0.19.1), releases older than the grid's included
 FIDELITY_RELEASES ?= 0.10.2 0.11.1 0.14.0 0.17.0 0.19.1 0.25.0 0.26.0 0.27.1 0.33.0
 FIDELITY_RUN = VLLM_PLUGINS="" VLLM_LOGGING_LEVEL=ERROR HF_HUB_OFFLINE=1 PYTHONPATH=$(1) \

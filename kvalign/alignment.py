@@ -615,7 +615,7 @@ def common_block_size(
     geometry: ModelGeometry, engine: EngineConfig, tps: list[int]
 ) -> tuple[int, dict[int, float]] | None:
     """Smallest ``--block-size B`` that, set on every pool, makes each TP in ``tps`` choose
-    exactly ``B`` (spec §7), with the Mamba padding % it costs per TP.
+    exactly ``B`` (docs/policy.md), with the Mamba padding % it costs per TP.
 
     ``B`` must cover every rank's aligned block and be a multiple of the alignment unit:
     the backend's smallest kernel block, the MLA floor, the prefill checkpoint alignment
@@ -635,7 +635,7 @@ def block_requirement(
     geometry: ModelGeometry, engine: EngineConfig, tp: int
 ) -> tuple[int, int] | None:
     """``(unit, need)`` in tokens for one pool: a common ``--block-size`` must be a
-    multiple of ``unit`` and at least ``need`` for this pool to keep it (spec §7); ``None``
+    multiple of ``unit`` and at least ``need`` for this pool to keep it; ``None``
     when the pool does not constrain the block size (not hybrid, or its TP is invalid)."""
     found = _block_requirement(geometry, engine, [tp])
     return None if found is None else (found[0], found[1])

@@ -140,7 +140,7 @@ def _evaluate(
         ``(result, problems)``: the pools that could be evaluated (``None`` when the
         file's version is rejected), and one blocking problem per pool that could not (its
         model cannot be loaded, a setting or version is rejected), with its location and
-        label. One unevaluable pool never hides the others (issue 10, D2).
+        label. One unevaluable pool never hides the others.
     """
     platform = platform or Platform()
     engines = engines if engines is not None else RunCache()

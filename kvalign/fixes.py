@@ -1,14 +1,15 @@
 """Fixes proven before they are printed: the ``--block-size`` every pool keeps on every GPU.
 
-A candidate ``--block-size B`` (spec §7, :func:`kvalign.alignment.block_requirement`) is
-re-run through kvalign's own arithmetic with ``--block-size B`` for every pool on every GPU
-class the pool may run on: its ``--gpu`` (or node label) when known, else each class the
-rules distinguish (:data:`PLATFORM_CLASSES`). ``B`` is recommended only when every pool
-keeps exactly ``B`` on all of them and every pair's verdict is then ``ok``; otherwise the
-next multiple of the alignment unit is tried. When no block size can fix a pair (the
-release's NIXL connector lacks hybrid P/D, a TP the model rejects) the fix says what would
-instead (:func:`kvalign.policy.blocking_limit`). Mirrors ``Platform._align_hybrid_block_size``
-(``vllm/platforms/interface.py``) by calling :func:`kvalign.alignment.analyze_rank`.
+A candidate ``--block-size B`` (:func:`kvalign.alignment.block_requirement`; docs/policy.md,
+"The fix is proven before it is printed") is re-run through kvalign's own arithmetic with
+``--block-size B`` for every pool on every GPU class the pool may run on: its ``--gpu`` (or node
+label) when known, else each class the rules distinguish (:data:`PLATFORM_CLASSES`). ``B`` is
+recommended only when every pool keeps exactly ``B`` on all of them and every pair's verdict is
+then ``ok``; otherwise the next multiple of the alignment unit is tried. When no block size can
+fix a pair (the release's NIXL connector lacks hybrid P/D, a TP the model rejects) the fix says
+what would instead (:func:`kvalign.policy.blocking_limit`). Mirrors
+``Platform._align_hybrid_block_size`` (``vllm/platforms/interface.py``) by calling
+:func:`kvalign.alignment.analyze_rank`.
 
 Resolved once: each pool arrives with its own :class:`~kvalign.engine.EngineConfig`; each
 (pool settings, GPU class) is resolved once through an :class:`~kvalign.engine.EngineCache`

@@ -1,4 +1,4 @@
-"""The one validation layer for whole numbers read from text (issue 15).
+"""The one validation layer for whole numbers read from text (docs/security.md).
 
 Python's ``int()`` accepts more than a user means (``'²'`` passes ``str.isdigit()`` and
 then fails ``int()``; ``'٣'`` parses as 3; ``'1_000'`` and ``' 7 '`` parse too) and raises

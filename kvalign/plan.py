@@ -209,7 +209,8 @@ def kv_tokens_lost_per_gib(block: int, attn_per_token: int, mamba_page: int) -> 
     so a GiB of such pages wastes ``GiB · (P − m) / P`` bytes, which would hold that many
     bytes ``/ a`` tokens of attention KV. Floor; 0 when the page is not padded.
 
-    Units: ``attn_per_token`` and ``mamba_page`` in bytes per rank (spec §2, §3).
+    Units: ``attn_per_token`` and ``mamba_page`` in bytes per rank (KV heads and Mamba
+    state divided by TP: docs/modelled.md).
     """
     page = block * attn_per_token
     if page <= mamba_page:

@@ -12,7 +12,7 @@ TP pair of the *valid* TP sizes (same-TP pairs included), and counts:
   path or a hard failure);
 
 plus the Mamba page padding (percent, per valid TP) each alignment pays, and the common
-``--block-size`` fix ``check`` recommends (spec §7) with its worst padding. These counts
+``--block-size`` fix ``check`` recommends (docs/policy.md) with its worst padding. These counts
 are nested: not divisible ⊆ ratio ≠ 1 ⊆ block sizes differ (the kernel block is a function
 of the logical block).
 """

@@ -1,4 +1,4 @@
-"""Shared fixtures: the bundled catalog and the golden vectors copied from shared/golden."""
+"""Shared fixtures: the bundled catalog and the golden vectors of tests/golden."""
 
 from __future__ import annotations
 

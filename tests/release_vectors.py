@@ -43,7 +43,7 @@ FIELDS: tuple[str, ...] = (
     "enable_prefix_caching",
 )
 
-#: kvalign's message for an architecture the chosen release does not know (issue 11).
+#: kvalign's message for an architecture the chosen release does not know.
 UNKNOWN_ARCHITECTURE = re.compile(r"does not know (this|the) architecture", re.IGNORECASE)
 
 _SETTINGS_FIELDS = {f.name for f in dataclasses.fields(Settings)}
@@ -142,7 +142,7 @@ def compare(row: dict[str, Any], release: str) -> dict[str, tuple[Any, Any]]:
         for name, value in expected.items()
         if name in got and got[name] != value
     }
-    # what vLLM's CacheConfig ended with (issue 16 class 2: prefix caching forced off);
+    # what vLLM's CacheConfig ended with (prefix caching forced off on some releases);
     # only hybrids: vLLM does no block alignment for the others, so kvalign does not track it
     resolved = (row.get("resolved") or {}).get("enable_prefix_caching")
     if geometry.is_hybrid and resolved is not None and result.prefix_caching != resolved:

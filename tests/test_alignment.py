@@ -32,7 +32,8 @@ def nano() -> ModelGeometry:
 
 
 def test_nemotron_nano_worked_check(nano: ModelGeometry) -> None:
-    # spec §3: conv (4096 + 2*8*128) = 6144 x 3 x 2 B = 36,864; ssm 64x64x128x4 B = 2,097,152
+    # vLLM's MambaStateShapeCalculator: conv (4096 + 2*8*128) = 6144 x 3 x 2 B = 36,864;
+    # ssm 64x64x128x4 B = 2,097,152
     page = mamba_page(nano, create_engine_config(nano, Settings()), 1)
     assert page.shapes == ((3, 6144), (64, 64, 128))
     assert page.dtypes == ("bfloat16", "float32")  # Nemotron-H: ssm auto -> float32
@@ -100,7 +101,8 @@ def test_user_block_size_larger_than_needed_is_kept() -> None:
 
 
 def test_kernel_block_selection() -> None:
-    # spec §5: logical 4192 on FLASHINFER {16,32,64}: 4192/64 = 65.5, 4192/32 = 131 -> 32
+    # select_common_block_size: logical 4192 on FLASHINFER {16,32,64}: 4192/64 = 65.5,
+    # 4192/32 = 131 -> 32
     assert kernel_block_size(4192, BACKENDS["FLASHINFER"]) == 32
     assert kernel_block_size(2112, BACKENDS["FLASHINFER"]) == 64  # 2112 = 64 x 33
     assert kernel_block_size(4192, BACKENDS["FLASH_ATTN"]) == 4192  # any multiple of 16

@@ -295,7 +295,7 @@ def test_project_ignore_needs_a_reason(tmp_path: Path) -> None:
     )
     ok = runner.invoke(app, ["audit", BAD, "--config", str(config)])
     assert ok.exit_code == 0  # both errors are ignored
-    # QA2 #15: as for an in-file comment, an entry without a reason is not honoured and
+    # as for an in-file comment, an entry without a reason is not honoured and
     # warned about (it used to exit 2 while the comment only warned): KVA003 counts again
     config.write_text("ignore:\n- {rule: KVA003}\n")
     result = runner.invoke(app, ["audit", BAD, "--config", str(config)])

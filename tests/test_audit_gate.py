@@ -1,4 +1,4 @@
-"""Issue 14: audit as an unattended gate.
+"""audit as an unattended gate.
 
 * the no-silent-pass invariant, over the deploy corpus and over generated folders
   (hypothesis): every vLLM launch found is paired and evaluated, a standalone server, an
@@ -165,12 +165,12 @@ def _exit(args: list[str]) -> int:
 @pytest.mark.parametrize(
     ("path", "check"),
     [
-        # issue 14 item 1: deploy/prefill/ + deploy/decode/, TP 8 vs TP 16 (528 vs 272)
+        # deploy/prefill/ + deploy/decode/, TP 8 vs TP 16 (528 vs 272)
         ("folders/sibling", ["Qwen/Qwen3.5-397B-A17B", "--prefill-tp", "8", "--decode-tp", "16"]),
-        # item 2: a good pair (--block-size 2096 at TP 8 and TP 1) beside an aggregated server
+        # a good pair (--block-size 2096 at TP 8 and TP 1) beside an aggregated server
         ("servers", ["nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "--prefill-tp", "8",
                      "--decode-tp", "1", "--block-size", "2096"]),
-        # item 4: baseRefs in another file: prefill TP 8 (208) vs decode TP 1 (800)
+        # baseRefs in another file: prefill TP 8 (208) vs decode TP 1 (800)
         ("kserve/baserefs-files", [FALCON, "--prefill-tp", "8", "--decode-tp", "1"]),
     ],
 )  # fmt: skip

@@ -71,7 +71,7 @@ def test_grouping_modes_on_hand_made_pools() -> None:
     pools = [
         _pool("prefill", "a/prefill.yaml", part_of),
         _pool("decode", "a/decode.yaml", part_of),
-        # same key, other folder: joined (issue 14: folders stay apart only when each holds
+        # same key, other folder: joined (folders stay apart only when each holds
         # both roles; b/ holds a decode pool only)
         _pool("decode", "b/decode.yaml", part_of),
         _pool("prefill", "a/keyless.yaml"),  # no key: its file
@@ -101,7 +101,7 @@ def test_single_object_keys_never_join_files_and_stdin_is_its_own_folder() -> No
     name = DeploymentKey("kvalign name", "pd")
     ((alone, _),) = group_pools([_pool("prefill", "-", name)], "label")
     assert alone.how == "label kvalign name=pd in stdin"
-    # issue 14: stdin is one more input of the run; its halves join a file's by label
+    # stdin is one more input of the run; its halves join a file's by label
     assert [idx for _, idx in group_pools(
         [_pool("prefill", "-", name), _pool("decode", "pd.yaml", name)], "label"
     )] == [(0, 1)]  # fmt: skip
@@ -137,7 +137,7 @@ def test_label_mode_pairs_the_split_halves_across_files() -> None:
 
 def test_file_mode_keeps_the_old_behaviour_and_reports_unpaired_pools() -> None:
     report = _audit(SPLIT_BAD, pair_by="file")
-    # issue 14: nothing pairs within either file, so each half is a KVA013 finding, an
+    # nothing pairs within either file, so each half is a KVA013 finding, an
     # error because the other file holds a pool of the other role with the same
     # llm-d.ai/model label that could be its partner (was a non-blocking problem)
     assert [g.grouping.basis for g in report.groups] == ["file", "file"]
@@ -217,9 +217,9 @@ def test_json_reports_groups_pairs_and_keys() -> None:
 
 def test_table_and_markdown_show_pairs_and_unpaired_pools() -> None:
     table = runner.invoke(app, ["audit", str(SPLIT_GOOD), "--pair-by", "file"])
-    assert table.exit_code == 1  # issue 14: the unpaired halves are KVA013 errors
+    assert table.exit_code == 1  # the unpaired halves are KVA013 errors
     assert "Pairs (--pair-by file)" in table.stdout and "not paired" in table.stdout
-    assert "no decode pool in its deployment" in table.stdout  # a KVA013 finding (issue 14)
+    assert "no decode pool in its deployment" in table.stdout  # a KVA013 finding
     md = runner.invoke(app, ["audit", str(SPLIT_GOOD), "--format", "markdown"]).stdout
     assert "### Pairs (`--pair-by label`)" in md
     assert "| ok |" in md
@@ -227,7 +227,7 @@ def test_table_and_markdown_show_pairs_and_unpaired_pools() -> None:
 
 def test_pair_by_on_the_command_line() -> None:
     assert runner.invoke(app, ["audit", str(SPLIT_BAD)]).exit_code == 1
-    # issue 14: the unpaired halves are KVA013 errors (each could be the other's partner)
+    # the unpaired halves are KVA013 errors (each could be the other's partner)
     assert runner.invoke(app, ["audit", str(SPLIT_BAD), "--pair-by", "file"]).exit_code == 1
     assert runner.invoke(app, ["audit", str(SPLIT_BAD), "--pair-by", "model"]).exit_code == 1
     bad = runner.invoke(app, ["audit", str(SPLIT_BAD), "--pair-by", "banana"])
@@ -278,7 +278,7 @@ def test_an_unevaluated_half_leaves_the_other_unpaired(tmp_path: Path) -> None:
     report = _audit(tmp_path)
     assert report.exit_code("error") == 3
     assert "unresolved variable(s) --model: $(M)" in report.unevaluated[0].message
-    # issue 14: the unpaired half is a KVA013 finding (was a non-blocking problem)
+    # the unpaired half is a KVA013 finding (was a non-blocking problem)
     assert [(f.rule, f.pools) for f in report.findings] == [("KVA013", ("decode/decode",))]
 
 

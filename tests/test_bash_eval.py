@@ -269,7 +269,7 @@ def test_any_text_evaluates_without_an_exception(text: str) -> None:
 
 
 def test_each_call_of_a_function_is_a_command_of_its_own() -> None:
-    # R1: the role of a command inside a helper comes from the call (`launch prefill 8100`)
+    # the role of a command inside a helper comes from the call (`launch prefill 8100`)
     script = (
         "launch() {\n  vllm serve m --port $2 > $1.log 2>&1 &\n}\n"
         "launch prefill 8100\nlaunch decode 8200\n"
@@ -281,7 +281,7 @@ def test_each_call_of_a_function_is_a_command_of_its_own() -> None:
     assert first.line == second.line == 2
 
 
-# ---- hostile scripts: bounded, never an exception (QA round 2) ---------------------------
+# ---- hostile scripts: bounded, never an exception ---------------------------
 def test_a_long_and_chain_is_read_to_the_nesting_bound_without_recursion_error() -> None:
     # tree-sitter-bash nests `a && b && c` leftwards, one level per operator; deciding the
     # condition of 5 000 levels used to recurse past Python's stack (RecursionError)

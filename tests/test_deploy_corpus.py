@@ -1,10 +1,10 @@
 """The deployment corpus (tests/deploy_corpus/): real-world shapes from llm-d, KServe, Dynamo,
-vLLM's examples, LMCache and production-stack, each read as its author meant it (issue 10).
+vLLM's examples, LMCache and production-stack, each read as its author meant it.
 
 tests/deploy_corpus/expectations.yaml says, per input, the pools an operator reads from it
 (role, TP, GPU), the release profile, the pairs and the messages; this test runs
-``kvalign audit PATH --format json`` on each and compares. Every class of issue 10 has a
-positive and a negative case.
+``kvalign audit PATH --format json`` on each and compares. Every class in ``CLASSES`` has
+a positive and a negative case.
 """
 
 from __future__ import annotations
@@ -23,29 +23,35 @@ CORPUS = Path(__file__).parent / "deploy_corpus"
 EXPECTED: list[dict[str, Any]] = yaml.safe_load(
     (CORPUS / "expectations.yaml").read_text(encoding="utf-8")
 )
+#: the input classes the corpus covers, each with a positive and a negative case
 CLASSES = [
-    "A1",
-    "A2",
-    "A3",
-    "A4",
-    "A5",
-    "B1",
-    "B2",
-    "B3",
-    "B4",
-    "B5",
-    "C1",
-    "C2",
-    "D1",
-    "D2",
-    "D3",
-    "D4",
-    "R1",
-    "R2",
-    "G",
-    # issue 14: the shell as bash runs it with no arguments, launch forms, layouts
+    # pools that must not be dropped
+    "A1",  # KServe service with a non-`vllm` image, or vLLM arguments from spec.baseRefs
+    "A2",  # combined shell options (`bash -exc "vllm serve …"`) taken as `-c`
+    "A3",  # the launcher in a variable (`python3 -m "$WORKER_MODULE"`, `$VLLM serve`)
+    "A4",  # a command built in a variable, then run with `eval`
+    "A5",  # a scanned file that launches vLLM but yields no pool: not evaluated (exit 3)
+    # shell values read as bash reads them
+    "B1",  # a variable set in both branches of an if/else: each alternative evaluated
+    "B2",  # `MODEL=${MODEL:-"org/model"}` does not keep the quotes
+    "B3",  # `SCRIPT_DIR="$(cd "$(dirname …)" && pwd)"` is not cut at `$(cd`
+    "B4",  # `> $LOG_DIR/prefill.log 2>&1 &` is a redirection, not arguments
+    "B5",  # `docker run … vllm/vllm-openai:vX MODEL …` (image entrypoint form)
+    # settings read
+    "C1",  # GPU pins in nodeSelector / affinity / `gpu:`, the release from a vLLM image tag
+    "C2",  # unresolved values that cannot change sizing or role are noted, not fatal
+    # messages
+    "D1",  # weights on a PVC: the model name read from spec.model.name, or which field to set
+    "D2",  # one unevaluable pool hides no other pool's findings
+    "D3",  # shell variables printed as written (`$2`, never `$(2)`)
+    "D4",  # "no deployment found" lists every input kind and the reason; JSON on exit 2
+    # roles and pairing
+    "R1",  # the role decided per command, not from the file name
+    "R2",  # several Helm releases of one model in one folder: pairs within each release
+    "G",  # production-stack Helm values
+    # the shell as bash runs it with no arguments, launch forms, layouts (legend in
+    # expectations.yaml)
     *(f"S{n}" for n in range(1, 13)),
-    # issue 14
     "SV",  # standalone (aggregated) server: a note, its own rules run
     "U",  # unpaired prefill/decode pool: KVA013
     "F",  # pairing across folders (--pair-by label)
@@ -115,7 +121,7 @@ def test_corpus_input_is_read_as_its_author_meant(case: dict[str, Any]) -> None:
         assert "error" not in report
 
 
-def test_every_issue_class_has_a_positive_and_a_negative_case() -> None:
+def test_every_class_has_a_positive_and_a_negative_case() -> None:
     seen: dict[str, set[str]] = {name: set() for name in CLASSES}
     for case in EXPECTED:
         for name, kinds in case["covers"].items():
@@ -154,7 +160,7 @@ def test_a_scan_of_the_whole_corpus_never_skips_a_vllm_launch() -> None:
         "lmcache-prefiller-config.yaml",
         "sglang_launch.sh",
     ]
-    # issue 14: a file no reader takes that mentions vLLM is listed as not read (exit 3),
+    # a file no reader takes that mentions vLLM is listed as not read (exit 3),
     # never skipped: this folder's own expectations.yaml is one (it was skipped)
     assert {Path(p["file"]).name for p in report["not_read"]} == {
         "expectations.yaml",

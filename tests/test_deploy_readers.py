@@ -21,8 +21,8 @@ def test_readers_are_tried_in_their_documented_order() -> None:
         "kvalign",
         "production-stack",
         "compose",
-        "ray-serve",  # issue 14: Ray Serve LLM P/D configs
-        "aibrix",  # issue 14: AIBrix StormService
+        "ray-serve",  # Ray Serve LLM P/D configs
+        "aibrix",  # AIBrix StormService
         "kubernetes",
         "command-line",
     ]

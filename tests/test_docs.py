@@ -100,7 +100,7 @@ def test_reference_pages_are_linked_from_readme() -> None:
         assert f"]({page})" in readme, page
 
 
-#: pages linked before they exist: docs/inputs.md is written in parallel (issue 9).
+#: pages linked before they exist: docs/inputs.md is written in parallel.
 def test_relative_links_point_at_files_and_headings() -> None:
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     for page in pages:

@@ -1,6 +1,6 @@
 """The resolve-once step (kvalign.engine): what `vllm serve` resolves before sizing.
 
-Expected values come from the spec (§2 kv-cache dtype from the checkpoint), the golden
+Expected values come from vLLM's rules (the kv-cache dtype read from the checkpoint), the golden
 vectors (nvidia/Qwen3.5-397B-A17B-NVFP4 at TP 4 → 2096), or are hand-derived in comments.
 """
 
@@ -92,7 +92,7 @@ def test_resolution_order_and_sources() -> None:
     ]  # fmt: skip
     by_key = {r.key: r for r in engine.resolutions}
     assert by_key["base_block_size"].value == "32"
-    # Nemotron-H: ssm auto → float32 (spec §3, 0.33 fallback)
+    # Nemotron-H: ssm auto → float32 (vLLM 0.33's fallback)
     assert by_key["mamba_ssm_cache_dtype"].value == "float32"
 
 

@@ -23,7 +23,8 @@ def _steps(settings: Settings, tp: int) -> dict[str, object]:
 
 
 def test_steps_reproduce_issue_41037_at_tp4() -> None:
-    # fp8 KV, --block-size 32, TP 4: a = 1 head * 256 * 1 B = 256; m = 533,504 (spec §3);
+    # fp8 KV, --block-size 32, TP 4: a = 1 head * 256 * 1 B = 256; m = 533,504
+    # (vLLM's MambaStateShapeCalculator);
     # ceil(533,504 / 256) = 2,084 → 32 * ceil(2,084 / 32) = 2,112 (vLLM issue 41037)
     steps = _steps(Settings(kv_cache_dtype="fp8", block_size=32), 4)
     assert steps["kv_heads_per_rank"] == 1
@@ -83,7 +84,7 @@ def test_cli_json() -> None:
     assert doc["block_size"] == 1072  # see tests/test_profiles.py
     assert doc["kernel_block_size"] == 1072
     assert doc["steps"][-1]["key"] in ("mamba_page_size_padded", "kernel_block_size")
-    # 0.10 turns prefix caching off for every hybrid whatever the flag (issue 16 class 2,
+    # 0.10 turns prefix caching off for every hybrid whatever the flag (
     # 0.10.2 MambaModelConfig.verify_and_update_config): no prefix-cache economics
     assert doc["economics"] is None
 

@@ -1,7 +1,7 @@
-"""Issue 16: where vLLM, transformers and start-up meet (release-chain fidelity classes).
+"""Where vLLM, transformers and start-up meet (release-chain fidelity classes).
 
 Each value is from a measured vector (tests/golden/vllm-X.Y.Z.jsonl, made with the release's
-own code), a public report quoted in the issue, or hand-derived from the config and the
+own code), a public vLLM report, or hand-derived from the config and the
 cited vLLM source line. No vLLM needed.
 """
 
@@ -39,7 +39,7 @@ QWEN_NEXT = "Qwen/Qwen3-Next-80B-A3B-Instruct"
 QWEN35_TEXT = str(DATA / "qwen3.5-27b-text")
 
 
-# ---- class 2: prefix caching forced off ----------------------------------------------------
+# ---- prefix caching forced off ----------------------------------------------------
 @pytest.mark.parametrize("model", [NANO, LFM2, QWEN_NEXT])
 def test_0_10_turns_prefix_caching_off_for_every_hybrid(model: str) -> None:
     # 0.10.2 vllm/model_executor/models/config.py MambaModelConfig.verify_and_update_config:
@@ -75,7 +75,7 @@ def test_forced_off_prefix_caching_does_not_gate_drift_in_check() -> None:
     assert any("turns prefix caching off for lfm2" in n for n in data["notes"])
 
 
-# ---- class 5: --mamba-block-size not a multiple of the chunk size in mode 'all' -------------
+# ---- --mamba-block-size not a multiple of the chunk size in mode 'all' -------------
 def test_mamba_block_size_not_a_chunk_multiple_is_invalid_on_0_27_1() -> None:
     # 0.27.1 mamba_mixer2.py: chunk_stride = mamba_block_size // chunk_size; Falcon-H1's
     # mamba_chunk_size is 128, so 32 gives stride 0 (vLLM issue 57266)
@@ -108,9 +108,9 @@ def test_mamba_block_size_case_fails_check() -> None:
     assert "fails (invalid)" in result.stdout and "vLLM issue 57266" in result.stdout
 
 
-# ---- class 3: text-only Qwen3.5 before 0.27 ---------------------------------------------------
+# ---- text-only Qwen3.5 before 0.27 ---------------------------------------------------
 def test_text_only_qwen35_on_0_17_is_400_and_fails_at_start_up() -> None:
-    # public vLLM 0.17.0rc1 log (issue 16): Qwen3.5-27B text-only at TP 2 → 400 tokens,
+    # public vLLM 0.17.0rc1 log: Qwen3.5-27B text-only at TP 2 → 400 tokens,
     # 0.25 % padding. Hand check: the bf16 state (mamba_ssm_dtype not applied) is
     # 817,152 B per rank, attention 2 KV heads x 256 x 2 x 2 B = 2,048 B/token,
     # 16 x ceil(817152 / (16 x 2048)) = 16 x 25 = 400; 400 x 2048 = 819,200 (+0.25 %)
@@ -134,7 +134,7 @@ def test_text_only_qwen35_on_0_17_is_400_and_fails_at_start_up() -> None:
         create_engine_config(geometry, Settings(vllm_version="0.14.0"))
 
 
-# ---- class 11: speculative decoding refusals --------------------------------------------------
+# ---- speculative decoding refusals --------------------------------------------------
 @pytest.mark.parametrize(
     ("version", "spec", "fails"),
     [("0.27.1", 1, False), ("0.27.1", 2, True), ("0.17.0", 2, True), ("0.33.0", 2, False),
@@ -157,7 +157,7 @@ def test_falcon_h1_speculative_rows_overflow_the_padded_page(
         assert "411,136 B" in rank.problem and "page_size_padded >= page_size" in rank.problem
 
 
-# ---- class 6: platform and dtype names ---------------------------------------------------------
+# ---- platform and dtype names ---------------------------------------------------------
 @pytest.mark.parametrize(
     ("name", "expected", "capability"),
     [("MI50", "MI50", None), ("R9700", "R9700", None), ("GB10", "GB10", (12, 1)),
@@ -176,7 +176,7 @@ def test_unknown_gpu_still_refused() -> None:
 
 
 def test_dtype_names_keep_vllm_case_and_say_so() -> None:
-    # issue 16 class 6 says vLLM reads dtype names case-insensitively; 0.27.1's source says
+    # one might think vLLM reads dtype names case-insensitively; 0.27.1's source says
     # otherwise: --kv-cache-dtype / --mamba-*-cache-dtype get argparse choices from their
     # Literal types (arg_utils.py literal_to_kwargs), so `vllm serve --kv-cache-dtype FP8`
     # stops. kvalign refuses as vLLM does and names the spelling vLLM takes.
@@ -189,7 +189,7 @@ def test_dtype_names_keep_vllm_case_and_say_so() -> None:
     assert wrong.exit_code == 2 and "case-sensitive" not in wrong.stderr
 
 
-# ---- class 9: versions newer than every profile ------------------------------------------------
+# ---- versions newer than every profile ------------------------------------------------
 def test_newer_release_warns_on_stderr_and_json_names_the_profile() -> None:
     result = runner.invoke(app, ["check", FALCON, "--vllm-version", "0.99.0", "--format", "json"])
     assert result.exit_code == 0
@@ -203,7 +203,7 @@ def test_newer_release_warns_on_stderr_and_json_names_the_profile() -> None:
     assert json.loads(plain.stdout)["vllm_profile"]["beyond_newest"] is False
 
 
-# ---- class 1: the transformers dimension --------------------------------------------------------
+# ---- the transformers dimension --------------------------------------------------------
 @pytest.mark.parametrize(
     ("release", "pinned_default"),
     [("0.10.2", "5.20.2"), ("0.14.0", "4.57.6"), ("0.17.0", "4.57.6"), ("0.19.1", "5.20.2"),
@@ -228,7 +228,7 @@ def test_transformers_version_outside_the_pin_is_refused() -> None:
 def test_0_19_1_nemotron_h_ssm_dtype_follows_transformers(
     transformers: str | None, block: int
 ) -> None:
-    # issue 16: on 0.19.1 Nemotron-H-56B (no mamba_ssm_cache_dtype in its config) gets
+    # on 0.19.1 Nemotron-H-56B (no mamba_ssm_cache_dtype in its config) gets
     # float32 under transformers 5 (its NemotronHConfig declares mamba_ssm_cache_dtype =
     # "float32", read in 5.20.2) and vLLM's float16 fallback under 4.57 (no nemotron_h
     # there; vLLM's own config copy): blocks 4128 and 2080

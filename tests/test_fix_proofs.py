@@ -1,5 +1,5 @@
 """Every recommended --block-size, fed back, is kept on every pool on every GPU class it
-claims (issue 9): for each model and settings of the golden oracle and of the public
+claims: for each model and settings of the golden oracle and of the public
 reports, ``check``'s recommendation over the TP sizes recorded there is re-run with
 ``--block-size B`` and ``--gpu`` set to each class in ``proven_on``."""
 

@@ -33,7 +33,7 @@ def _id(row: dict[str, Any]) -> str:
 
 
 def test_oracle_is_complete() -> None:
-    # 24 models x 18 settings x 6 TP sizes, as shipped in shared/golden
+    # 24 models x 18 settings x 6 TP sizes, as shipped in tests/golden
     assert len(ROWS) == 2592
 
 

@@ -1,9 +1,9 @@
 """Rules of the block alignment pinned at the inputs where a wrong rule changes the answer
-(issue 19). Every expected number is derived by hand below from the cited vLLM source and
-the spec (shared/spec/alignment.md), never read from kvalign's output.
+Every expected number is derived by hand below from the cited vLLM source, never read
+from kvalign's output.
 
-Nemotron-3-Nano-30B-A3B (bf16, TP 1; spec §3 worked check): m = 2,134,016 B, 2 KV heads of
-head size 128, so a = 2 · (128 + 128) · 2 B = 1,024 B/token and the state needs
+Nemotron-3-Nano-30B-A3B (bf16, TP 1; vLLM's MambaStateShapeCalculator): m = 2,134,016 B,
+2 KV heads of head size 128, so a = 2 · (128 + 128) · 2 B = 1,024 B/token and the state needs
 cdiv(2,134,016, 1,024) = 2,084 tokens. Its config names ``chunk_size: 128``.
 """
 
@@ -74,7 +74,7 @@ def test_default_mamba_chunk_size_is_2048_when_the_config_names_none(tmp_path: P
 
 @pytest.mark.parametrize(("tp", "heads"), [(1, 2), (2, 1), (4, 1), (8, 1)])
 def test_kv_heads_are_replicated_when_tp_exceeds_them(tp: int, heads: int) -> None:
-    # spec §2: kv_heads_per_rank = max(1, 2 // TP): TP 4 and 8 keep one replicated head
+    # vLLM: kv_heads_per_rank = max(1, 2 // TP): TP 4 and 8 keep one replicated head
     rank = rank_of(load_model(NANO), Settings(), tp)
     assert rank.kv_heads_per_rank == heads
     assert rank.attn_page_bytes_per_token == heads * 256 * 2

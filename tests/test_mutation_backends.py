@@ -1,4 +1,4 @@
-"""GPU-class conditions of the attention backends pinned at each class (issue 19): SM80,
+"""GPU-class conditions of the attention backends pinned at each class: SM80,
 SM90, SM100, SM103, SM120, ROCm, XPU and CPU, with the answers read from vLLM 0.33.0's
 source (cited per test), never from kvalign's output."""
 

@@ -1,4 +1,4 @@
-"""Dtype rules pinned at each branch (issue 19), from vLLM 0.33.0 source:
+"""Dtype rules pinned at each branch, from vLLM 0.33.0 source:
 ``vllm/utils/torch_utils.py`` ``get_kv_cache_quant_algo_string`` (lines 443-490: modelopt
 only; ``quantization`` first, then the top level; ``kv_cache_scheme`` before
 ``kv_cache_quant_algo``; a dict of 8-bit float with ``dynamic: False`` → fp8, 4-bit float →

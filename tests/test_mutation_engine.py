@@ -1,10 +1,10 @@
-"""Engine rules that depend on the GPU class, pinned at every class (issue 19).
+"""Engine rules that depend on the GPU class, pinned at every class.
 
 FlashInfer GDN prefill checkpoints (vLLM 0.33.0
 ``vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py``: FlashInfer on CUDA when
 ``is_device_capability(90)``, or capability family 100 / 120 with ``head_k_dim == 128``
 (CUDA runtime ≥ 13 assumed); otherwise, and off CUDA, Triton) export a checkpoint every 64
-tokens, which enters the alignment with prefix caching (spec §4 step 1).
+tokens, which enters the alignment with prefix caching (Platform._align_hybrid_block_size).
 
 Qwen3.5-397B-A17B at TP 8 (Hk 16, Hv 64, Dk = Dv = 128, K 4; float32 recurrent state via
 ``mamba_ssm_dtype``; a = 1,024 B/token): m = (2·16·128 + 64·128)/8 · 3 · 2 B +

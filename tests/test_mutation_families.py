@@ -1,5 +1,5 @@
-"""State-layout families pinned at their branches (issue 19), from the per-rank formulas of
-shared/spec/alignment.md §3 (vLLM 0.33 ``MambaStateShapeCalculator``) and the spec's worked
+"""State-layout families pinned at their branches, from the per-rank formulas of
+vLLM 0.33's ``MambaStateShapeCalculator`` and a worked
 check (Nemotron-3-Nano: I = 4096, G = 8, H = 64, P = 64, N = 128, K = 4). Shapes are in
 vLLM's default conv orientation (state length first)."""
 

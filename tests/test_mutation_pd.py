@@ -1,5 +1,6 @@
-"""The P/D report's notes and fix text pinned at their boundaries (issue 19), with numbers
-derived by hand from spec §3-§4 for Nemotron-3-Nano-30B-A3B (bf16, vLLM 0.33 defaults,
+"""The P/D report's notes and fix text pinned at their boundaries, with numbers
+derived by hand from vLLM's MambaStateShapeCalculator and
+Platform._align_hybrid_block_size for Nemotron-3-Nano-30B-A3B (bf16, vLLM 0.33 defaults,
 prefix caching on):
 
 - TP 1: a = 1,024 B/token, m = 6,144 · 3 · 2 + 64 · 64 · 128 · 4 = 36,864 + 2,097,152 =

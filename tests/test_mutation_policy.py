@@ -1,11 +1,11 @@
-"""NIXL pairing rules pinned at their boundaries (issue 19), with the limits read from vLLM
+"""NIXL pairing rules pinned at their boundaries, with the limits read from vLLM
 0.33.0 ``vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py``:
 ``_split_remote_blocks`` returns early when the local (decode) block is a multiple of the
 remote (prefill) one; otherwise ``unit = gcd``, and it refuses to pair only when
 ``max(remote // unit, local // unit) > _MAX_HYBRID_BLOCK_SPLIT`` (128): 128 units still pair.
 
 The pools are Nemotron-3-Nano at TP 8 (bf16: one replicated KV head, a = 512 B/token, the
-state needs 528 tokens, spec §4) with a user ``--block-size`` above that, so on FLASH_ATTN
+state needs 528 tokens) with a user ``--block-size`` above that, so on FLASH_ATTN
 (any multiple of 16) both the logical and the kernel block equal the ``--block-size``.
 """
 

@@ -1,5 +1,5 @@
-"""The shell evaluator's (kvalign/shell/) pattern matching pinned against bash's own rules
-(issue 19): a ``case`` pattern and the right side of ``[[ a == b ]]`` are globs, while
+"""The shell evaluator's (kvalign/shell/) pattern matching pinned against bash's own rules:
+a ``case`` pattern and the right side of ``[[ a == b ]]`` are globs, while
 ``[ a = b ]`` compares strings. Expected words are what bash passes to the command (bash
 manual, "Conditional Constructs" and "Pattern Matching"), derived by hand."""
 

@@ -1,4 +1,4 @@
-"""Every release boundary of the profile table pinned on both sides (issue 19).
+"""Every release boundary of the profile table pinned on both sides.
 
 Each row is a fact of docs/versions.md "Boundaries, with the releases on each side" (read
 in the published wheels, cited there): the release profile in force for the last release
@@ -125,7 +125,7 @@ def test_profile_names_and_first_releases() -> None:
 def test_resolve_boundaries(asked: str, profile: str, warns: bool) -> None:
     resolved = resolve(asked)
     assert resolved.profile.name == profile
-    # issue 16 class 9: the warning is Resolved.warning (the CLI's stderr line), not a note
+    # the warning is Resolved.warning (the CLI's stderr line), not a note
     assert bool(resolved.warning) is warns and resolved.beyond_newest is warns
     assert not resolved.note.startswith("warning:")
     assert resolved.release == asked.strip().lstrip("v")

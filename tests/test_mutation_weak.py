@@ -1,4 +1,4 @@
-"""Strengthened versions of weak tests (issue 19): where an existing test checked only an
+"""Strengthened versions of weak tests: where an existing test checked only an
 exit code although a value is available, the value is asserted here (the originals stay,
 so their assertions are kept). docs/mutation-report.md lists them."""
 
@@ -35,7 +35,7 @@ def test_pair_by_names_the_pairs_and_their_verdicts() -> None:
     assert pair["prefill"]["pool"] == "prefill/ms-qwen35-llm-d-modelservice-prefill"
     assert pair["decode"]["pool"] == "decode/ms-qwen35-llm-d-modelservice-decode"
     assert (pair["verdict"], pair["block_size_ratio"]) == ("split", None)
-    # one group per file: each holds one half, so nothing is paired; issue 14: each half
+    # one group per file: each holds one half, so nothing is paired; each half
     # is a KVA013 error (the other file holds its partner), so the gate fails (was exit 0)
     by_file = _audit("--pair-by", "file")
     assert by_file["exit"] == 1

@@ -1,7 +1,7 @@
 """``kvalign plan``: hand-derived values for a Mamba2, a GDN and a short-conv model on two
 releases and two GPU classes, and the round trip (every ``--emit`` snippet passes audit).
 
-Page sizes follow docs/modelled.md / the spec (per rank, bytes): attention page per token
+Page sizes follow docs/modelled.md (per rank, bytes): attention page per token
 ``a = kv_heads_per_rank * head_size * 2 (K and V) * dtype bytes``; Mamba page ``m`` = the sum
 of the state tensors; block ``N = align * ceil(m / (align * a))``; padding
 ``100 * (N*a - m) / m``; tokens lost per GiB ``floor(2**30 * (N*a - m) / (N*a * a))``.
@@ -44,7 +44,7 @@ def _plan(model: str, prefill: int, decode: int, **kw: object):  # type: ignore[
 
 
 def test_mamba2_nemotron_tp8_tp1() -> None:
-    # Nemotron-3-Nano, bf16 KV, ssm float32 (spec §3 worked check): m(TP1) = 2,134,016;
+    # Nemotron-3-Nano, bf16 KV, ssm float32 (hand-derived below): m(TP1) = 2,134,016;
     # TP 8: conv (4096 + 2*8*128)/8 * 3 * 2 = 4,608, ssm 64/8 * 64 * 128 * 4 = 262,144,
     # m = 266,752. a(TP1) = 2 kv heads * 128 * 2 * 2 = 1,024; a(TP8) = 1 * 128 * 2 * 2 = 512.
     # TP1 needs 16 * ceil(2,134,016 / 16,384) = 2,096; TP8 alone 16 * ceil(266,752 / 8,192)

@@ -1,4 +1,4 @@
-"""One verdict everywhere (issue 9): check's exit equals audit's on the same pools written
+"""One verdict everywhere: check's exit equals audit's on the same pools written
 as a `vllm serve` script, as Kubernetes Deployments and as kvalign YAML; the JUnit, SARIF
 and GitHub counts agree with the exit code; fixes hold on every GPU class they claim."""
 
@@ -39,7 +39,7 @@ CASES = [
      None, "ratio", 1),
     # FlashInfer: 16-token kernels on both, logical 528 vs 2096, prefix caching on: error
     ("drift-caching-on", NANO, 8, 1, ["--attention-backend", "FLASHINFER"], None, "drift", 1),
-    # the same with prefix caching off on both pools: info, passes (issue 9 item 3)
+    # the same with prefix caching off on both pools: info, passes
     ("drift-caching-off", NANO, 8, 1,
      ["--attention-backend", "FLASHINFER", "--no-enable-prefix-caching"], None, "drift", 0),
     ("ok-same-tp", NANO, 8, 8, [], None, "ok", 0),
@@ -49,7 +49,7 @@ CASES = [
     ("invalid", NANO, 16, 1, [], None, "invalid", 1),
     # Falcon-H1 on Triton: 400 vs 800, ratio 2
     ("ratio-triton", FALCON, 4, 1, ["--attention-backend", "TRITON_ATTN"], None, "ratio", 1),
-    # a plain Llama pair: attention-only, nothing to align (issue 9 item 7)
+    # a plain Llama pair: attention-only, nothing to align
     ("nothing-to-align", LLAMA, 8, 1, [], None, "nothing-to-align", 0),
     # H200: vLLM raises --block-size 2096 to 8384 on both pools (a warning: passes)
     ("user-block-raised-h200", QWEN397, 8, 1, ["--block-size", "2096"], "H200", "ok", 0),
@@ -220,7 +220,7 @@ def test_qwen35_fix_is_2112_and_holds_on_every_gpu_class() -> None:
 
 
 def test_pinned_gpu_fix_for_audit(tmp_path: Path) -> None:
-    # the llm-d case of issue 9: pinned to H200 the fix must not be 1056 (vLLM makes it
+    # an llm-d case: pinned to H200 the fix must not be 1056 (vLLM makes it
     # 2112 there): Qwen3.5-397B TP 8 prefill (528) and TP 16 decode (272)
     path = tmp_path / "pd.sh"
     path.write_text(_script(QWEN397, 8, 16, []))
@@ -456,7 +456,7 @@ def test_policy_page_states_the_prefix_caching_defaults_check_resolves(
     # docs/versions.md: hybrid prefix caching is off by default from 0.11.1 and on again from
     # 0.28.0. 0.10 defaults to on but then turns it off for every hybrid whatever the flag
     # (0.10.2 vllm/model_executor/models/config.py MambaModelConfig.verify_and_update_config:
-    # "cache_config.enable_prefix_caching = False", issue 16 class 2), so 0.10.2 resolves off.
+    # "cache_config.enable_prefix_caching = False"), so 0.10.2 resolves off.
     page = (Path(__file__).parent.parent / "docs" / "policy.md").read_text()
     assert "0.11.1–0.27: off for\nhybrid models" in page and "0.10: off" not in page
     data = _check(NANO, 1, 1, [], None, version)

@@ -1,4 +1,5 @@
-"""Block sizes vLLM printed in real, publicly reported deployments (shared/golden)."""
+"""Block sizes vLLM printed in real, publicly reported deployments
+(tests/golden/public-reports.yaml)."""
 
 from __future__ import annotations
 

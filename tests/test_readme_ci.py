@@ -92,7 +92,7 @@ def _helm_stand_in(folder: Path, chart: Path) -> None:
 
 @pytest.fixture(params=["good", "bad"])
 def work(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, bool]:
-    """A checkout-like folder with a realistic ``deploy/`` (issue 14): a kvalign pair, the
+    """A checkout-like folder with a realistic ``deploy/``: a kvalign pair, the
     prefill and decode halves of one deployment in sibling folders, one aggregated
     server, a Service, one Helm chart and one kustomize overlay; ``True`` when it also
     holds the broken pair."""

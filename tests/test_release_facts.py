@@ -1,4 +1,4 @@
-"""Release facts of the profiles (issue 11, item 3), each with a hand-derived value.
+"""Release facts of the profiles, each with a hand-derived value.
 
 Every boundary was read in the release's source (``docs/versions.md`` names the releases on
 each side); the numbers are derived below from the bundled configs. Pages used:
@@ -69,7 +69,7 @@ def test_hybrid_prefix_caching_default(version: str, default_on: bool) -> None:
     assert engine.prefix_caching is default_on
 
 
-def test_issue_table_prefix_caching_off_means_no_chunk_alignment() -> None:
+def test_prefix_caching_off_means_no_chunk_alignment() -> None:
     # 0.14.0 TP 4: 16 · ⌈1,042 / 16⌉ = 1,056 (not lcm(128, 16) · ⌈1,042 / 128⌉ = 1,152)
     assert _rank(NANO, 4, vllm_version="0.14.0").block_size == 1056
     assert _rank(NANO, 4, vllm_version="0.14.0", enable_prefix_caching=True).block_size == 1152
@@ -81,7 +81,7 @@ def test_spec_decoding_switches_to_align_only_in_0_20_and_0_21() -> None:
     # 'align': 16 · ⌈1,048 / 16⌉ = 1,056; 'all': 128 · ⌈1,048 / 128⌉ = 1,152
     for version, block in (("0.17.0", 1152), ("0.20.0", 1056), ("0.21.0", 1056), ("0.22.0", 1152)):
         assert _rank(NANO, 4, vllm_version=version, **spec).block_size == block, version
-    # the issue's row: no prefix-caching flag on 0.20.0 → off → 1,056 as well
+    # no prefix-caching flag on 0.20.0 → off → 1,056 as well
     assert _rank(NANO, 4, vllm_version="0.20.0", num_speculative_tokens=1).block_size == 1056
 
 
@@ -455,7 +455,7 @@ def test_survey_skips_architectures_the_release_does_not_know() -> None:
 
 
 def test_check_says_how_to_keep_the_hybrid_kv_cache_manager_on_0_18_to_0_21() -> None:
-    # issue 11: P TP4 / D TP4 pairs on 0.18.1 once --no-disable-hybrid-kv-cache-manager is
+    # P TP4 / D TP4 pairs on 0.18.1 once --no-disable-hybrid-kv-cache-manager is
     # given; check says so (audit enforces it as KVA012); 0.22 no longer needs the flag
     from typer.testing import CliRunner
 

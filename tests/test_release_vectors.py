@@ -37,7 +37,7 @@ from tests.release_vectors import FIELDS, command, compare, release_files, rows
 #: * 0.18.1 → 0.21.0 ``unknown_architecture`` (Qwen3.8's ``Qwen3_5MoeForCausalLM``):
 #:   those vectors were made by a probe that called any unregistered name unknown; vLLM's
 #:   registry normalises it to ``Qwen3_5MoeForConditionalGeneration``
-#:   (``_normalize_arch``), and kvalign now follows vLLM (issue 16 class 3) until the
+#:   (``_normalize_arch``), and kvalign now follows vLLM until the
 #:   vectors are re-measured with the fixed probe (0.17.0's and 0.25.0's are).
 _STAND_IN = frozenset({"unknown_architecture"})
 KNOWN_DISAGREEMENTS: dict[str, frozenset[str]] = {
@@ -94,9 +94,7 @@ def _params() -> list[Any]:
             marks = []
             if field in KNOWN_DISAGREEMENTS.get(release, frozenset()):
                 marks.append(
-                    pytest.mark.xfail(
-                        strict=True, reason=f"kvalign's {release} profile: {field} (issue 11)"
-                    )
+                    pytest.mark.xfail(strict=True, reason=f"kvalign's {release} profile: {field}")
                 )
             params.append(pytest.param(release, field, marks=marks, id=f"{release}-{field}"))
     return params
@@ -162,7 +160,7 @@ def test_readme_documents_every_release() -> None:
     assert "make verify-releases" in readme
 
 
-#: issue 16's cases measured per release (tests/golden/build_fidelity_vectors.py):
+#: the fidelity cases measured per release (tests/golden/build_fidelity_vectors.py):
 #: prefix caching asked for on every bundled model (what CacheConfig ends with) and the
 #: text-only Qwen3.5-27B checkpoint, including releases older than the grid's (0.10.2, 0.11.1).
 FIDELITY = {

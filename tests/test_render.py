@@ -1,4 +1,4 @@
-"""Helm chart folders and kustomize roots in a folder scan (issue 14): rendered with the
+"""Helm chart folders and kustomize roots in a folder scan: rendered with the
 renderer on PATH, each pool keeping its source file and line; with none on PATH, not
 evaluated (exit 3) naming the command to render and pipe. Both branches by PATH:
 kubectl is a real renderer here; helm is replaced by a stand-in that prints what

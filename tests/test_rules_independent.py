@@ -13,7 +13,7 @@ from tests.conftest import ROOT
 RULES = sorted((ROOT / "kvalign" / "rules").glob("kva*.py"))
 
 
-def test_every_rule_module() -> None:  # KVA013 (issue 14) is the thirteenth
+def test_every_rule_module() -> None:  # KVA013 is the thirteenth
     assert [p.stem for p in RULES] == [f"kva{n:03d}" for n in range(1, 14)]
 
 

@@ -85,7 +85,7 @@ def test_user_files_are_never_modified(tmp_path: Path) -> None:
     for path in work.rglob("*"):
         mode = stat.S_IMODE(path.stat().st_mode)
         path.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
-    empty_config = tmp_path / "kvalign.yaml"  # a named --config must exist (QA2 #8)
+    empty_config = tmp_path / "kvalign.yaml"  # a named --config must exist
     empty_config.write_text("ignore: []\n")
     before = _snapshot(work)
     model = str(work / "model")

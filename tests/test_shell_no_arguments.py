@@ -1,4 +1,4 @@
-"""kvalign.shell evaluates a script as bash runs it with no arguments (issue 14), and the
+"""kvalign.shell evaluates a script as bash runs it with no arguments, and the
 launch forms kvalign reads from its commands (ssh, srun, Dynamo modules, Justfiles).
 
 Each expected value is what bash itself does, worked out by hand in the comment beside it.

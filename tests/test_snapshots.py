@@ -1,4 +1,4 @@
-"""Snapshots of ``check`` at 80 and 200 columns (issue 9 item 6): the answer comes first,
+"""Snapshots of ``check`` at 80 and 200 columns: the answer comes first,
 nothing is truncated, no cell folds into a tower. Regenerate after an intended change with
 ``KVALIGN_UPDATE_SNAPSHOTS=1 make test`` and review the diff."""
 

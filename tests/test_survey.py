@@ -1,4 +1,4 @@
-"""Survey aggregation (kvalign.survey) against counts derived by hand from the spec."""
+"""Survey aggregation (kvalign.survey) against counts derived by hand from vLLM's rules."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ def test_default_is_newest_profile() -> None:
 
 
 def test_future_version_uses_newest_with_warning() -> None:
-    # issue 16 class 9: the warning is the CLI's stderr line (Resolved.warning), no longer a
+    # the warning is the CLI's stderr line (Resolved.warning), no longer a
     # "warning:" note among stdout's notes
     resolved = resolve("9.1.0")
     assert resolved.profile is DEFAULT_PROFILE

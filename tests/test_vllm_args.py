@@ -128,7 +128,7 @@ def test_equals_form_keeps_the_json_value_as_written() -> None:
 
 
 def test_equals_form_script_is_paired_and_gated_like_check(tmp_path: Path) -> None:
-    # Falcon-H1-0.5B, bf16: TP 1 -> 800 (spec §4, public report), TP 4 -> 400
+    # Falcon-H1-0.5B, bf16: TP 1 -> 800 (public report), TP 4 -> 400
     # (tests/test_cli.py matrix); 400 is not a multiple of 800 -> split, an error: check
     # exits 1, so must audit on the same two pools written with `=`.
     model = "tiiuae/Falcon-H1-0.5B-Base"

@@ -1,4 +1,4 @@
-"""The headline of ``check`` matches the lines below it (issue 18, words that match the
+"""The headline of ``check`` matches the lines below it (words that match the
 verdict): a --block-size vLLM raises is not a plain PASS."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A fast path for the common ``check`` and ``matrix`` command lines.
 
 typer coerces every option through a pydantic adapter, and importing pydantic costs more
-than the whole check (issue 18: warm ``check`` at 21-26× a bare interpreter). This module
+than the whole check (warm ``check`` measured at 21-26× a bare interpreter). This module
 reads the command's own typer declarations (the ``Annotated`` options on its signature,
 so there is still one list of options) and parses a plain command line without pydantic:
 ``MODEL`` and ``--name value`` / ``--name=value`` / flags, whole numbers within the

@@ -34,7 +34,7 @@ ROLE_LABELS: tuple[str, ...] = (
 #: deployment-key labels for ``--pair-by label``, checked in this order (the first one a
 #: pool carries is its key): the Helm release first (``app.kubernetes.io/instance``,
 #: production-stack's ``helm-release-name``), so that several releases serving one model
-#: are several deployments (issue 10, R2), then the application, then the model.
+#: are several deployments (not one pair per model), then the application, then the model.
 #: ``llm-d.ai/inferenceServing`` is not one: llm-d sets it to ``"true"`` on every serving
 #: pod, so it names no deployment.
 DEPLOYMENT_LABELS: tuple[str, ...] = (

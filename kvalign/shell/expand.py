@@ -38,8 +38,8 @@ _BLANKS = " \t\n"
 _ALL_ITEMS = re.compile(r"\$(@|\{@\}|\{[A-Za-z_][A-Za-z0-9_]*\[@\]\})")
 _DIRNAME = re.compile(r"\bdirname\b")
 _SELF_REF = re.compile(r"\$0\b|\$\{0\}|BASH_SOURCE")
-#: the one shell budget per script (issue 15): text read, evaluation steps (statements
-#: and expansions visited), characters built (words, values).
+#: the one shell budget per script (docs/security.md, "Budgets"): text read, evaluation
+#: steps (statements and expansions visited), characters built (words, values).
 MAX_SCRIPT_BYTES = 1024 * 1024
 MAX_STEPS = 100_000
 MAX_BUILT = 16 * 1024 * 1024

@@ -339,7 +339,7 @@ def deployment_cases() -> dict[str, bytes]:
         "args-pp-zero": _own(prefill='tp: 8, args: "-pp 0"'),
         "args-pp-word": _own(prefill='tp: 8, args: "--pipeline-parallel-size two"'),
         "kva010-tp-indivisible": _own(prefill="tp: 3"),
-        # QA2 #10: `check`'s bounds (kvalign.settings MAX_TP / MAX_BLOCK_SIZE /
+        # `check`'s bounds (kvalign.settings MAX_TP / MAX_BLOCK_SIZE /
         # MAX_SPEC_TOKENS) now apply to audit too, so a TP above 4096 is refused as a
         # setting (exit 3) instead of reaching rule KVA010 (this case was kva010-tp-huge)
         "tp-huge": _own(prefill="tp: " + "9" * 30),
@@ -348,7 +348,7 @@ def deployment_cases() -> dict[str, bytes]:
             prefill='tp: 8, args: [--speculative-config, \'{"num_speculative_tokens": '
             "99999999999999}']"
         ),
-        # QA2 #7: JSON nested deeper than safeio's limit inside a flag value
+        # JSON nested deeper than safeio's limit inside a flag value
         "args-deep-json": _own(
             prefill="tp: 8, args: [--kv-transfer-config, '"
             + '{"a":' * 5000
@@ -414,11 +414,11 @@ def deployment_cases() -> dict[str, bytes]:
         out[f"lmcache--config-file-{name}.yaml"] = _own(
             prefill=f"tp: 8, env: {{LMCACHE_CONFIG_FILE: /etc/lmcache/{target}}}"
         ).encode()
-    # QA2 #1: a variable the script never sets, holding flags (word-split by bash)
+    # a variable the script never sets, holding flags (word-split by bash)
     out["unresolved--shell-flags-variable.sh"] = SHELL.replace(
         "--tensor-parallel-size 1", "--tensor-parallel-size 1 $EXTRA_FLAGS"
     ).encode()
-    # QA2 #12: a duplicate key (PyYAML keeps the last one silently)
+    # a duplicate key (PyYAML keeps the last one silently)
     out["malformed--duplicate-decode.yaml"] = (OWN + "decode:\n  tp: 2\n").encode()
     out["malformed--concatenated-k8s.yaml"] = (K8S + K8S).encode()
     out["shell--unbalanced-quote.sh"] = SHELL.replace("kv_producer\"}'", 'kv_producer"}').encode()
@@ -457,7 +457,7 @@ def deployment_cases() -> dict[str, bytes]:
     out["shape--no-decode.yaml"] = f"model: {NANO}\nprefill: {{tp: 8}}\n".encode()
     out["shape--plain-text.txt"] = b"please run vllm on eight GPUs\n"
     # a P/D launch (a KV connector) whose role is named nowhere; with no
-    # --kv-transfer-config at all it would be a standalone server (issue 14)
+    # --kv-transfer-config at all it would be a standalone server
     out["shape--roleless-shell.sh"] = (
         f'vllm serve {NANO} -tp 8 --kv-transfer-config \'{{"kv_connector":"NixlConnector"}}\'\n'
     ).encode()
@@ -476,7 +476,7 @@ def deployment_cases() -> dict[str, bytes]:
     for name, model in unknown.items():
         out[f"model--{name}.yaml"] = _own(model=f'"{model}"').encode()
     out["model--k8s-unknown-hub-id.yaml"] = K8S.replace(NANO, "example-org/unknown-hybrid").encode()
-    # hostile input, round 2: container argv of the wrong shape (a string, a mapping, a
+    # hostile input: container argv of the wrong shape (a string, a mapping, a
     # nested or null item) is named, never read as "no model given"
     argv = f'args: ["vllm", "serve", "{NANO}", "--tensor-parallel-size", "8"]'
     for name, bad in (

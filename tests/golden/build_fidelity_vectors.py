@@ -1,14 +1,13 @@
-"""Build tests/golden/fidelity-X.Y.Z.jsonl: issue 16's cases, measured with one vLLM release.
+"""Build tests/golden/fidelity-X.Y.Z.jsonl: the fidelity cases, measured with one vLLM release.
 
 Not a test and never run by CI: it needs a real vLLM release (``make verify-releases``,
 tests/golden/README.md). Same probe and line format as build_release_vectors.py, over a
 short list of cases instead of the catalog grid:
 
 * prefix caching asked for (``--enable-prefix-caching``) on every bundled model at TP 1:
-  what ``CacheConfig.enable_prefix_caching`` ends as (``resolved``), the class-2 question;
+  what ``CacheConfig.enable_prefix_caching`` ends as (``resolved``);
 * the text-only Qwen3.5-27B checkpoint (tests/data/qwen3.5-27b-text) at TP 1 and 2 with
-  default flags: whether the release's registry resolves it and the block size it aligns
-  (class 3).
+  default flags: whether the release's registry resolves it and the block size it aligns.
 
     PYTHONPATH=.:/root/vllm-env/0.17.0 VLLM_PLUGINS="" /root/vllm-env/venv/bin/python \\
         tests/golden/build_fidelity_vectors.py --out tests/golden/fidelity-0.17.0.jsonl

@@ -1,4 +1,4 @@
-"""The hostile corpus (issue 15): one case per broken guarantee class, built at run time.
+"""The hostile corpus: one case per broken guarantee class, built at run time.
 
 Each case builds its files in an empty folder and returns the command line; the runner
 (``test_hostile.py``) runs it in a subprocess under ``resource`` limits and checks the
@@ -43,7 +43,7 @@ class Case:
     ``kvalign``; the run must exit with one of ``codes``."""
 
     name: str
-    klass: str  # the issue-15 class it belongs to
+    klass: str  # the guarantee class it belongs to
     build: Callable[[Path], list[str]]
     codes: frozenset[int]
     env: dict[str, str] = field(default_factory=dict)

@@ -1,10 +1,10 @@
-"""Issue 15 acceptance: every hostile case exits as promised, in bounded CPU time and
+"""Every hostile case exits as promised, in bounded CPU time and
 memory, with one line on stderr and no file changed.
 
 Each case runs ``python -m kvalign`` in a subprocess of its own folder (so cases can run
 side by side) under ``resource`` limits: 1 GiB of address space (a run that needs more
 dies with MemoryError, which would show as exit 70 or a signal) and 10 s of CPU time
-(``RLIMIT_CPU``: the limit the issue sets; wall time on a shared CI machine is also
+(``RLIMIT_CPU``: the limit the corpus sets; wall time on a shared CI machine is also
 bounded, by a 60 s timeout that catches a run blocked on a FIFO or device). Files are
 hashed (bytes and mode) before and after the run.
 """
@@ -92,7 +92,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
         return {name: future.result() for name, future in futures.items()}
 
 
-def test_corpus_covers_every_class_of_the_issue() -> None:
+def test_corpus_covers_every_guarantee_class() -> None:
     classes = {case.klass for case in CASES}
     assert classes == {
         "outputs", "budgets", "numbers", "cache", "sanitising", "silent-pass",

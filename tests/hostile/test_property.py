@@ -1,4 +1,4 @@
-"""Issue 15 property: arbitrary bytes as a model's config.json, as a deployment YAML and
+"""Property: arbitrary bytes as a model's config.json, as a deployment YAML and
 as a shell script give exit 0, 1, 2 or 3 — never 70 (internal error), never a traceback.
 
 Runs in-process (``CliRunner``; a bug surfaces as exit 70 with "internal error" on

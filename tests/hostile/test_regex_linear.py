@@ -1,4 +1,4 @@
-"""Issue 15: every regular expression in kvalign runs in linear time.
+"""Every regular expression in kvalign runs in linear time.
 
 Every compiled pattern found in kvalign's modules (module attributes and class
 attributes) is run with ``search`` and ``findall`` over 1 MB adversarial texts: long
@@ -104,7 +104,7 @@ def test_regex_is_linear_on_1mb_adversarial_text(item: tuple[str, re.Pattern[str
     ],
     ids=["image", "ignore", "dirname", "pydantic"],
 )
-def test_the_three_quadratic_patterns_of_issue_15_are_linear(text: str) -> None:
+def test_the_formerly_quadratic_patterns_are_linear(text: str) -> None:
     from kvalign.deploy import _names_vllm_image
     from kvalign.deploy.common import ignores_in
     from kvalign.shell.expand import self_dir as _self_dir

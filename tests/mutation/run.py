@@ -201,7 +201,7 @@ def _diffs(work: Path, names: list[str]) -> dict[str, str]:
 def rule_mutants() -> list[dict[str, str]]:
     """The hand-written rule mutants (tests/mutation/rule_mutants.yaml): realistic wrong
     rules in the places mutmut does not mutate (module-level tables and constants,
-    properties, decorated functions) and the survivors issue 19 names."""
+    properties, decorated functions) and six survivors of an earlier mutmut run."""
     return list(yaml.safe_load(RULE_MUTANTS.read_text()) or [])
 
 
@@ -295,7 +295,7 @@ def _reason(name: str, diff: str, reasons: dict[str, str]) -> str:
     return "UNEXPLAINED"
 
 
-#: what issue 19's weak-test review found and changed (kept by hand, printed in the report)
+#: what the weak-test review found and changed (kept by hand, printed in the report)
 WEAK_TESTS = [
     "",
     "## Weak tests reviewed",
@@ -314,7 +314,8 @@ WEAK_TESTS = [
     "they_claim` and the three `test_fuzz.py::test_reader_on_*` tests assert in their helpers",
     "  (`_proven`, `_check_read`: every re-run pair `ok`; no traceback, only a one-line",
     "  error): not weak, unchanged.",
-    "- exit code with the message checked (`test_audit_qa2.py` stdin tests, `test_corpus.py`",
+    "- exit code with the message checked (`test_audit_regressions.py` stdin tests, "
+    "`test_corpus.py`",
     "  refusals) and the gate tests whose value is the exit code (`test_policy.py::"
     "test_fail_on_works_on_check_and_matrix`): not weak, unchanged.",
     "- no test computes its expectation with the function under test, and the snapshot tests",
@@ -338,7 +339,7 @@ def write_report(modules: list[str]) -> None:
         "  properties or decorated functions, which is where many vLLM rules live, hence:",
         "- **rule**: hand-written wrong rules (tests/mutation/rule_mutants.yaml), one at a",
         "  time: the mistakes a developer makes when a release adds a rule, including the",
-        "  survivors issue 19 names.",
+        "  six survivors of an earlier mutmut run.",
         "",
         "A survivor is a mutant no test noticed. Each one below carries its reason from",
         "tests/mutation/survivors.yaml: equivalent (no input gives a different output, and",

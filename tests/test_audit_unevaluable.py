@@ -1,5 +1,5 @@
-"""audit behaviour issue 10 asks for beyond reading: D2 (one unevaluable pool hides nothing),
-D4 (a JSON document and the reasons on exit 2), A5 (--skip-unrelated and vLLM launches)."""
+"""audit behaviour beyond reading: one unevaluable pool hides nothing, a JSON document and the
+reasons on exit 2, --skip-unrelated and vLLM launches that yield no pool."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_a_pool_whose_model_cannot_load_hides_nothing(tmp_path: Path) -> None:
     deployments, _ = read_paths([str(path)])
     report = run_audit(deployments)
     assert [p.message.split(":")[0] for p in report.unevaluated] == ["prefill/prefill"]
-    # issue 14: the decode pool left unpaired is a KVA013 finding (was a problem)
+    # the decode pool left unpaired is a KVA013 finding (was a problem)
     assert [f.rule for f in report.findings] == ["KVA010", "KVA013"]
     assert [r.pool.label for f in report.files for r in f.pools] == ["decode/decode"]
     assert report.exit_code("error") == 3
@@ -70,14 +70,14 @@ def test_json_error_document_on_an_empty_scan(tmp_path: Path) -> None:
 
 
 def test_a_roleless_launch_is_not_evaluated_unless_skip_unrelated(tmp_path: Path) -> None:
-    # issue 14: two kv_both launches of one model are a P/D pair whose roles are not named
+    # two kv_both launches of one model are a P/D pair whose roles are not named
     # (a launch with no --kv-transfer-config is now a standalone server: see below)
     script = tmp_path / "serve.sh"
     both = """--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'"""
     script.write_text(f"vllm serve org/m --port 8000 {both}\nvllm serve org/m --port 8001 {both}\n")
     strict = runner.invoke(app, ["audit", str(script)])
     assert strict.exit_code == 3
-    # issue 14: printed once, in the report (was on stderr as well)
+    # printed once, in the report (was on stderr as well)
     assert "launches vLLM but no prefill/decode pool was read: command-1: role unknown" in (
         strict.stdout
     )
@@ -90,7 +90,7 @@ def test_a_roleless_launch_is_not_evaluated_unless_skip_unrelated(tmp_path: Path
 
 
 def test_launches_without_kv_transfer_config_are_standalone_servers(tmp_path: Path) -> None:
-    # issue 14: no --kv-transfer-config means no P/D pool: two aggregated servers, each a
+    # no --kv-transfer-config means no P/D pool: two aggregated servers, each a
     # note, exit 0; their own rules still run (Nemotron 3 Nano has n_groups 8: TP 16 is
     # invalid, KVA010)
     script = tmp_path / "serve.sh"

@@ -1,4 +1,5 @@
-"""Regression tests for the second QA round of ``kvalign audit`` (numbered as in the report).
+"""Regression tests for ``kvalign audit``: shell words, split files, GPU and backend, fixes, tables,
+bad input, bounds and scans.
 
 Numbers are derived by hand from the bundled configs, as ``kvalign explain`` prints them:
 
@@ -45,7 +46,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-# ---- 1 and 5: shell variables, word splitting, quoting ------------------------------------
+# ---- shell variables, word splitting, quoting ------------------------------------
 def shell_words(line: str, env: dict[str, str]) -> list[str]:
     """The words of the first command in ``line`` (evaluated with ``env``), unresolved
     pieces as written."""
@@ -60,12 +61,12 @@ def test_shell_words_split_unquoted_expansions_like_bash() -> None:
         "vllm", "serve", "org/model a", "--x", "1", "--y", "-tp", "2", "$C",
     ]  # fmt: skip
     assert shell_words("e a$C", {"C": "1 2"}) == ["e", "a1", "2"]
-    # inner double quotes of a value survive "$J" (bash keeps them; QA2 #5)
+    # inner double quotes of a value survive "$J" (bash keeps them)
     assert shell_words('e --kv "$J"', env) == ["e", "--kv", '{"k":"v"}']
     assert shell_words("e ${U:-16} ${C-x} $EMPTY end", {"C": "7", "EMPTY": ""}) == [
         "e", "16", "7", "end",
     ]  # fmt: skip
-    # unknown expansions are kept as written (D3: never $(1) for $1)
+    # unknown expansions are kept as written (never $(1) for $1)
     assert shell_words("e $U $1 $(hostname) `id` x;y", {}) == [
         "e", "$U", "$1", "$(hostname)", "`id`", "x",
     ]  # fmt: skip
@@ -99,7 +100,7 @@ def test_flags_inside_a_variable_and_quoted_json_reach_the_pools() -> None:
     deployment = read_text(SCRIPT, "run.sh")
     assert deployment is not None and not deployment.problems
     pools = deployment.pools
-    # roles come from kv_role inside the single-quoted JSON (QA2 #5: no "not JSON")
+    # roles come from kv_role inside the single-quoted JSON (no "not JSON")
     assert [(p.role, p.settings.kv_cache_dtype, p.settings.block_size) for p in pools] == [
         ("prefill", "fp8", 32),
         ("decode", "fp8", 32),
@@ -120,7 +121,7 @@ def test_verbose_lists_an_extra_positional_argument(tmp_path: Path) -> None:
     assert "prefill/command-1: ignored flags: stray" in result.stderr
 
 
-# ---- 2: prefill and decode in separate files ----------------------------------------------
+# ---- prefill and decode in separate files ----------------------------------------------
 def test_split_files_pair_through_their_label() -> None:
     # already fixed by --pair-by label: the two halves of split-bad/ form one pair
     deployments, _ = read_paths([str(EXAMPLES / "kubernetes" / "split-bad")])
@@ -128,7 +129,7 @@ def test_split_files_pair_through_their_label() -> None:
     assert [(len(g.pairs), g.grouping.basis) for g in report.groups] == [(1, "label")]
 
 
-# ---- 3: GPU and attention backend ---------------------------------------------------------
+# ---- GPU and attention backend ---------------------------------------------------------
 DSET = f"""\
 apiVersion: llm-d.ai/v1alpha1
 kind: DisaggregatedSet
@@ -216,7 +217,7 @@ def test_gpu_product_labels(product: str, gpu: str | None) -> None:
     assert gpu_from_product(product) == gpu
 
 
-# ---- 4: the recommended block size honours every pool's settings --------------------------
+# ---- the recommended block size honours every pool's settings --------------------------
 def test_recommendation_makes_every_pool_choose_it() -> None:
     deployments, _ = read_paths([str(EXAMPLES / "llm-d" / "qwen35-disaggregatedset-bad.yaml")])
     report = run_audit(deployments)
@@ -244,7 +245,7 @@ def test_recommendation_makes_every_pool_choose_it() -> None:
     )
 
 
-# ---- 6: tables never truncate locations or numbers ----------------------------------------
+# ---- tables never truncate locations or numbers ----------------------------------------
 def test_table_keeps_locations_whole_at_any_width(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -265,13 +266,13 @@ def test_table_keeps_locations_whole_at_any_width(
     assert f"│ {location} │" in wide.stdout and "…" not in wide.stdout
     out = tmp_path / "report.txt"
     runner.invoke(app, ["audit", bad, "--output", str(out)])
-    # issue 14: a file is no terminal: plain lines, neither wrapped nor padded (was a
+    # a file is no terminal: plain lines, neither wrapped nor padded (was a
     # 400-column rich table)
     assert f"  {location}: KVA003 error: " in out.read_text() and "…" not in out.read_text()
     assert not any(line != line.rstrip() for line in out.read_text().splitlines())
 
 
-# ---- 7: deep JSON --------------------------------------------------------------------------
+# ---- deep JSON --------------------------------------------------------------------------
 def test_deep_json_in_a_script_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     deep = '{"a":' * 5000 + "1" + "}" * 5000
     path = _write(tmp_path, "run.sh", f"vllm serve {NANO} -tp 8 --kv-transfer-config '{deep}'\n")
@@ -284,7 +285,7 @@ def test_deep_json_in_a_script_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "not a `kvalign audit --format json` output" in result.stderr
 
 
-# ---- 8: a named --config must exist --------------------------------------------------------
+# ---- a named --config must exist --------------------------------------------------------
 def test_missing_config_file_is_a_usage_error() -> None:
     good = str(EXAMPLES / "kvalign" / "nemotron-nano-good.yaml")
     result = runner.invoke(app, ["audit", good, "--config", "/nonexistent.yaml"])
@@ -292,7 +293,7 @@ def test_missing_config_file_is_a_usage_error() -> None:
     assert "--config /nonexistent.yaml: no such file" in result.stderr
 
 
-# ---- 9: errors point at the pool that caused them ------------------------------------------
+# ---- errors point at the pool that caused them ------------------------------------------
 def test_a_rejected_setting_is_reported_at_its_pool(tmp_path: Path) -> None:
     script = f"""\
     #!/bin/sh
@@ -319,7 +320,7 @@ def test_a_rejected_setting_is_reported_at_its_pool(tmp_path: Path) -> None:
     assert f"file={own},line=4," in result.stdout and "decode/decode: " in result.stdout
 
 
-# ---- 10: check's bounds apply to audit ------------------------------------------------------
+# ---- check's bounds apply to audit ------------------------------------------------------
 @pytest.mark.parametrize(
     ("args", "ok"),
     [
@@ -353,7 +354,7 @@ def test_cli_bounds_come_from_settings() -> None:
     assert settings.MAX_BLOCK_SIZE == 1 << 20 and settings.MAX_SPEC_TOKENS == 1024
 
 
-# ---- 11: one bad file does not stop a directory scan ---------------------------------------
+# ---- one bad file does not stop a directory scan ---------------------------------------
 def test_directory_scan_reports_a_bad_file_and_goes_on(tmp_path: Path) -> None:
     good = (EXAMPLES / "kvalign" / "nemotron-nano-good.yaml").read_text()
     (tmp_path / "a-bad.yaml").write_text("model: [\n")
@@ -377,7 +378,7 @@ def test_stdin_yaml_errors_are_reported_as_such() -> None:
     assert result.exit_code == 2 and "-:2: not valid YAML" in result.stderr
 
 
-# ---- 12: duplicate YAML keys ---------------------------------------------------------------
+# ---- duplicate YAML keys ---------------------------------------------------------------
 def test_duplicate_keys_are_refused_with_both_lines() -> None:
     with pytest.raises(
         InvalidConfig, match=r"f.yaml:3: duplicate YAML key 'decode' \(first at line 2\)"
@@ -396,7 +397,7 @@ def test_concatenated_halves_on_stdin_are_caught() -> None:
     assert result.exit_code == 2 and "duplicate YAML key" in result.stderr
 
 
-# ---- 13: pre-commit and unrelated YAML files -----------------------------------------------
+# ---- pre-commit and unrelated YAML files -----------------------------------------------
 def test_skip_unrelated_skips_a_named_file_without_a_pool(tmp_path: Path) -> None:
     service = _write(tmp_path, "svc.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n")
     good = str(EXAMPLES / "kvalign" / "nemotron-nano-good.yaml")
@@ -408,7 +409,7 @@ def test_skip_unrelated_skips_a_named_file_without_a_pool(tmp_path: Path) -> Non
     assert "args: [--skip-unrelated]" in hooks
 
 
-# ---- 14: --output never overwrites an input ------------------------------------------------
+# ---- --output never overwrites an input ------------------------------------------------
 def test_output_over_an_input_is_refused(tmp_path: Path) -> None:
     source = EXAMPLES / "kvalign" / "nemotron-nano-bad.yaml"
     copy = tmp_path / "x.yaml"
@@ -421,7 +422,7 @@ def test_output_over_an_input_is_refused(tmp_path: Path) -> None:
     assert copy.read_text() == source.read_text()
 
 
-# ---- 15: minor ------------------------------------------------------------------------------
+# ---- minor ------------------------------------------------------------------------------
 def test_unknown_rule_in_an_ignore_is_warned(tmp_path: Path) -> None:
     text = (EXAMPLES / "kvalign" / "nemotron-nano-good.yaml").read_text()
     path = _write(tmp_path, "d.yaml", "# kvalign: ignore=KVA999 reason=typo\n" + text)
