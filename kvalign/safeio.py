@@ -203,18 +203,15 @@ def confined(base: Path, raw: str) -> Path | None:
     return path
 
 
-def write_output(path: str, text: str, *, option: str = "--output") -> None:
-    """Write ``text`` (UTF-8) to the file ``path`` asked for by ``option``, atomically.
+def refuse_output(path: str, *, option: str = "--output") -> tuple[str, os.stat_result | None]:
+    """Check, before anything is computed or written, that ``path`` may receive output.
 
-    Refuses a path that is one of this run's inputs (:func:`run_inputs`: the same inode,
-    so also a hard link or a symlink to one), an existing FIFO, device, socket or
-    directory. The text goes to a temporary file in the target's folder, then
-    :func:`os.replace` moves it into place: a failed write never leaves a half-written
-    or emptied file behind.
+    Returns the resolved path and its ``stat`` (``None`` when it does not exist yet).
 
     Raises:
-        InvalidSettings: refused, or the file cannot be written (the message names
-            ``option`` and the path).
+        InvalidSettings: ``path`` is one of this run's inputs (:func:`run_inputs`: the
+            same inode, so also a hard link or a symlink to one), an existing FIFO,
+            device, socket or directory, or cannot be examined.
     """
     from kvalign.errors import InvalidSettings
 
@@ -236,6 +233,23 @@ def write_output(path: str, text: str, *, option: str = "--output") -> None:
             raise InvalidSettings(
                 f"{option} {path}: is one of this run's inputs; refusing to overwrite it"
             )
+    return real, info
+
+
+def write_output(path: str, text: str, *, option: str = "--output") -> None:
+    """Write ``text`` (UTF-8) to the file ``path`` asked for by ``option``, atomically.
+
+    Refuses what :func:`refuse_output` refuses. The text goes to a temporary file in the
+    target's folder, then :func:`os.replace` moves it into place: a failed write never
+    leaves a half-written or emptied file behind.
+
+    Raises:
+        InvalidSettings: refused, or the file cannot be written (the message names
+            ``option`` and the path).
+    """
+    from kvalign.errors import InvalidSettings
+
+    real, info = refuse_output(path, option=option)
     folder = os.path.dirname(real) or "."
     tmp_name = ""
     try:

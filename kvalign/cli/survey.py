@@ -65,6 +65,10 @@ def survey(
         names = model or [entry.model_id for entry in catalog.entries()]
         geometries = [source.load(name, quiet=index > 0) for index, name in enumerate(names)]
         result = run_survey(geometries, settings, tps)
+        if plot is not None:
+            from kvalign.safeio import refuse_output
+
+            refuse_output(plot, option="--plot")  # before matplotlib renders anything
         svg = survey_svg(result) if plot is not None else None
         SURVEY.emit(result, output_format)
         if plot is not None and svg is not None:
