@@ -30,11 +30,11 @@ KIND = "justfile"
 NAMES = frozenset({"justfile", ".justfile"})
 SUFFIX = ".just"
 
-_ASSIGNMENT = re.compile(r"(export\s+)?([A-Za-z_][A-Za-z0-9_-]*)\s*:=\s*(.*)\Z")
-_RECIPE = re.compile(r"@?([A-Za-z_][A-Za-z0-9_-]*)((?:\s+[^:\s]+)*)\s*:(?!=)(.*)\Z")
-_PARAMETER = re.compile(r"[+*$]?([A-Za-z_][A-Za-z0-9_-]*)(?:=(.*))?\Z")
+_ASSIGNMENT = re.compile(r"\A(export\s+)?([A-Za-z_][A-Za-z0-9_-]*)\s*:=\s*(.*)\Z")
+_RECIPE = re.compile(r"\A@?([A-Za-z_][A-Za-z0-9_-]*)((?:\s+[^:\s]+)*)\s*:(?!=)(.*)\Z")
+_PARAMETER = re.compile(r"\A[+*$]?([A-Za-z_][A-Za-z0-9_-]*)(?:=(.*))?\Z")
 _INTERPOLATION = re.compile(r"\{\{(.*?)\}\}")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+_IDENTIFIER = re.compile(r"\A[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
 def is_justfile(file: str) -> bool:

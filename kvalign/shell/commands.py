@@ -26,7 +26,7 @@ __all__ = [
 OPEN, CLOSE = "\ue000", "\ue001"
 #: one unresolved piece; group 1 is the text as written.
 UNRESOLVED = re.compile(f"{OPEN}([^{OPEN}{CLOSE}]*){CLOSE}")
-ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)\Z", re.DOTALL)
+ASSIGN = re.compile(r"\A([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)\Z", re.DOTALL)
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash"})
 _WRAPPERS = frozenset({"exec", "nohup", "command", "time", "setsid", "sudo", "builtin"})
 

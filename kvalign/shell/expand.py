@@ -32,7 +32,7 @@ MAX_NESTING = 100
 MAX_WORD = 256 * 1024
 _MAX_WORDS = 8 * 1024 * 1024  # characters of all the words of one command
 _MAX_ARITH = 1000  # characters of a $(( )) expression kvalign computes
-NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 _BLANKS = " \t\n"
 #: ``$@`` / ``${@}`` / ``${A[@]}``: one word per item when quoted, none when empty.
 _ALL_ITEMS = re.compile(r"\$(@|\{@\}|\{[A-Za-z_][A-Za-z0-9_]*\[@\]\})")

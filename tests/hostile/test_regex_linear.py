@@ -35,7 +35,11 @@ def _patterns() -> list[tuple[str, re.Pattern[str]]]:
         if info.name in _SKIP:
             continue
         module = importlib.import_module(info.name)
-        spaces = [vars(module)] + [vars(v) for v in vars(module).values() if isinstance(v, type)]
+        spaces = [vars(module)] + [
+            vars(v)
+            for v in vars(module).values()
+            if isinstance(v, type) and v.__module__.startswith("kvalign")
+        ]
         for space in spaces:
             for name, value in list(space.items()):
                 if isinstance(value, re.Pattern) and isinstance(value.pattern, str):
