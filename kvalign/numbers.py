@@ -86,12 +86,21 @@ def try_int(text: str, *, signed: bool = False, max_digits: int = MAX_DIGITS) ->
     return int(text)
 
 
-def columns(value: str | None, default: int = 200, minimum: int = 80, maximum: int = 10_000) -> int:
+def columns(
+    value: str | None,
+    default: int = 200,
+    minimum: int = 80,
+    maximum: int = 10_000,
+    narrowest: int = 40,
+) -> int:
     """Output width from ``COLUMNS``: ``default`` when unset, not a number (empty,
-    ``abc``) or not positive (``0``, ``-5``: no terminal is that wide); otherwise clamped
-    to ``minimum``..``maximum``, so a tiny width (``1``, ``10``) never splits the verdict
-    line (every headline fits 80 columns)."""
+    ``abc``) or not positive (``0``, ``-5``: no terminal is that wide); a width under
+    ``narrowest`` (``1``, ``10``: no real terminal either) is taken as ``minimum``, so it
+    never splits the verdict line (every headline fits 80 columns); otherwise at most
+    ``maximum``."""
     number = try_int((value or "").strip(), signed=True)
     if number is None or number <= 0:
         return default
-    return max(minimum, min(maximum, number))
+    if number < narrowest:
+        return minimum
+    return min(maximum, number)

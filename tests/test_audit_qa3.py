@@ -97,7 +97,9 @@ NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 
 def test_c_columns_ignores_non_positive_values_and_floors_tiny_ones() -> None:
     assert [columns(v) for v in (None, "", "abc", "0", "-5", " -1 ")] == [200] * 6
-    assert [columns(v) for v in ("1", "10", "79", "80", "120")] == [80, 80, 80, 80, 120]
+    # under 40 columns is no real terminal: laid out at 80; 40 and up are honoured
+    # (``rules ID`` at 50 columns wraps at 50: tests/test_cli_layout.py)
+    assert [columns(v) for v in ("1", "10", "39", "40", "79", "120")] == [80, 80, 80, 40, 79, 120]
     assert columns("99999") == 10_000
 
 
