@@ -146,6 +146,33 @@ def test_concurrent_writers_and_readers_see_whole_entries() -> None:
     assert [p.name for p in cache.cache_dir().iterdir()] == [f"geometry-{key}.json"]
 
 
+def test_racing_first_runs_share_one_whole_secret(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The HMAC key appears whole or not at all: a run that reads it while another creates
+    it gets the same 32 bytes, never a half-written (empty) file. The concurrency test above
+    failed in CI once when a reader caught the key between create and write."""
+    for round_ in range(15):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / f"r{round_}"))
+        keys: list[bytes | None] = []
+        barrier = threading.Barrier(6)
+
+        def grab(keys: list[bytes | None], barrier: threading.Barrier) -> None:
+            barrier.wait()
+            keys.append(cache.secret(create=True))
+
+        threads = [threading.Thread(target=grab, args=(keys, barrier)) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(keys) == 6 and keys[0] is not None and len(keys[0]) == 32
+        assert set(keys) == {keys[0]}
+        folder = tmp_path / f"r{round_}"
+        assert [p.name for p in folder.iterdir()] == [cache.SECRET_NAME]  # no temp left
+        assert (os.stat(folder / cache.SECRET_NAME).st_mode & 0o777) == 0o600
+
+
 def test_warm_check_never_imports_transformers(tmp_path: Path) -> None:
     """Two processes sharing a cache: the second answers without importing transformers.
     (A local copy of a bundled config: bundled models answer from their precomputed

@@ -145,26 +145,31 @@ def _read_secret(path: Path) -> bytes | None:
 def secret(*, create: bool = False) -> bytes | None:
     """The per-user HMAC key (``None``: missing, untrustworthy, or cannot be created).
 
-    ``create`` writes a new random key with mode 0600 when none exists (``O_EXCL``: two
-    runs racing keep one key).
+    ``create`` writes a new random key with mode 0600 when none exists. The key is written
+    whole to a private temporary file and hard-linked into place (``link`` never replaces an
+    existing name), so two runs racing keep one key and no reader sees a half-written one.
     """
     path = cache_dir().parent / SECRET_NAME
     key = _read_secret(path)
     if key is not None or not create:
         return key
+    tmp_name = ""
     try:
-        cache_dir().parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        return _read_secret(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=".secret-", suffix=".tmp", dir=path.parent)
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, secrets.token_bytes(_SECRET_BYTES))
+        finally:
+            os.close(fd)
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp_name, path)
     except OSError:
         return None
-    try:
-        os.write(fd, secrets.token_bytes(_SECRET_BYTES))
-    except OSError:  # pragma: no cover - disk full
-        return None
     finally:
-        os.close(fd)
+        if tmp_name:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
     return _read_secret(path)
 
 
