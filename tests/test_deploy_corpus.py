@@ -60,6 +60,7 @@ CLASSES = [
     "RS",  # Ray Serve LLM P/D configs
     "ST",  # AIBrix StormService
     "X",  # references across files of one run (KServe baseRefs)
+    "LB",  # llm-d-benchmark scenario files (LLMDBENCH_* variables)
 ]
 runner = CliRunner()
 
