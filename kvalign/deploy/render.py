@@ -15,6 +15,7 @@ is ever run, only on the user's folders, with no shell.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
 import subprocess
@@ -103,7 +104,9 @@ def render(root: Path) -> tuple[str | None, Problem | None]:
     if done.returncode != 0:
         first = next((ln for ln in done.stderr.splitlines() if ln.strip()), "no message")
         return None, Problem(
-            where, f"{what}: `{' '.join(argv[1:3])} {root}` exited {done.returncode}: {first}"
+            where,
+            f"{what}: `{Path(argv[0]).name} {' '.join(argv[1:-1])} {root}` exited "
+            f"{done.returncode}: {first}",
         )
     return done.stdout, None
 
@@ -117,7 +120,7 @@ def relocate(deployment: Deployment, root: Path, text: str) -> Deployment:
     starts = [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _SOURCE.finditer(text)]
     files = [
         p
-        for folder in (root, *sorted(referenced(root)))
+        for folder in (root, *(_as_given(root, base) for base in sorted(referenced(root))))
         for p in sorted(folder.rglob("*"))
         if p.is_file() and p.suffix in (".yaml", ".yml")
     ]
@@ -135,6 +138,12 @@ def relocate(deployment: Deployment, root: Path, text: str) -> Deployment:
             where = _named(files, pool.name) or where
         pools.append(dataclasses.replace(pool, location=where))
     return dataclasses.replace(deployment, pools=tuple(pools))
+
+
+def _as_given(root: Path, base: Path) -> Path:
+    """A base folder (resolved) written as the run names ``root`` (relative stays
+    relative: ``deploy/overlays/prod`` + ``../../base`` → ``deploy/base``)."""
+    return Path(os.path.normpath(root / os.path.relpath(base, root.resolve())))
 
 
 def _named(files: list[Path], name: str) -> Location | None:
