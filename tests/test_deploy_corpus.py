@@ -60,7 +60,7 @@ CLASSES = [
     "LM",  # an aggregated LMCache kv_both server: KVA007 runs
     "RS",  # Ray Serve LLM P/D configs
     "ST",  # AIBrix StormService
-    "X",  # references across files of one run (KServe baseRefs)
+    "X",  # references across files of one run (KServe baseRefs, LMCACHE_CONFIG_FILE)
     "LB",  # llm-d-benchmark scenario files (LLMDBENCH_* variables)
     "HC",  # Helm chart folders: rendered with `helm template`, or exit 3 naming it
     "KZ",  # kustomize bases and overlays: rendered with `kubectl kustomize`
@@ -192,6 +192,10 @@ def test_a_scan_of_the_whole_corpus_never_skips_a_vllm_launch() -> None:
         "deployment-not-vllm.yaml",
         "docker_run_other.sh",
         "lmcache-decoder-config.yaml",
+        # lmcache/run-files*: three LMCache configs of one name in this run (ambiguous)
+        "lmcache-offload.yaml",
+        "lmcache-offload.yaml",
+        "lmcache-offload.yaml",
         "lmcache-prefiller-config.yaml",
         "sglang_launch.sh",
     ]

@@ -90,11 +90,14 @@ def _read(
     base: Path | None,
     notes: list[Problem],
     references: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
+    run_files: tuple[Path, ...] = (),
 ) -> Deployment | None:
     """Read one file's text (``file`` is its display name, ``-`` for stdin).
 
     ``base`` is the file's folder: ``--config`` files and ``LMCACHE_CONFIG_FILE`` files
     are looked up there (:mod:`kvalign.deploy.lmcache`); ``None`` (stdin) looks up nothing.
+    ``run_files``: every file of the run, where an ``LMCACHE_CONFIG_FILE`` that is not
+    next to the file is looked up by its name.
 
     Returns:
         A :class:`Deployment`, or ``None`` when the text is no deployment kvalign knows
@@ -136,7 +139,7 @@ def _read(
             ignores=tuple(ignores),
             launches=max(deployment.launches, 1),
         )
-    pools, lmcache_problems = lmcache.apply(deployment.pools, base)
+    pools, lmcache_problems = lmcache.apply(deployment.pools, base, run_files)
     return dataclasses.replace(
         deployment,
         pools=tuple(pools),
@@ -164,13 +167,7 @@ def _references(paths: list[str]) -> dict[str, tuple[str, Mapping[str, Any]]]:
     ``data`` of every ``ConfigMap`` of the run, keyed ``ConfigMap/NAME`` (first file wins),
     so an ``envFrom`` / ``configMapKeyRef`` finds a ConfigMap in another file."""
     found: dict[str, tuple[str, Mapping[str, Any]]] = {}
-    files: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if raw == "-":
-            continue
-        files += _scanned(path) if path.is_dir() else [path] if path.is_file() else []
-    for file in files:
+    for file in _run_files(paths):
         try:
             text = _read_file(file)
             if "LLMInferenceServiceConfig" not in text and "ConfigMap" not in text:
@@ -195,6 +192,17 @@ def _references(paths: list[str]) -> dict[str, tuple[str, Mapping[str, Any]]]:
                     f"ConfigMap/{name}", (str(file), data if isinstance(data, Mapping) else {})
                 )
     return found
+
+
+def _run_files(paths: list[str]) -> tuple[Path, ...]:
+    """Every file of the run: the files given by name and those the folder scans read."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if raw == "-":
+            continue
+        files += _scanned(path) if path.is_dir() else [path] if path.is_file() else []
+    return tuple(files)
 
 
 def _only_references(path: Path, references: Mapping[str, tuple[str, Mapping[str, Any]]]) -> bool:
@@ -384,7 +392,10 @@ def read_paths(
     if len(paths) > MAX_FILES:
         raise InvalidSettings(f"more than {MAX_FILES:,} paths (budget: files per run)")
     references = _references(paths)
+    run_files = _run_files(paths)
     charts: set[Path] = set()
+    #: scanned files no reader took, judged once every file of the run is read
+    pending: list[tuple[Path, str, list[tuple[Path, str]]]] = []
     for raw in paths:
         if raw == "-":
             text = stdin_text if stdin_text is not None else read_stream(sys.stdin)
@@ -409,7 +420,7 @@ def read_paths(
                 try:
                     text = _read_file(child)
                     texts.append((child, text))
-                    found = _read(text, str(child), child.parent, sink, references)
+                    found = _read(text, str(child), child.parent, sink, references, run_files)
                 except KvalignError as exc:
                     deployments.append(_unreadable(child, exc))
                     continue
@@ -417,12 +428,7 @@ def read_paths(
                     untaken.append((child, text))
                 else:
                     deployments.append(found)
-            for child, text in untaken:
-                problem = _not_taken(child, text, texts) if _no_reader(child, text) else None
-                if problem is not None and unread is not None:
-                    unread.append(problem)
-                else:
-                    skipped.append(str(child))
+            pending += [(child, text, texts) for child, text in untaken]
             continue
         chart = next((c for c in path.parents if render.is_chart(c)), None)
         if chart is not None:  # a chart's file given by name: the chart is rendered, once
@@ -432,7 +438,7 @@ def read_paths(
             continue
         if not path.exists() and not path.is_symlink():  # a symlink loop is read (and refused)
             raise InvalidConfig(f"{raw}: no such file or directory")
-        found = _read(_read_file(path), raw, path.parent, sink, references)
+        found = _read(_read_file(path), raw, path.parent, sink, references, run_files)
         if found is None and skip_unrelated:
             skipped.append(raw)
             sink.append(
@@ -449,6 +455,16 @@ def read_paths(
                 f"{raw}: no prefill/decode deployment found{why}; kvalign reads: {INPUT_KINDS}"
             )
         deployments.append(found)
+    read_through = _lmcache_files(deployments)  # once every file of the run is read
+    for child, text, texts in pending:
+        if str(child) in read_through:  # an LMCACHE_CONFIG_FILE another file names
+            skipped.append(str(child))
+            continue
+        problem = _not_taken(child, text, texts) if _no_reader(child, text) else None
+        if problem is not None and unread is not None:
+            unread.append(problem)
+        else:
+            skipped.append(str(child))
     deployments = _partnered_servers(deployments)
     if skip_unrelated:
         kept: list[Deployment] = []
@@ -460,6 +476,17 @@ def read_paths(
                 kept.append(found)
         deployments = kept
     return deployments, skipped
+
+
+def _lmcache_files(deployments: list[Deployment]) -> set[str]:
+    """The ``LMCACHE_CONFIG_FILE`` files the pools read so far (as found: the path the
+    scan lists), which are read through those pools, not on their own."""
+    return {
+        pool.args.lmcache_chunk_source
+        for deployment in deployments
+        for pool in deployment.pools
+        if pool.args.lmcache_chunk_source is not None
+    }
 
 
 def _partnered_servers(deployments: list[Deployment]) -> list[Deployment]:
