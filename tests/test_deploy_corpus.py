@@ -64,13 +64,17 @@ CLASSES = [
     "LB",  # llm-d-benchmark scenario files (LLMDBENCH_* variables)
     "HC",  # Helm chart folders: rendered with `helm template`, or exit 3 naming it
     "KZ",  # kustomize bases and overlays: rendered with `kubectl kustomize`
+    "HV",  # Helm values beside a chart folder: the chart rendered with each (`-f`)
 ]
 #: a stand-in for ``helm`` (not installable here): ``helm template NAME CHART`` prints the
 #: fixed manifest ``CHART/helm-template.out`` (what helm prints for that chart, written by
-#: hand with its ``# Source:`` lines); anything else fails.
+#: hand with its ``# Source:`` lines), ``… -f VALUES`` ``CHART/helm-template-STEM.out``;
+#: anything else fails.
 FAKE_HELM = (  # shell builtins only: nothing else is on PATH
-    '#!/bin/sh\n[ "$1" = template ] || exit 9\n'
-    'while IFS= read -r line; do printf \'%s\\n\' "$line"; done < "$3/helm-template.out"\n'
+    '#!/bin/sh\n[ "$1" = template ] || exit 9\nout="$3/helm-template.out"\n'
+    # `-f VALUES` (a values file beside the chart): CHART/helm-template-VALUES-STEM.out
+    'if [ "$4" = -f ]; then v="${5##*/}"; out="$3/helm-template-${v%.yaml}.out"; fi\n'
+    'while IFS= read -r line; do printf \'%s\\n\' "$line"; done < "$out"\n'
 )
 
 runner = CliRunner()
@@ -198,6 +202,7 @@ def test_a_scan_of_the_whole_corpus_never_skips_a_vllm_launch() -> None:
         "lmcache-offload.yaml",
         "lmcache-prefiller-config.yaml",
         "sglang_launch.sh",
+        "values-split.yaml",  # helm-values/two-charts: beside two charts, no launch
     ]
     # a file no reader takes that mentions vLLM is listed as not read (exit 3),
     # never skipped: this folder's own expectations.yaml is one (it was skipped)

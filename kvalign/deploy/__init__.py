@@ -540,10 +540,13 @@ def _rendered(
     bases = {base for root in roots for base in render.referenced(root)}
     covered: list[Path] = []
     for root in roots:
-        covered += [root, *render.referenced(root)]
+        values = render.values_beside(root)
+        covered += [root, *render.referenced(root), *values]
         if root.resolve() in bases:
             continue  # a base of an overlay of this run: read through the overlay
         _render_one(root, deployments, skipped, sink, references)
+        for file in values:  # Helm values beside the chart: one more release each
+            _render_one(root, deployments, skipped, sink, references, file)
     return covered
 
 
@@ -553,9 +556,11 @@ def _render_one(
     skipped: list[str],
     sink: list[Problem],
     references: Mapping[str, tuple[str, Mapping[str, Any]]],
+    values: Path | None = None,
 ) -> None:
-    """Render one chart or kustomize root and read the output (or say what to run)."""
-    text, problem = render.render(root)
+    """Render one chart or kustomize root (a chart with ``values``: a values file beside
+    it) and read the output (or say what to run)."""
+    text, problem = render.render(root, values)
     kind = "helm-chart" if render.is_chart(root) else "kustomize"
     if problem is not None:
         deployments.append(
@@ -563,6 +568,8 @@ def _render_one(
         )
         return
     file = str(root / "Chart.yaml") if render.is_chart(root) else str(render.kustomization(root))
+    if values is not None:
+        file = str(values)
     try:
         found = _read(text or "", file, root, sink, references)
     except KvalignError as exc:
