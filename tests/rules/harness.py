@@ -9,7 +9,10 @@ TP 8 / 16.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from kvalign.audit import AuditReport, run_audit
 from kvalign.deploy import read_paths, read_text
@@ -30,6 +33,32 @@ def audit_own(prefill: str, decode: str, extra: str = "") -> AuditReport:
     deployment = read_text(own(prefill, decode, extra), "x.yaml")
     assert deployment is not None
     return run_audit([deployment])
+
+
+#: one case: the prefill pool's body, the decode pool's body, extra top-level YAML.
+Case = tuple[str, str, str]
+POOLS = ("prefill", "decode", "extra")
+
+
+def fires(rule: str, cases: list[Case]) -> Callable[[str, str, str], None]:
+    """A test, parametrized over ``cases``, that ``rule`` is among the findings of each."""
+
+    @pytest.mark.parametrize(POOLS, cases)
+    def test(prefill: str, decode: str, extra: str) -> None:
+        assert rule in {f.rule for f in audit_own(prefill, decode, extra).findings}
+
+    return test
+
+
+def quiet(cases: list[Case]) -> Callable[[str, str, str], None]:
+    """A test, parametrized over ``cases``, that no rule at all fires on each (the
+    matching side of a rule)."""
+
+    @pytest.mark.parametrize(POOLS, cases)
+    def test(prefill: str, decode: str, extra: str) -> None:
+        assert audit_own(prefill, decode, extra).findings == ()
+
+    return test
 
 
 def audit(*paths: str | Path, pair_by: str = "label") -> AuditReport:

@@ -7,22 +7,17 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
-
 from kvalign.rules import kva002
 from kvalign.rules.base import GroupResult
-from tests.rules.harness import audit_own
+from tests.rules.harness import audit_own, fires
 
-
-@pytest.mark.parametrize(
-    ("prefill", "decode", "extra"),
+test_kva002_fires = fires(
+    "KVA002",
     [
         # TP 4 = 400 tokens vs TP 1 = 800: drift (KVA001) and ratio 2 (KVA002)
         ("tp: 4", "tp: 1", ""),
     ],
 )  # fmt: skip
-def test_kva002_fires(prefill: str, decode: str, extra: str) -> None:
-    assert "KVA002" in {f.rule for f in audit_own(prefill, decode, extra).findings}
 
 
 def test_kva002_is_an_error_on_every_release_and_names_the_old_rejection() -> None:
