@@ -27,7 +27,7 @@ def test_raised_on_the_named_gpu_is_a_warning_that_fail_on_warning_fails() -> No
 
 
 def test_raised_only_on_other_gpu_classes_is_a_warning_too() -> None:
-    # issue 18: without --gpu, 2096 is kept on A100 but raised to 8,384 on H100/H200/B200;
+    # without --gpu, 2096 is kept on A100 but raised to 8,384 on H100/H200/B200;
     # that is a warning as audit's KVA004 (formerly "PASS with a note" that never gated)
     result = runner.invoke(app, QWEN)
     assert result.exit_code == 0
