@@ -23,8 +23,8 @@ from typer.testing import CliRunner
 
 from kvalign.cli import app
 
-CORPUS = Path(__file__).parent / "deploy_corpus"
-EXAMPLES = Path(__file__).resolve().parents[1] / "configs" / "deployments"
+CORPUS = Path(__file__).resolve().parents[1] / "deploy_corpus"
+EXAMPLES = Path(__file__).resolve().parents[2] / "configs" / "deployments"
 runner = CliRunner()
 
 
