@@ -22,7 +22,7 @@ MAX_FILES = 200
 # a list entry: ``- path`` / ``- "path"`` (resources, bases, components, …)
 _ENTRY = re.compile(r"^[ \t]*-[ \t]*['\"]?([^'\"#\s]+)", re.MULTILINE)
 # a Helm chart repository of ``helmCharts`` (``repo: https://…``)
-_REPO = re.compile(r"^[ \t]*-?[ \t]*repo:[ \t]*['\"]?([^'\"#\s]+)", re.MULTILINE)
+_REPO = re.compile(r"^[ \t]*(?:-[ \t]*)?repo:[ \t]*['\"]?([^'\"#\s]+)", re.MULTILINE)
 # what kustomize takes for a remote target: a scheme, ``git@host:``, or ``host.tld/…``
 _REMOTE = re.compile(r"\A(?:[A-Za-z][A-Za-z0-9+.-]*://|git@|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+/)")
 
