@@ -831,6 +831,39 @@ def is_sm100(profile: Profile, gpu: Gpu | None) -> bool:
     return cap == (10, 0) if profile.blackwell_hd256_exact else cap[0] == 10
 
 
+def resolve_pipeline_stages(
+    geometry: ModelGeometry, settings: Settings, profile: Profile, trail: _Trail
+) -> None:
+    """Record ``--pipeline-parallel-size`` and where the release aligns each stage.
+
+    From vLLM 0.20 the alignment runs per stage, on the layers the stage built
+    (``Platform.update_block_size_for_backend``); before, once on the model config. The
+    stages themselves are :func:`kvalign.alignment.pp_stages`. A model whose config names
+    no per-layer pattern cannot be split: said in the notes.
+
+    Raises:
+        InvalidSettings: a pipeline size below 1, or a layer partition without PP.
+    """
+    pp = settings.pipeline_parallel_size
+    if pp < 1:
+        raise InvalidSettings(f"--pipeline-parallel-size must be >= 1, got {pp}")
+    if pp == 1:
+        if settings.pp_layer_partition is not None:
+            raise InvalidSettings("--pp-layer-partition needs --pipeline-parallel-size > 1")
+        return
+    site = (
+        "each stage aligns on the layers it owns (Platform.update_block_size_for_backend)"
+        if profile.alignment_site == "platform"
+        else "aligned once on the model config (HybridAttentionMambaModelConfig)"
+    )
+    trail.add("pipeline_parallel_size", str(pp), f"--pipeline-parallel-size {pp}: {site}")
+    if geometry.is_hybrid and not geometry.layer_kinds:
+        trail.notes.append(
+            f"--pipeline-parallel-size {pp}: the config names no per-layer pattern, so the "
+            "stages' layers are unknown; each stage is assumed to own an attention layer"
+        )
+
+
 def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineConfig:
     """Resolve ``settings`` for ``geometry`` once, as ``vllm serve`` would.
 
@@ -874,6 +907,7 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
     if settings.max_model_len is not None:
         trail.add("max_model_len", str(settings.max_model_len), "--max-model-len")
     hybrid_alignment = resolve_hybrid_alignment(geometry, profile, gpu, trail)
+    resolve_pipeline_stages(geometry, settings, profile, trail)
     return EngineConfig(
         settings=settings,
         profile=profile,

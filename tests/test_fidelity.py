@@ -238,3 +238,86 @@ def test_0_19_1_nemotron_h_ssm_dtype_follows_transformers(
     rank = _rank(load_model("nvidia/Nemotron-H-56B-Base-8K"), settings, 1)
     assert rank.block_size == block
     assert rank.mamba_state_dtypes[1] == ("float32" if transformers is None else "float16")
+
+
+# ---- pipeline parallelism (issue 16 class 4) ------------------------------------------
+GOLDEN = Path(__file__).parent / "golden"
+#: releases measured by tests/golden/build_pp_vectors.py (pp-X.Y.Z.jsonl)
+PP_RELEASES = ("0.19.1", "0.20.0", "0.27.1", "0.33.0")
+
+
+def _pp_vectors() -> list[tuple[str, dict[str, object]]]:
+    return [
+        (release, json.loads(line))
+        for release in PP_RELEASES
+        for line in (GOLDEN / f"pp-{release}.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+
+
+@pytest.mark.parametrize(("release", "vector"), _pp_vectors())
+def test_pp_stages_match_the_measured_release(release: str, vector: dict) -> None:
+    # measured: each stage's layers from the release's get_pp_indices, its block from the
+    # release's Platform.update_block_size_for_backend on that stage's layers
+    settings = Settings(
+        vllm_version=release,
+        pipeline_parallel_size=vector["pp"],
+        enable_prefix_caching=vector["enable_prefix_caching"],
+        attention_backend="FLASH_ATTN",
+    )
+    rank = _rank(load_model(str(vector["model"])), settings, int(vector["tp"]))
+    measured = vector["stages"]
+    assert [[s.start, s.end] for s in rank.pp_stages] == [m["layers"] for m in measured]
+    assert [s.attention_layers > 0 for s in rank.pp_stages] == [m["attention"] for m in measured]
+    if vector["resolved_prefix_caching"]:
+        # the stage's Mamba group takes its block (cache mode align): what must agree
+        assert [s.block_size for s in rank.pp_stages] == [m["mamba_block_size"] for m in measured]
+    elif release != "0.19.1":
+        # 0.19.1 resets every hybrid stage to 16 in update_block_size_for_backend and
+        # restores the hook's block when page sizes are unified (kvalign.vllm_probe.releases)
+        assert [s.block_size for s in rank.pp_stages] == [m["block_size"] for m in measured]
+
+
+def test_pp_stage_without_attention_keeps_16_and_fails_with_prefix_caching() -> None:
+    # the measured 0.33.0 vector (pp-0.33.0.jsonl, PP 6): layers 44-51 of Nemotron-3-Nano
+    # are Mamba/MoE only, that stage keeps 16 while the others align to 2096; with prefix
+    # caching start-up fails (vllm issue 51752)
+    geometry = load_model(NANO)
+    rank = _rank(geometry, Settings(pipeline_parallel_size=6, enable_prefix_caching=True), 1)
+    last = rank.pp_stages[-1]
+    assert (last.rank, last.start, last.end, last.attention_layers) == (5, 44, 52, 0)
+    assert last.block_size == 16 and not last.aligned
+    assert not rank.usable and "stage 5" in rank.problem and "51752" in rank.problem
+    # prefix caching off: the stages boot (Mamba pages are padded when grouped)
+    off = _rank(geometry, Settings(pipeline_parallel_size=6, enable_prefix_caching=False), 1)
+    assert off.usable and off.pp_stages[-1].block_size == 16
+    # the user's block as large as the aligned one: every stage agrees
+    fixed = _rank(geometry, Settings(pipeline_parallel_size=6, block_size=2096), 1)
+    assert fixed.usable and {s.block_size for s in fixed.pp_stages} == {2096}
+
+
+def test_pp_layer_partition_moves_an_attention_layer_onto_the_stage() -> None:
+    # VLLM_PP_LAYER_PARTITION (get_pp_indices): 8 layers for each of the first five stages
+    # and 12 for the last puts layer 42 (an attention layer: pattern index of the last '*'
+    # in hybrid_override_pattern) on stage 5
+    geometry = load_model(NANO)
+    assert geometry.layer_kinds[42] == "attention"
+    assert "attention" not in geometry.layer_kinds[43:]
+    settings = Settings(pipeline_parallel_size=6, pp_layer_partition="8,8,8,8,8,12")
+    rank = _rank(geometry, settings, 1)
+    assert [(s.start, s.end) for s in rank.pp_stages][-1] == (40, 52)
+    assert rank.usable and {s.block_size for s in rank.pp_stages} == {2096}
+    with pytest.raises(InvalidSettings, match="sums to 51"):
+        _rank(geometry, Settings(pipeline_parallel_size=6, pp_layer_partition="8,8,8,8,8,11"), 1)
+
+
+def test_pp_check_reports_the_stage_in_json_and_exits_1() -> None:
+    done = runner.invoke(
+        app, ["check", NANO, "--pipeline-parallel-size", "6", "--enable-prefix-caching",
+              "--format", "json"],
+    )  # fmt: skip
+    assert done.exit_code == 1, done.output
+    data = json.loads(done.stdout)
+    stages = data["deployments"][0]["pp_stages"]
+    assert stages[-1]["layers"] == [44, 52] and stages[-1]["block_size"] == 16
+    assert "stage 5" in stages[-1]["problem"]
+    assert data["settings"]["pipeline_parallel_size"] == 6
