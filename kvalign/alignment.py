@@ -477,6 +477,16 @@ class RankResult:
         """Why the TP is unusable (``""`` when usable)."""
         return self.reason or self.load_error
 
+    @property
+    def stage_block_problem(self) -> bool:
+        """The TP is unusable only because a pipeline stage keeps its block size
+        (:func:`pp_stages`): a ``--block-size`` at least the aligned block fixes it."""
+        return (
+            self.valid
+            and bool(self.load_error)
+            and any(stage.problem == self.load_error for stage in self.pp_stages)
+        )
+
     def logical(self, alignment: str) -> int | None:
         """Logical block size under ``alignment`` (``vllm`` or ``tp-stable``)."""
         return self.tp_stable_block_size if alignment == "tp-stable" else self.block_size

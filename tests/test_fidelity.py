@@ -321,3 +321,33 @@ def test_pp_check_reports_the_stage_in_json_and_exits_1() -> None:
     assert stages[-1]["layers"] == [44, 52] and stages[-1]["block_size"] == 16
     assert "stage 5" in stages[-1]["problem"]
     assert data["settings"]["pipeline_parallel_size"] == 6
+
+
+def test_pp_audit_reads_the_flag_and_the_partition(tmp_path: Path) -> None:
+    # audit reads --pipeline-parallel-size and VLLM_PP_LAYER_PARTITION (settings_from_args)
+    script = tmp_path / "serve.sh"
+    line = f"vllm serve {NANO} --pipeline-parallel-size 6 --enable-prefix-caching\n"
+    script.write_text("#!/bin/sh\n" + line, encoding="utf-8")
+    done = runner.invoke(app, ["audit", str(tmp_path)])
+    assert done.exit_code == 1, done.output
+    assert "pipeline stage 5 (layers 44-51)" in done.output
+    assert "fix: --block-size 2096" in done.output
+    script.write_text("#!/bin/sh\nVLLM_PP_LAYER_PARTITION=8,8,8,8,8,12 " + line, "utf-8")
+    done = runner.invoke(app, ["audit", str(tmp_path)])
+    assert done.exit_code == 0, done.output
+
+
+def test_pp_explain_names_where_the_stages_align() -> None:
+    done = runner.invoke(app, ["explain", NANO, "--tp", "1", "-pp", "6"])
+    assert done.exit_code == 0, done.output
+    assert "each stage aligns on the layers it owns" in done.output
+
+
+def test_pp_json_matches_the_check_schema() -> None:
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+    schema = json.loads((Path(__file__).parents[1] / "kvalign/schemas/check.json").read_text())
+    done = runner.invoke(app, ["check", NANO, "-pp", "6", "--format", "json"])
+    document = json.loads(done.stdout)
+    Draft202012Validator(schema).validate(document)
+    assert document["deployments"][0]["pp_stages"][-1]["aligned"] is False
