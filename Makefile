@@ -75,13 +75,21 @@ tests/golden/pp-%.jsonl: tests/golden/build_pp_vectors.py kvalign/vllm_probe/*.p
 	VLLM_PLUGINS="" VLLM_LOGGING_LEVEL=ERROR HF_HUB_OFFLINE=1 PYTHONPATH=$(VLLM_ENV)/$* \
 		$(VLLM_ENV)/venv/bin/python tests/golden/build_pp_vectors.py --out $@.tmp && mv $@.tmp $@
 
-verify-releases:  ## rebuild tests/golden/vllm-X.Y.Z.jsonl, fidelity-X.Y.Z.jsonl and pp-X.Y.Z.jsonl with each release's own code (make -j2 ok)
+# KV-cache groups (build_group_vectors.py)
+GROUP_RELEASES ?= 0.20.0 0.27.1 0.33.0
+
+tests/golden/groups-%.jsonl: tests/golden/build_group_vectors.py kvalign/vllm_probe/*.py
+	VLLM_PLUGINS="" VLLM_LOGGING_LEVEL=ERROR HF_HUB_OFFLINE=1 PYTHONPATH=$(VLLM_ENV)/$* \
+		$(VLLM_ENV)/venv/bin/python tests/golden/build_group_vectors.py --out $@.tmp && mv $@.tmp $@
+
+verify-releases:  ## rebuild tests/golden/vllm-X.Y.Z.jsonl, fidelity-X.Y.Z.jsonl, pp-X.Y.Z.jsonl and groups-X.Y.Z.jsonl with each release's own code (make -j2 ok)
 	@test -x $(VLLM_ENV)/venv/bin/python || { echo "no $(VLLM_ENV): run ../shared/tools/vllm-release-env.sh $(VLLM_ENV) $(VLLM_RELEASES)"; exit 2; }
 	$(VLLM_ENV)/venv/bin/python -m pip install --quiet --no-deps -e .
 	$(MAKE) $(foreach v,$(VLLM_RELEASES),tests/golden/vllm-$(v).jsonl)
 	$(MAKE) $(foreach v,$(FIDELITY_RELEASES),tests/golden/fidelity-$(v).jsonl) \
 		tests/golden/fidelity-0.19.1-transformers-4.57.6.jsonl
 	$(MAKE) $(foreach v,$(PP_RELEASES),tests/golden/pp-$(v).jsonl)
+	$(MAKE) $(foreach v,$(GROUP_RELEASES),tests/golden/groups-$(v).jsonl)
 
 DISAGREEMENTS ?= /work/notes/release-disagreements.md
 release-disagreements: $(STAMP)  ## kvalign vs every release's vectors, per field (also written to $(DISAGREEMENTS))

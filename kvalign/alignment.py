@@ -424,6 +424,67 @@ def pp_stages(
 
 
 @dataclass(frozen=True)
+class KvCacheGroup:
+    """One KV-cache group: layers of one kind sharing a block table.
+
+    Attributes:
+        kind: ``attention`` or ``mamba`` (every recurrent-state family).
+        layers: the model's layers in the group (vLLM pads the group to the group size).
+        block_size: the group's block (tokens): the logical block for attention and for
+            Mamba in cache modes ``align`` / ``all``; for Mamba in mode ``none`` vLLM's
+            ``mamba_block_size`` is ``max_model_len`` (``None`` when ``--max-model-len``
+            is not given: the config's context length, which kvalign does not read).
+    """
+
+    kind: str
+    layers: int
+    block_size: int | None
+
+
+def kv_cache_groups(
+    geometry: ModelGeometry, engine: EngineConfig, block: int
+) -> tuple[KvCacheGroup, ...]:
+    """The KV-cache groups of a hybrid model and each group's block size.
+
+    Mirrors ``vllm/v1/core/kv_cache_planning.py`` ``_get_kv_cache_groups_uniform_page_size``
+    (read in 0.33.0; the same rule in ``kv_cache_utils.py`` of earlier releases): layers
+    are bucketed by spec (attention, Mamba; in layer order of first appearance), the
+    group size is the smallest bucket (the largest when it is under 1.5 × the
+    smallest), and each bucket splits into ``n = ceil(len / group size)`` groups, group
+    ``i`` taking the bucket's layers ``i, i + n, ...``. E.g.
+    Jamba-tiny-dev (1 attention, 7 Mamba layers) has 8 groups (vLLM PR 45575). The Mamba
+    groups' block is ``mamba_block_size``: the block in cache mode ``align`` (and the
+    chunk-aligned block in ``all``), ``max_model_len`` in mode ``none``.
+
+    Args:
+        geometry: the model (:attr:`~kvalign.geometry.ModelGeometry.layer_kinds`).
+        engine: the resolved pool (Mamba cache mode, ``--max-model-len``).
+        block: the logical block size (tokens) at this TP.
+    """
+    kinds = geometry.layer_kinds
+    if not kinds or not geometry.is_hybrid:
+        return ()
+    buckets: dict[str, int] = {}
+    for kind in kinds:
+        if kind in ("attention", "both"):
+            buckets["attention"] = buckets.get("attention", 0) + 1
+        if kind in ("state", "both"):
+            buckets["mamba"] = buckets.get("mamba", 0) + 1
+    if not buckets:
+        return ()
+    smallest, largest = min(buckets.values()), max(buckets.values())
+    size = largest if largest < smallest * 1.5 else smallest
+    mamba_block = engine.max_model_len if engine.mamba_cache_mode == "none" else block
+    groups = []
+    for name, count in buckets.items():
+        num_groups = cdiv(count, size)
+        for index in range(num_groups):  # group i takes layers i, i + n, i + 2n, ...
+            layers = len(range(index, count, num_groups))
+            groups.append(KvCacheGroup(name, layers, block if name == "attention" else mamba_block))
+    return tuple(groups)
+
+
+@dataclass(frozen=True)
 class RankResult:
     """Everything kvalign predicts for one model at one TP size.
 
@@ -432,6 +493,8 @@ class RankResult:
 
     ``valid`` is vLLM's configuration-time verdict (attention heads and state dimensions
     divide by TP: what ``VllmConfig`` checks, and what the golden vectors record).
+    ``kv_cache_groups``: the KV-cache groups the hybrid allocator forms
+    (:func:`kv_cache_groups`), ``()`` when the layer pattern is unknown.
     ``pp_stages``: one :class:`StageResult` per pipeline stage with
     ``--pipeline-parallel-size`` > 1 (and a known layer pattern), else ``()``.
     ``load_error`` is set when the configuration passes but a layer would refuse to load
@@ -466,6 +529,7 @@ class RankResult:
     profile: str = ""
     prefix_caching: bool = True
     pp_stages: tuple[StageResult, ...] = ()
+    kv_cache_groups: tuple[KvCacheGroup, ...] = ()
 
     @property
     def usable(self) -> bool:
@@ -676,6 +740,7 @@ def analyze_rank(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> Rank
     if not load_error:
         common["load_error"] = _speculative_rows_problem(geometry, engine, tp, block * a)
     stages = pp_stages(geometry, engine, block)
+    common["kv_cache_groups"] = kv_cache_groups(geometry, engine, block)
     if not common["load_error"]:
         common["load_error"] = next((st.problem for st in stages if st.problem), "")
     return RankResult(

@@ -320,6 +320,29 @@ def _kernel_step(rank: RankResult, split: bool) -> Step:
     )
 
 
+def _group_steps(rank: RankResult) -> list[Step]:
+    """The KV-cache groups (:func:`kvalign.alignment.kv_cache_groups`) as one step."""
+    groups = rank.kv_cache_groups
+    if not groups:
+        return []
+    parts = [
+        f"{g.kind} {g.layers} layers, block "
+        + (str(g.block_size) if g.block_size is not None else "max_model_len")
+        for g in groups
+    ]
+    return [
+        Step(
+            "kv_cache_groups",
+            "KV-cache groups",
+            len(groups),
+            "",
+            "; ".join(parts),
+            ("layers = the config's per-layer pattern",),
+            "vllm/v1/core/kv_cache_planning.py _get_kv_cache_groups_uniform_page_size",
+        )
+    ]
+
+
 def _stage_steps(rank: RankResult) -> list[Step]:
     """One step per pipeline stage (``--pipeline-parallel-size`` > 1): its layers and the
     block it ends with (:func:`kvalign.alignment.pp_stages`)."""
@@ -369,6 +392,7 @@ def explain(geometry: ModelGeometry, settings: Settings, tp: int) -> Explanation
         steps += _state_steps(geometry, rank)
     if rank.derivation is not None:
         steps += _alignment_steps(geometry, engine, rank)
+        steps += _group_steps(rank) + _stage_steps(rank)
         steps.append(_kernel_step(rank, engine.profile.kernel_block_split))
         pad = rank.mamba_page_size_padded
         if pad is not None and rank.mamba_page_bytes:
@@ -390,5 +414,4 @@ def explain(geometry: ModelGeometry, settings: Settings, tp: int) -> Explanation
                  f"{rank.block_size} (no Mamba state: no hybrid alignment)")
         )  # fmt: skip
         steps.append(_kernel_step(rank, engine.profile.kernel_block_split))
-    steps += _stage_steps(rank)
     return Explanation(geometry, settings, tp, engine, rank, tuple(steps), economics(rank, engine))

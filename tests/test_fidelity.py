@@ -351,3 +351,67 @@ def test_pp_json_matches_the_check_schema() -> None:
     document = json.loads(done.stdout)
     Draft202012Validator(schema).validate(document)
     assert document["deployments"][0]["pp_stages"][-1]["aligned"] is False
+
+
+# ---- KV-cache groups (issue 16 class 10) -----------------------------------------------
+GROUP_RELEASES = ("0.20.0", "0.27.1", "0.33.0")
+
+
+def _group_vectors() -> list[tuple[str, dict[str, object]]]:
+    return [
+        (release, json.loads(line))
+        for release in GROUP_RELEASES
+        for line in (GOLDEN / f"groups-{release}.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+
+
+@pytest.mark.parametrize(("release", "vector"), _group_vectors())
+def test_kv_cache_groups_match_the_measured_release(release: str, vector: dict) -> None:
+    # measured: the release's own _get_kv_cache_groups_uniform_page_size over one spec
+    # per layer (tests/golden/build_group_vectors.py), default flags, FLASH_ATTN, TP 1
+    settings = Settings(vllm_version=release, attention_backend="FLASH_ATTN")
+    mamba = {g["block_size"] for g in vector["groups"] if g["kind"] == "mamba"}
+    if vector["mamba_cache_mode"] == "none":
+        # mode none: the Mamba groups' block is max_model_len, which vLLM takes from the
+        # config's context length when --max-model-len is not given (kvalign does not read
+        # it): pass it as the flag
+        settings = Settings(vllm_version=release, attention_backend="FLASH_ATTN",
+                            max_model_len=mamba.pop())  # fmt: skip
+    rank = _rank(load_model(str(vector["model"])), settings, 1)
+    assert rank.block_size == vector["block_size"]
+    got = [(g.kind, g.layers, g.block_size) for g in rank.kv_cache_groups]
+    assert got == [(g["kind"], g["layers"], g["block_size"]) for g in vector["groups"]]
+
+
+def test_jamba_like_one_attention_seven_mamba_layers_make_8_groups() -> None:
+    # vLLM PR 45575: Jamba-tiny-dev at TP 1 has 8 KV-cache groups (1 attention + 7 Mamba
+    # layers: group size 1, kv_cache_planning._get_kv_cache_groups_uniform_page_size);
+    # every group takes the logical block in cache mode align
+    from dataclasses import replace
+
+    from kvalign.alignment import kv_cache_groups
+
+    geometry = load_model(NANO)
+    engine = create_engine_config(geometry, Settings())
+    jamba_like = replace(geometry, layer_kinds=("state",) * 4 + ("attention",) + ("state",) * 3)
+    groups = kv_cache_groups(jamba_like, engine, 144)
+    assert [(g.kind, g.layers, g.block_size) for g in groups] == (
+        [("mamba", 1, 144)] * 7 + [("attention", 1, 144)]
+    )
+    # prefix caching off (mode none): the Mamba groups' block is max_model_len
+    off = create_engine_config(geometry, Settings(enable_prefix_caching=False, max_model_len=8192))
+    assert {g.block_size for g in kv_cache_groups(jamba_like, off, 144) if g.kind == "mamba"} == {
+        8192
+    }
+
+
+def test_kv_cache_groups_in_check_json_and_explain() -> None:
+    # groups-0.33.0.jsonl: Nemotron-3-Nano at TP 1, 4 Mamba groups (6/6/6/5 of 23 layers)
+    # and 1 attention group (6 layers), every block 2096
+    done = runner.invoke(app, ["check", NANO, "--format", "json"])
+    groups = json.loads(done.stdout)["deployments"][0]["kv_cache_groups"]
+    assert [(g["kind"], g["layers"], g["block_size"]) for g in groups] == (
+        [("mamba", 6, 2096)] * 3 + [("mamba", 5, 2096), ("attention", 6, 2096)]
+    )
+    done = runner.invoke(app, ["explain", NANO, "--tp", "1"])
+    assert "KV-cache groups: 5" in done.output

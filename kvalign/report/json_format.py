@@ -28,6 +28,11 @@ def _pct(value: float | None) -> float | None:
 
 def _deployment(role: str, rank: RankResult) -> dict[str, Any]:
     data = _deployment_fields(role, rank)
+    if rank.kv_cache_groups:  # hybrids whose config names the per-layer pattern
+        data["kv_cache_groups"] = [
+            {"kind": group.kind, "layers": group.layers, "block_size": group.block_size}
+            for group in rank.kv_cache_groups
+        ]
     if rank.pp_stages:  # only with --pipeline-parallel-size > 1
         data["pp_stages"] = [
             {
