@@ -240,8 +240,8 @@ def test_0_19_1_nemotron_h_ssm_dtype_follows_transformers(
     assert rank.mamba_state_dtypes[1] == ("float32" if transformers is None else "float16")
 
 
-# ---- pipeline parallelism (issue 16 class 4) ------------------------------------------
-GOLDEN = Path(__file__).parent / "golden"
+# ---- pipeline parallelism ----------------------------------------------------------------
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 #: releases measured by tests/golden/build_pp_vectors.py (pp-X.Y.Z.jsonl)
 PP_RELEASES = ("0.19.1", "0.20.0", "0.27.1", "0.33.0")
 
@@ -346,14 +346,14 @@ def test_pp_explain_names_where_the_stages_align() -> None:
 def test_pp_json_matches_the_check_schema() -> None:
     from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-    schema = json.loads((Path(__file__).parents[1] / "kvalign/schemas/check.json").read_text())
+    schema = json.loads((Path(__file__).resolve().parents[2] / "kvalign/schemas/check.json").read_text())
     done = runner.invoke(app, ["check", NANO, "-pp", "6", "--format", "json"])
     document = json.loads(done.stdout)
     Draft202012Validator(schema).validate(document)
     assert document["deployments"][0]["pp_stages"][-1]["aligned"] is False
 
 
-# ---- KV-cache groups (issue 16 class 10) -----------------------------------------------
+# ---- KV-cache groups -------------------------------------------------------------------
 GROUP_RELEASES = ("0.20.0", "0.27.1", "0.33.0")
 
 
