@@ -346,7 +346,9 @@ def test_pp_explain_names_where_the_stages_align() -> None:
 def test_pp_json_matches_the_check_schema() -> None:
     from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-    schema = json.loads((Path(__file__).resolve().parents[2] / "kvalign/schemas/check.json").read_text())
+    schema = json.loads(
+        (Path(__file__).resolve().parents[2] / "kvalign/schemas/check.json").read_text()
+    )
     done = runner.invoke(app, ["check", NANO, "-pp", "6", "--format", "json"])
     document = json.loads(done.stdout)
     Draft202012Validator(schema).validate(document)
