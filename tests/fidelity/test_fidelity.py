@@ -417,3 +417,25 @@ def test_kv_cache_groups_in_check_json_and_explain() -> None:
     )
     done = runner.invoke(app, ["explain", NANO, "--tp", "1"])
     assert "KV-cache groups: 5" in done.output
+
+
+# ---- 0.33's own vllm serve parser ------------------------------------------------------
+def test_0_33_serve_parser_choices_are_what_kvalign_accepts() -> None:
+    # measured: tests/golden/serve-parser-0.33.0.json (build_parser_vectors.py runs the
+    # release's make_arg_parser): --mamba-cache-mode takes align/none, refuses all (exit 2)
+    parser = json.loads((GOLDEN / "serve-parser-0.33.0.json").read_text(encoding="utf-8"))
+    flags = parser["flags"]
+    profile = resolve("0.33.0").profile
+    assert sorted(profile.mamba_cache_modes) == flags["--mamba-cache-mode"]["choices"]
+    assert sorted(profile.mamba_dtypes) == flags["--mamba-cache-dtype"]["choices"]
+    assert sorted(profile.mamba_dtypes) == flags["--mamba-ssm-cache-dtype"]["choices"]
+    geometry = load_model(NANO)
+    for probe in parser["probes"]:
+        if probe["argv"][0] != "--mamba-cache-mode":
+            continue
+        settings = Settings(vllm_version="0.33.0", mamba_cache_mode=probe["argv"][1])
+        if probe["accepted"]:
+            create_engine_config(geometry, settings)
+        else:
+            with pytest.raises(InvalidSettings, match="accepts only"):
+                create_engine_config(geometry, settings)
