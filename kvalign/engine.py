@@ -634,6 +634,10 @@ def resolve_attention(
         large_pages=profile.flashinfer_large_pages,
         mla_blackwell=profile.mla_blackwell_backend,
     )
+    if backend.name == "CPU_ATTN" and backend.multiple_of != profile.cpu_attn_kernel_multiple:
+        backend = replace(backend, multiple_of=profile.cpu_attn_kernel_multiple)
+        trail.add("kernel_block_sizes", f"multiples of {profile.cpu_attn_kernel_multiple}",
+                  f"vLLM {profile.name}: CPU_ATTN get_supported_kernel_block_sizes")  # fmt: skip
     if _fa4_hd256(profile, backend, gpu, attention, kv_dtype):
         backend = Backend("FLASH_ATTN", sizes=(FA4_HD256_PAGE,), preferred=FA4_HD256_PAGE)
         trail.add("kernel_block_sizes", str(FA4_HD256_PAGE),

@@ -132,6 +132,11 @@ class Profile:
             config), or ``none`` (``MultipleOf(16)``).
         flashinfer_large_pages: FlashInfer advertises 128..1024-token kernel blocks for
             GQA models on Blackwell (from 0.24).
+        cpu_attn_kernel_multiple: ``CPU_ATTN`` kernel blocks are multiples of this
+            (``vllm/v1/attention/backends/cpu_attn.py``
+            ``get_supported_kernel_block_sizes``: ``MultipleOf(16)`` read in 0.21.0, 0.25.0,
+            0.26.0, 0.27.1; ``MultipleOf(32)`` in 0.33.0; 0.28–0.32 not read, 0.29 taken as
+            the first with 32).
         cpu_hybrid_alignment: the CPU platform aligns hybrid block sizes (0.20.0's
             ``CpuPlatform.update_block_size_for_backend`` is a no-op).
         mla_blackwell_backend: the MLA backend chosen first on SM100 when none is named.
@@ -190,6 +195,7 @@ class Profile:
     flash_attn_kernel_sizes: FlashAttnKernelRule = "none"
     flashinfer_large_pages: bool = True
     cpu_hybrid_alignment: bool = True
+    cpu_attn_kernel_multiple: int = 32
     mla_blackwell_backend: str = "FLASHINFER_MLA"
     kv_transfer_disables_hma: bool = False
     prefix_caching_forced_off: PrefixCachingForcedOff = "none"
@@ -324,7 +330,7 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
             "cpu_hybrid_alignment": False,
         },
     ),
-    ("0.21.0", ("0.21.0",), {"cpu_hybrid_alignment": True}),
+    ("0.21.0", ("0.21.0",), {"cpu_hybrid_alignment": True, "cpu_attn_kernel_multiple": 16}),
     (
         "0.22.0",
         ("0.22.0", "0.23.0"),
@@ -354,7 +360,7 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
         ("0.28.0",),
         {"hybrid_prefix_caching_default": True, "mamba_cache_mode_default_all": False},
     ),
-    ("0.29.0", ("0.29.0",), {"fa4_hd256_pages": True}),
+    ("0.29.0", ("0.29.0",), {"fa4_hd256_pages": True, "cpu_attn_kernel_multiple": 32}),
     ("0.30.0", ("0.30.0", "0.31.0"), {"kda_ssm_dtype_flag": True, "replayssm": 2}),
     (
         "0.32.0",

@@ -439,3 +439,16 @@ def test_0_33_serve_parser_choices_are_what_kvalign_accepts() -> None:
         else:
             with pytest.raises(InvalidSettings, match="accepts only"):
                 create_engine_config(geometry, settings)
+
+
+# ---- CPU kernel block per release ------------------------------------------------------
+@pytest.mark.parametrize(("release", "block"), [("0.21.0", 784), ("0.27.1", 784), ("0.33.0", 800)])
+def test_cpu_attn_kernel_multiple_per_release(release: str, block: int) -> None:
+    # vllm/v1/attention/backends/cpu_attn.py get_supported_kernel_block_sizes:
+    # [MultipleOf(16)] in 0.21.0-0.27.1, [MultipleOf(32)] in 0.33.0. With --block-size 16
+    # the alignment unit is max(k_min, 16): 16 gives Qwen3.5-27B at TP 1 the block FLASH_ATTN
+    # (also MultipleOf(16)) gets on CUDA, 784 (measured: vllm-0.27.1.jsonl, H100); 32 gives
+    # 32 * ceil(784 / 32) = 800 (784 tokens needed: 768 < 784)
+    settings = Settings(vllm_version=release, gpu="CPU", block_size=16)
+    rank = _rank(load_model("Qwen/Qwen3.5-27B"), settings, 1)
+    assert rank.block_size == block
