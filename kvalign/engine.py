@@ -786,6 +786,39 @@ def resolve_state_spec_rows(
     return spec_rows
 
 
+#: first release whose default install runs transformers 5 (its range allows 5.5.1+).
+FIRST_TRANSFORMERS_5 = "0.19.0"
+
+
+def transformers_config_error(
+    geometry: ModelGeometry, release: str, choice: TransformersChoice
+) -> str:
+    """Why the release, with its transformers, cannot load the config (``""`` when it can).
+
+    A Nemotron-H config in transformers 5's spelling (``layers_block_type``, no
+    ``hybrid_override_pattern``) under transformers 4: vLLM's own ``NemotronHConfig``
+    (``vllm/transformers_utils/configs/nemotron_h.py``) derives ``layers_block_type``
+    from the pattern and has no setter, so reading the config raises ``AttributeError``
+    (measured: the vectors of 0.14.0, 0.17.0, 0.18.1 and 0.19.1 with transformers 4.57.6
+    record it for Nemotron-3-Ultra and Nemotron-3.5-Lightning).
+    """
+    if not geometry.transformers5_spelling or choice.major >= 5:
+        return ""
+    remote = (
+        "; the repository's remote code (auto_map, --trust-remote-code) could, but kvalign "
+        "never runs it"
+        if geometry.auto_map
+        else " and it names no auto_map remote code either"
+    )
+    return (
+        f"vLLM {release} with transformers {choice.version} cannot load this config: it "
+        "spells layers_block_type without hybrid_override_pattern (transformers 5), and "
+        "vLLM's own NemotronHConfig refuses it (AttributeError: property 'layers_block_type' "
+        f"has no setter){remote}; first release that can: vLLM {FIRST_TRANSFORMERS_5} "
+        "with transformers 5"
+    )
+
+
 def model_config_error(geometry: ModelGeometry, profile: Profile) -> str:
     """Why the release cannot build the model's config at all (``""`` when it can): the
     ``ModelArchConfigConvertor`` of 0.14-0.17 reads ``num_attention_heads``
@@ -907,7 +940,9 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         trail.add("replayssm_ring", str(ring),
                   f"--use-replayssm --replayssm-buffer-len {settings.replayssm_buffer_len} "
                   f"--mamba-backend {settings.mamba_backend or 'triton'}")  # fmt: skip
-    config_error = model_config_error(geometry, profile)
+    config_error = model_config_error(geometry, profile) or transformers_config_error(
+        geometry, chosen.release, _transformers(settings)
+    )
     if settings.max_model_len is not None:
         trail.add("max_model_len", str(settings.max_model_len), "--max-model-len")
     hybrid_alignment = resolve_hybrid_alignment(geometry, profile, gpu, trail)

@@ -90,6 +90,10 @@ class ModelGeometry:
             ``num_hidden_layers``; :data:`LayerKind`), ``()`` when the config does not say.
             Pipeline parallelism splits these layers across stages
             (:func:`kvalign.alignment.pp_partition`).
+        transformers5_spelling: the config spells a field only transformers 5's config
+            class reads (Nemotron-H ``layers_block_type`` without
+            ``hybrid_override_pattern``): releases that run transformers 4 cannot load it.
+        auto_map: the config names remote code (``auto_map``), which kvalign never runs.
     """
 
     model_id: str
@@ -108,6 +112,8 @@ class ModelGeometry:
     ssm_dtype_fallback: bool = False
     checkpoint_kv_cache_dtype: str | None = None
     layer_kinds: tuple[LayerKind, ...] = ()
+    transformers5_spelling: bool = False
+    auto_map: bool = False
 
     @property
     def attention_free(self) -> bool:

@@ -399,6 +399,12 @@ def geometry_from_dict(
         ),
         checkpoint_kv_cache_dtype=checkpoint_kv_cache_dtype(raw.get("quantization_config")),
         layer_kinds=_layer_pattern(text, spec, text_type),
+        transformers5_spelling=(
+            text_type == "nemotron_h"
+            and as_written.raw("layers_block_type") is not None
+            and as_written.raw("hybrid_override_pattern") is None
+        ),
+        auto_map="auto_map" in raw,
     )
 
 

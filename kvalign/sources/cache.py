@@ -118,6 +118,8 @@ def geometry_to_dict(geometry: ModelGeometry) -> dict[str, Any]:
         "ssm_dtype_fallback": geometry.ssm_dtype_fallback,
         "checkpoint_kv_cache_dtype": geometry.checkpoint_kv_cache_dtype,
         "layer_kinds": list(geometry.layer_kinds),
+        "transformers5_spelling": geometry.transformers5_spelling,
+        "auto_map": geometry.auto_map,
     }
 
 
@@ -251,6 +253,8 @@ def geometry_from_json(data: Any) -> ModelGeometry:
             ssm_dtype_fallback=bool(data["ssm_dtype_fallback"]),
             checkpoint_kv_cache_dtype=_opt_str(data["checkpoint_kv_cache_dtype"]),
             layer_kinds=layer_kinds,
+            transformers5_spelling=bool(data.get("transformers5_spelling", False)),
+            auto_map=bool(data.get("auto_map", False)),
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"corrupt entry ({type(exc).__name__})") from None

@@ -452,3 +452,51 @@ def test_cpu_attn_kernel_multiple_per_release(release: str, block: int) -> None:
     settings = Settings(vllm_version=release, gpu="CPU", block_size=16)
     rank = _rank(load_model("Qwen/Qwen3.5-27B"), settings, 1)
     assert rank.block_size == block
+
+
+# ---- transformers cannot load the config -----------------------------------------------
+LIGHTNING = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
+ULTRA = "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"
+
+
+def _not_measured(path: Path, model: str) -> str:
+    for line in path.read_text(encoding="utf-8").splitlines():
+        vector = json.loads(line)
+        if vector["model"] == model and "not_measured" in vector["expected"]:
+            return str(vector["expected"]["not_measured"])
+    return ""
+
+
+@pytest.mark.parametrize(
+    ("vectors", "release", "transformers"),
+    [
+        ("vllm-0.14.0.jsonl", "0.14.0", None),
+        ("vllm-0.17.0.jsonl", "0.17.0", None),
+        ("vllm-0.18.1.jsonl", "0.18.1", None),
+        ("fidelity-0.19.1-transformers-4.57.6.jsonl", "0.19.1", "4.57.6"),
+    ],
+)
+@pytest.mark.parametrize("model", [LIGHTNING, ULTRA])
+def test_transformers_5_spelling_is_refused_where_transformers_4_runs(
+    vectors: str, release: str, transformers: str | None, model: str
+) -> None:
+    # measured: the release's own NemotronHConfig raises AttributeError "property
+    # 'layers_block_type' ... has no setter" for these configs (vectors' not_measured)
+    assert "layers_block_type' of 'NemotronHConfig' object has no setter" in _not_measured(
+        GOLDEN / vectors, model
+    )
+    settings = Settings(vllm_version=release, transformers_version=transformers)
+    rank = _rank(load_model(model), settings, 1)
+    assert not rank.usable
+    assert "cannot load this config" in rank.problem and "vLLM 0.19.0" in rank.problem
+    assert ("auto_map" in rank.problem) and (("never runs it" in rank.problem) == (model == ULTRA))
+
+
+def test_transformers_5_spelling_loads_from_0_19_with_transformers_5() -> None:
+    # measured: fidelity-0.19.1.jsonl (the default install, transformers 5) sizes Lightning
+    # at TP 1 with --enable-prefix-caching on FLASH_ATTN (H100): 2176
+    assert not _not_measured(GOLDEN / "fidelity-0.19.1.jsonl", LIGHTNING)
+    settings = Settings(vllm_version="0.19.1", enable_prefix_caching=True,
+                        attention_backend="FLASH_ATTN", gpu="H100")  # fmt: skip
+    rank = _rank(load_model(LIGHTNING), settings, 1)
+    assert rank.usable and rank.block_size == 2176
