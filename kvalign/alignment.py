@@ -493,6 +493,8 @@ class RankResult:
 
     ``valid`` is vLLM's configuration-time verdict (attention heads and state dimensions
     divide by TP: what ``VllmConfig`` checks, and what the golden vectors record).
+    ``state_family``: the model's state family (``mamba2``, ``gdn``, ...; ``""`` without
+    state layers), for the NIXL support per family.
     ``kv_cache_groups``: the KV-cache groups the hybrid allocator forms
     (:func:`kv_cache_groups`), ``()`` when the layer pattern is unknown.
     ``pp_stages``: one :class:`StageResult` per pipeline stage with
@@ -530,6 +532,7 @@ class RankResult:
     prefix_caching: bool = True
     pp_stages: tuple[StageResult, ...] = ()
     kv_cache_groups: tuple[KvCacheGroup, ...] = ()
+    state_family: str = ""
 
     @property
     def usable(self) -> bool:
@@ -704,6 +707,7 @@ def analyze_rank(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> Rank
         "base_block_size": engine.base_block,
         "profile": engine.profile.name,
         "prefix_caching": engine.prefix_caching,
+        "state_family": geometry.state.family if geometry.state is not None else "",
     }
     if state_page is None or state_page.page_bytes == 0 or not engine.hybrid_alignment:
         # no state, or a platform that does no hybrid alignment (vLLM 0.20.0 on CPU)

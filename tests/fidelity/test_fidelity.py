@@ -500,3 +500,29 @@ def test_transformers_5_spelling_loads_from_0_19_with_transformers_5() -> None:
                         attention_backend="FLASH_ATTN", gpu="H100")  # fmt: skip
     rank = _rank(load_model(LIGHTNING), settings, 1)
     assert rank.usable and rank.block_size == 2176
+
+
+# ---- NIXL P/D support per state family -------------------------------------------------
+@pytest.mark.parametrize(
+    ("release", "model", "works"),
+    [
+        # kv_connector/v1/ssm_conv_transfer_utils.py derive_mamba_conv_split, called by
+        # every NIXL worker of a model with Mamba layers: 0.20.0/0.21.0 raise
+        # NotImplementedError unless mamba_type is mamba2; 0.25.0 and 0.33.0 accept
+        # MAMBA1, MAMBA2 and GDN_ATTN (GDN: vLLM PR 41869)
+        ("0.21.0", "Qwen/Qwen3.5-27B", False),
+        ("0.21.0", FALCON, True),
+        ("0.25.0", "Qwen/Qwen3.5-27B", True),
+        ("0.33.0", "Qwen/Qwen3.5-27B", True),
+    ],
+)
+def test_nixl_state_family_support(release: str, model: str, works: bool) -> None:
+    done = runner.invoke(app, ["check", model, "--vllm-version", release, "--format", "json"])
+    data = json.loads(done.stdout)
+    verdict = data["pairs"][0]["verdict"]
+    if works:
+        assert verdict == "ok", data["pairs"][0]["reason"]
+        return
+    assert verdict == "incompatible"
+    assert "cannot transfer gdn state" in data["pairs"][0]["reason"]
+    assert "upgrade to vLLM 0.25.0" in " ".join(data["fix"]["blockers"])
