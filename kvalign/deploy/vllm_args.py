@@ -499,9 +499,17 @@ def _build(
 #: deployment runs on (the GPU, the vLLM release of its image) and kvalign's own choices
 #: (``--alignment``; the GDN prefill backend, set through vLLM's ``additional_config``,
 #: which kvalign reads only from ``check --gdn-prefill-backend``; the transformers release
-#: the image installed, ``--transformers-version``).
+#: the image installed, ``--transformers-version``; the ``VLLM_PP_LAYER_PARTITION``
+#: environment variable, ``--pp-layer-partition``).
 NOT_SERVE_ARGUMENTS = frozenset(
-    {"gpu", "vllm_version", "alignment", "gdn_prefill_backend", "transformers_version"}
+    {
+        "gpu",
+        "vllm_version",
+        "alignment",
+        "gdn_prefill_backend",
+        "transformers_version",
+        "pp_layer_partition",
+    }
 )
 
 

@@ -246,15 +246,16 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 PP_RELEASES = ("0.19.1", "0.20.0", "0.27.1", "0.33.0")
 
 
-def _pp_vectors() -> list[tuple[str, dict[str, object]]]:
+def _vectors(prefix: str, releases: tuple[str, ...]) -> list[tuple[str, dict[str, object]]]:
+    """(release, vector) of every line of tests/golden/<prefix>-<release>.jsonl."""
     return [
         (release, json.loads(line))
-        for release in PP_RELEASES
-        for line in (GOLDEN / f"pp-{release}.jsonl").read_text(encoding="utf-8").splitlines()
+        for release in releases
+        for line in (GOLDEN / f"{prefix}-{release}.jsonl").read_text(encoding="utf-8").splitlines()
     ]
 
 
-@pytest.mark.parametrize(("release", "vector"), _pp_vectors())
+@pytest.mark.parametrize(("release", "vector"), _vectors("pp", PP_RELEASES))
 def test_pp_stages_match_the_measured_release(release: str, vector: dict) -> None:
     # measured: each stage's layers from the release's get_pp_indices, its block from the
     # release's Platform.update_block_size_for_backend on that stage's layers
@@ -359,15 +360,7 @@ def test_pp_json_matches_the_check_schema() -> None:
 GROUP_RELEASES = ("0.20.0", "0.27.1", "0.33.0")
 
 
-def _group_vectors() -> list[tuple[str, dict[str, object]]]:
-    return [
-        (release, json.loads(line))
-        for release in GROUP_RELEASES
-        for line in (GOLDEN / f"groups-{release}.jsonl").read_text(encoding="utf-8").splitlines()
-    ]
-
-
-@pytest.mark.parametrize(("release", "vector"), _group_vectors())
+@pytest.mark.parametrize(("release", "vector"), _vectors("groups", GROUP_RELEASES))
 def test_kv_cache_groups_match_the_measured_release(release: str, vector: dict) -> None:
     # measured: the release's own _get_kv_cache_groups_uniform_page_size over one spec
     # per layer (tests/golden/build_group_vectors.py), default flags, FLASH_ATTN, TP 1
