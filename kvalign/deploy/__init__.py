@@ -305,15 +305,18 @@ def _mention(text: str) -> tuple[int, str] | None:
     return text.count("\n", 0, match.start()) + 1, match.group(0)
 
 
-def _not_taken(child: Path, text: str, others: list[tuple[Path, str]]) -> Problem | None:
+def _not_taken(
+    child: Path, text: str, others: Mapping[Path, list[tuple[Path, str]]]
+) -> Problem | None:
     """A scanned file no reader takes although it mentions vLLM or a KV connector, as a
     path not read (with the reason); ``None`` when it mentions neither, or another file
     of its folder names it (a ``--config`` or ``LMCACHE_CONFIG_FILE`` file, looked up in
-    the manifest's folder, is read through that file)."""
+    the manifest's folder, is read through that file). ``others``: the scanned files and
+    their texts by folder."""
     found = _mention(text)
     if found is None:
         return None
-    folder = [other for path, other in others if path != child and path.parent == child.parent]
+    folder = [other for path, other in others.get(child.parent, ()) if path != child]
     if any(child.name in other for other in folder):
         return None
     line, words = found
@@ -417,8 +420,11 @@ def read_paths(
                     untaken.append((child, text))
                 else:
                     deployments.append(found)
+            by_folder: dict[Path, list[tuple[Path, str]]] = {}
+            for child, text in texts:  # grouped once: a scan of 10,000 files has many folders
+                by_folder.setdefault(child.parent, []).append((child, text))
             for child, text in untaken:
-                problem = _not_taken(child, text, texts) if _no_reader(child, text) else None
+                problem = _not_taken(child, text, by_folder) if _no_reader(child, text) else None
                 if problem is not None and unread is not None:
                     unread.append(problem)
                 else:
