@@ -81,7 +81,8 @@ def test_kv_heads_are_replicated_when_tp_exceeds_them(tp: int, heads: int) -> No
 
 
 def test_mla_floor_raises_the_unit_but_never_lowers_it() -> None:
-    # Kimi-K3 (MLA + KDA) at TP 1: a = 1,152 B/token, m = 6,512,640 B (tests/test_platforms.py)
+    # Kimi-K3 (MLA + KDA) at TP 1: a = 1,152 B/token, m = 6,512,640 B
+    # (tests/arithmetic/test_platforms.py)
     # → cdiv(6,512,640, 1,152) = 5,654 tokens. vLLM 0.33 platforms/interface.py: the unit is
     # max(smallest kernel block, --block-size), then max(unit, 128) for MLA.
     # --block-size 256: unit 256 → 256 · cdiv(5,654, 256) = 256 · 23 = 5,888

@@ -7,13 +7,13 @@ from typing import Annotated
 import typer
 
 from kvalign.cli.options import (
-    PD_PANEL,
     FailOn,
     FailOnOpt,
     FormatOpt,
     ModelArg,
     ModelSource,
     sizing_options,
+    tp_list_option,
 )
 from kvalign.cli.output import OutputFormat
 from kvalign.cli.sizing import run_pairs
@@ -26,22 +26,10 @@ def check(
     settings: Settings,
     source: ModelSource,
     prefill_tp: Annotated[
-        str,
-        typer.Option(
-            "--prefill-tp",
-            metavar="LIST",
-            rich_help_panel=PD_PANEL,
-            help="Prefill TP size(s), comma-separated.",
-        ),
+        str, tp_list_option("--prefill-tp", "Prefill TP size(s), comma-separated.")
     ] = "1",
     decode_tp: Annotated[
-        str,
-        typer.Option(
-            "--decode-tp",
-            metavar="LIST",
-            rich_help_panel=PD_PANEL,
-            help="Decode TP size(s), comma-separated.",
-        ),
+        str, tp_list_option("--decode-tp", "Decode TP size(s), comma-separated.")
     ] = "1",
     fail_on: FailOnOpt = FailOn.error,
     output_format: FormatOpt = OutputFormat.table,

@@ -7,13 +7,13 @@ from typing import Annotated
 import typer
 
 from kvalign.cli.options import (
-    PD_PANEL,
     FailOn,
     FailOnOpt,
     FormatOpt,
     ModelArg,
     ModelSource,
     sizing_options,
+    tp_list_option,
 )
 from kvalign.cli.output import OutputFormat
 from kvalign.cli.sizing import run_pairs
@@ -26,13 +26,7 @@ def matrix(
     settings: Settings,
     source: ModelSource,
     tp: Annotated[
-        str,
-        typer.Option(
-            "--tp",
-            metavar="LIST",
-            rich_help_panel=PD_PANEL,
-            help="TP sizes for both axes, comma-separated.",
-        ),
+        str, tp_list_option("--tp", "TP sizes for both axes, comma-separated.")
     ] = "1,2,4,8",
     fail_on: FailOnOpt = FailOn.error,
     output_format: FormatOpt = OutputFormat.table,
