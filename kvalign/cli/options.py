@@ -24,7 +24,7 @@ from kvalign.cli.sizing import (
     source_from_flags,
     warn_beyond_newest,
 )
-from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS
+from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP
 
 __all__ = [  # the typer-free names are defined in kvalign.cli.sizing
     "AlignmentChoice", "FailOn", "GdnBackendChoice", "MambaBackendChoice",

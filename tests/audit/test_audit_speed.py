@@ -11,7 +11,7 @@ from kvalign.auditing import AuditRequest, run
 from kvalign.policy import fails
 from kvalign.report.audit.answer import _names_pool, _Naming, failing_pairs
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "configs" / "deployments"
+EXAMPLES = Path(__file__).resolve().parents[2] / "configs" / "deployments"
 
 
 def test_index_names_the_same_pools_as_every_finding_asked(tmp_path: Path) -> None:
