@@ -228,8 +228,10 @@ the reference row (the transformers import alone).
 """
 
 
-#: deployment files issue 18's audit target is stated for.
+#: deployment files issue 18's audit target is stated for, and its bound (CPU seconds):
+#: a run of fewer files is held to the same rate per file.
 TARGET_FILES = 10_000
+AUDIT_TARGET_S = 5.0
 
 
 def closing(figures: list[Figure], bare: Figure, files: int) -> str:
@@ -238,8 +240,9 @@ def closing(figures: list[Figure], bare: Figure, files: int) -> str:
     if files < TARGET_FILES:
         lines.append(
             f"* The audit rows ran {files} files, not the {TARGET_FILES:,} the target is "
-            f"stated for (`--files {TARGET_FILES}`); their verdicts judge {files} files "
-            "against the 5 s bound."
+            f"stated for (`--files {TARGET_FILES}`); their bound is the target's rate, "
+            f"{AUDIT_TARGET_S:g} s × {files}/{TARGET_FILES:,} = "
+            f"{AUDIT_TARGET_S * files / TARGET_FILES:g} s CPU."
         )
     for f in figures:
         if f.target_ratio is not None:
@@ -354,7 +357,7 @@ def main() -> None:
                     audit_argvs(extra),
                     env,
                     audit_runs,
-                    target=5.0,
+                    target=AUDIT_TARGET_S * files / TARGET_FILES,  # the same rate per file
                     ok_codes=(0, 1, 3),
                     before=before,
                 )

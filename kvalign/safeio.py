@@ -23,7 +23,6 @@ import errno
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -253,6 +252,8 @@ def write_output(path: str, text: str, *, option: str = "--output") -> None:
     folder = os.path.dirname(real) or "."
     tmp_name = ""
     try:
+        import tempfile  # only when writing: not on every run's import path
+
         fd, tmp_name = tempfile.mkstemp(prefix=".kvalign-", suffix=".tmp", dir=folder)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -14,6 +13,7 @@ from kvalign.cli.audit import audit
 from kvalign.cli.check import check
 from kvalign.cli.exit import stdout_closed
 from kvalign.cli.explain import explain
+from kvalign.cli.fast import start_run
 from kvalign.cli.matrix import matrix
 from kvalign.cli.models import models
 from kvalign.cli.plan import plan
@@ -50,11 +50,7 @@ def _root(
     ] = False,
 ) -> None:
     """kvalign: hybrid KV-cache block alignment for P/D disaggregated vLLM."""
-    from kvalign import safeio
-    from kvalign.sanitize import guard_stderr
-
-    safeio.forget_inputs()  # --output may not replace what this run reads
-    guard_stderr()  # input strings on stderr: controls escaped, lines bounded
+    start_run()  # forget earlier inputs (--output never replaces one), guard stderr
 
 
 class PanelCommand(TyperCommand):
@@ -98,7 +94,8 @@ for _command in (check, matrix, plan, models, rules, audit, survey, explain, ver
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point.
+    """typer's entry point (:func:`kvalign.cli.fast.main` runs plain check/matrix lines
+    itself and hands every other command line to this).
 
     Usage errors (unknown option, a value out of range) become one line on stderr with
     exit 2, like every other bad input; ``kvalign`` with no arguments prints the help.
@@ -107,9 +104,7 @@ def main(argv: list[str] | None = None) -> None:
 
     args = sys.argv[1:] if argv is None else list(argv)
     try:
-        code = _fast(args)
-        if code is None:
-            code = app(args=args, standalone_mode=False)
+        code = app(args=args, standalone_mode=False)
     except BrokenPipeError:
         try:
             stdout_closed()
@@ -156,23 +151,3 @@ def _no_such_option(exc: Exception, command: str) -> str | None:
     if typed == "--output" and not close:
         hints.append("this command writes to stdout: redirect it (> FILE)")
     return f"No such option: {typed}" + (f" ({'; '.join(hints)})" if hints else "")
-
-
-def _fast(args: list[str]) -> int | None:
-    """Run a plain ``check``/``matrix`` command line without typer's parsing
-    (:mod:`kvalign.cli.fast`); ``None``: typer parses it."""
-    from kvalign.cli.fast import FAST_COMMANDS, parse
-
-    if not args or args[0] not in FAST_COMMANDS:
-        return None
-    commands: dict[str, Callable[..., None]] = {"check": check, "matrix": matrix}
-    command = commands[args[0]]
-    kwargs = parse(command, args[1:])
-    if kwargs is None:
-        return None
-    _root(version=False)  # the app callback, as typer calls it before a command
-    try:
-        command(**kwargs)
-    except typer.Exit as stop:
-        return stop.exit_code
-    return ExitCode.OK

@@ -6,18 +6,17 @@ from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import (
     FailOn,
     FailOnOpt,
     FormatOpt,
     ModelArg,
     ModelSource,
-    parse_tp_list,
     sizing_options,
     tp_list_option,
 )
-from kvalign.cli.output import CHECK, OutputFormat, View
+from kvalign.cli.output import OutputFormat
+from kvalign.cli.sizing import run_pairs
 from kvalign.settings import Settings
 
 
@@ -42,13 +41,13 @@ def check(
     --fail-on), 2 on bad input.
     """
 
-    from kvalign.pd import analyze
-
-    def run() -> int:
-        prefill = parse_tp_list(prefill_tp, "--prefill-tp")
-        decode = parse_tp_list(decode_tp, "--decode-tp")
-        report = analyze(source.load(model), settings, prefill, decode)
-        CHECK.emit(report, output_format, View(fail_on.value))
-        return report.exit_code(fail_on.value)
-
-    raise typer.Exit(guarded(json_on_error(run, output_format)))
+    code = run_pairs(
+        "check",
+        model,
+        settings,
+        source,
+        ((prefill_tp, "--prefill-tp"), (decode_tp, "--decode-tp")),
+        fail_on,
+        output_format,
+    )
+    raise typer.Exit(code)

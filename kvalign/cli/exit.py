@@ -1,5 +1,9 @@
 """Exit codes (:class:`~kvalign.exitcodes.ExitCode`) and the one place typed errors become
-a line on stderr and an exit code."""
+a line on stderr and an exit code.
+
+typer is imported only when an exit is raised, so the fast path
+(:mod:`kvalign.cli.fast`) runs a passing or failing check without loading it.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +13,14 @@ from collections.abc import Callable
 from enum import Enum
 from typing import NoReturn, TypeVar
 
-import typer
-
 from kvalign.errors import KvalignError
 from kvalign.exitcodes import ExitCode
 
 
 def fail(message: str, code: int = ExitCode.USAGE) -> NoReturn:
     """Print ``kvalign: error: message`` (one line) on stderr and exit with ``code``."""
+    import typer
+
     one_line = " ".join(message.split())
     sys.stderr.write(f"kvalign: error: {one_line}\n")
     raise typer.Exit(code)
@@ -25,14 +29,31 @@ def fail(message: str, code: int = ExitCode.USAGE) -> NoReturn:
 T = TypeVar("T")
 
 
-def stdout_closed() -> NoReturn:
-    """The reader of stdout closed the pipe (``| head``): stop quietly with exit 141."""
+def silence_stdout() -> None:
+    """Point stdout at the null device (its reader is gone: later writes and the final
+    flush must not raise again)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
         pass
+
+
+def stdout_closed() -> NoReturn:
+    """The reader of stdout closed the pipe (``| head``): stop quietly with exit 141."""
+    import typer
+
+    silence_stdout()
     raise typer.Exit(ExitCode.BROKEN_PIPE)
+
+
+def exit_code_of(exc: BaseException) -> int | None:
+    """The code of a ``typer.Exit`` (``None`` for anything else), without importing
+    typer: when it is not loaded, nothing can have raised its ``Exit``."""
+    typer = sys.modules.get("typer")
+    if typer is not None and isinstance(exc, typer.Exit):
+        return int(exc.exit_code)
+    return None
 
 
 def guarded(action: Callable[[], T]) -> T:
@@ -41,14 +62,12 @@ def guarded(action: Callable[[], T]) -> T:
         return action()
     except KvalignError as exc:
         fail(str(exc), exc.exit_code)
-    except typer.Exit:
-        raise
     except KeyboardInterrupt:
         fail("interrupted", ExitCode.INTERRUPTED)
     except BrokenPipeError:
         stdout_closed()
     except Exception as exc:  # a bug: no traceback, no locals
-        if os.environ.get("KVALIGN_DEBUG"):
+        if exit_code_of(exc) is not None or os.environ.get("KVALIGN_DEBUG"):
             raise
         if isinstance(exc, OSError) and exc.filename is not None:
             # a path the user named that the OS refuses (ENAMETOOLONG, EACCES, ...)
@@ -70,9 +89,10 @@ def json_on_error(action: Callable[[], int], output_format: Enum) -> Callable[[]
             return action()
         except KvalignError as exc:
             if output_format.value == "json":
+                from kvalign.cli.output import echo
                 from kvalign.report.json_format import error_to_json
 
-                typer.echo(error_to_json(str(exc), exc.exit_code))
+                echo(error_to_json(str(exc), exc.exit_code) + "\n")
             raise
 
     return run

@@ -1,108 +1,215 @@
-"""A fast path for the common ``check`` and ``matrix`` command lines.
+"""The console-script entry point, and a fast path for plain ``check``/``matrix`` lines.
 
-typer coerces every option through a pydantic adapter, and importing pydantic costs more
-than the whole check (warm ``check`` measured at 21-26× a bare interpreter). This module
-reads the command's own typer declarations (the ``Annotated`` options on its signature,
-so there is still one list of options) and parses a plain command line without pydantic:
-``MODEL`` and ``--name value`` / ``--name=value`` / flags, whole numbers within the
-declared bounds, enum values spelled exactly. Anything else (``--help``, a value it would
-have to judge, an unknown or repeated option) returns ``None`` and typer parses as
-before, so every message about a bad command line is still typer's.
+Importing typer (and the pydantic layer and every command module it brings) costs more
+than a whole check. :func:`main` therefore parses the simple, unambiguous command lines
+of ``check`` and ``matrix`` by hand, without importing typer, click or the other
+commands: ``MODEL`` and ``--name value`` / ``--name=value`` / flags, each at most once,
+whole numbers within the declared bounds, enum values spelled exactly. Anything else
+(``--help``, ``--version``, another command, a value typer would have to judge, an
+unknown or repeated option) goes to typer (:func:`kvalign.cli.app.main`), so every
+message about a bad command line is still typer's.
+
+The options are listed here as plain data (:data:`SHARED_OPTIONS`, :data:`COMMANDS`);
+typer's declarations (:mod:`kvalign.cli.options`, the command modules) are the source,
+and tests/test_cli_fast.py checks the two agree option by option.
 """
 
 from __future__ import annotations
 
-import inspect
-import typing
-from collections.abc import Callable
+import sys
 from enum import Enum
-from types import NoneType, UnionType
 from typing import Any
 
+from kvalign.cli.output import OutputFormat
+from kvalign.cli.sizing import (
+    AlignmentChoice,
+    FailOn,
+    GdnBackendChoice,
+    MambaBackendChoice,
+    MambaCacheModeChoice,
+)
+from kvalign.exitcodes import ExitCode
 from kvalign.numbers import is_digits
+from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP
 
+#: how an option's value is read: ``str`` (text not starting with ``-``), ``(low, high)``
+#: (a whole number, ``None`` = unbounded), an ``Enum`` (a member's value as spelled),
+#: or ``True``/``False`` (a flag: the value it sets).
+Kind = Any
+
+#: the ``vllm serve``-named options that build ``Settings``, in typer's order:
+#: ``{parameter: (default, {spelling: kind})}``.
+SETTINGS_OPTIONS: dict[str, tuple[Any, dict[str, Kind]]] = {
+    "dtype": ("auto", {"--dtype": str}),
+    "kv_cache_dtype": ("auto", {"--kv-cache-dtype": str}),
+    "block_size": (None, {"--block-size": (1, MAX_BLOCK_SIZE)}),
+    "enable_prefix_caching": (
+        None,
+        {"--enable-prefix-caching": True, "--no-enable-prefix-caching": False},
+    ),
+    "mamba_cache_dtype": ("auto", {"--mamba-cache-dtype": str}),
+    "mamba_ssm_cache_dtype": ("auto", {"--mamba-ssm-cache-dtype": str}),
+    "num_speculative_tokens": (0, {"--num-speculative-tokens": (0, MAX_SPEC_TOKENS)}),
+    "attention_backend": ("auto", {"--attention-backend": str}),
+    "gpu": (None, {"--gpu": str}),
+    "gdn_prefill_backend": (GdnBackendChoice.auto, {"--gdn-prefill-backend": GdnBackendChoice}),
+    "alignment": (AlignmentChoice.vllm, {"--alignment": AlignmentChoice}),
+    "vllm_version": (None, {"--vllm-version": str}),
+    "mamba_cache_mode": (None, {"--mamba-cache-mode": MambaCacheModeChoice}),
+    "mamba_block_size": (None, {"--mamba-block-size": (1, MAX_BLOCK_SIZE)}),
+    "max_model_len": (None, {"--max-model-len": (1, None)}),
+    "use_replayssm": (False, {"--use-replayssm": True}),
+    "replayssm_buffer_len": (16, {"--replayssm-buffer-len": (1, MAX_BLOCK_SIZE)}),
+    "mamba_backend": (None, {"--mamba-backend": MambaBackendChoice}),
+    "transformers_version": (None, {"--transformers-version": str}),
+    "pipeline_parallel_size": (
+        1,
+        {"--pipeline-parallel-size": (1, MAX_TP), "-pp": (1, MAX_TP)},
+    ),
+    "pp_layer_partition": (None, {"--pp-layer-partition": str}),
+}
+#: how MODEL is loaded (``ModelSource``).
+SOURCE_OPTIONS: dict[str, tuple[Any, dict[str, Kind]]] = {
+    "revision": (None, {"--revision": str}),
+    "trust_remote_code": (False, {"--trust-remote-code": True}),
+    "hf_overrides": (None, {"--hf-overrides": str}),
+    "no_cache": (False, {"--no-cache": True}),
+}
+#: every option ``check`` and ``matrix`` share.
+SHARED_OPTIONS: dict[str, tuple[Any, dict[str, Kind]]] = {
+    "fail_on": (FailOn.error, {"--fail-on": FailOn}),
+    **SETTINGS_OPTIONS,
+    "output_format": (OutputFormat.table, {"--format": OutputFormat}),
+    **SOURCE_OPTIONS,
+}
+#: the commands served: their own options (the TP lists) before the shared ones.
+COMMANDS: dict[str, dict[str, tuple[Any, dict[str, Kind]]]] = {
+    "check": {
+        "prefill_tp": ("1", {"--prefill-tp": str}),
+        "decode_tp": ("1", {"--decode-tp": str}),
+        **SHARED_OPTIONS,
+    },
+    "matrix": {"tp": ("1,2,4,8", {"--tp": str}), **SHARED_OPTIONS},
+}
 #: commands the fast path serves.
-FAST_COMMANDS = ("check", "matrix")
+FAST_COMMANDS = tuple(COMMANDS)
 
 
-def _options(
-    params: typing.Mapping[str, inspect.Parameter],
-) -> tuple[str | None, dict[str, tuple[str, Any, Any]]]:
-    """The command's argument name and ``{option spelling: (parameter, type, info)}``."""
-    argument: str | None = None
-    spelled: dict[str, tuple[str, Any, Any]] = {}
-    for param in params.values():
-        kind, info = typing.get_args(param.annotation)[:2]
-        if type(info).__name__ == "ArgumentInfo":
-            argument = param.name
-            continue
-        decls = [info.default, *info.param_decls] if isinstance(info.default, str) else []
-        for decl in decls:
-            for name in decl.split("/"):
-                spelled[name.strip()] = (param.name, kind, info)
-    return argument, spelled
-
-
-def _plain_type(kind: Any) -> Any:
-    """``int | None`` → ``int``; other unions are not served."""
-    if isinstance(kind, UnionType) or typing.get_origin(kind) is typing.Union:
-        members = [k for k in typing.get_args(kind) if k is not NoneType]
-        return members[0] if len(members) == 1 else None
-    return kind
-
-
-def _value(kind: Any, info: Any, text: str) -> tuple[bool, Any]:
+def _value(kind: Kind, text: str) -> tuple[bool, Any]:
     """``(ok, value)`` for one option value; not ok = leave it to typer."""
-    plain = _plain_type(kind)
-    if plain is str:
+    if kind is str:
         return (not text.startswith("-")), text
-    if plain is int:
+    if isinstance(kind, tuple):
         if not is_digits(text) or (len(text) > 1 and text[0] == "0"):
             return False, None
         number = int(text)
-        low, high = info.min, info.max
+        low, high = kind
         ok = (low is None or number >= low) and (high is None or number <= high)
         return ok, number
-    if isinstance(plain, type) and issubclass(plain, Enum):
-        for member in plain:
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        for member in kind:
             if member.value == text:
                 return True, member
     return False, None
 
 
-def parse(command: Callable[..., None], args: list[str]) -> dict[str, Any] | None:
-    """Keyword arguments for ``command`` from ``args`` (after the command name), or
-    ``None`` when typer should parse them."""
-    params = inspect.signature(command, eval_str=True).parameters
-    argument, spelled = _options(params)
+def parse(command: str, args: list[str]) -> dict[str, Any] | None:
+    """Keyword arguments of ``command`` (``check`` or ``matrix``; the names of its typer
+    parameters) from ``args`` (after the command name), or ``None`` when typer should
+    parse them."""
+    options = COMMANDS[command]
+    spelled = {name: (param, kind) for param, (_, names) in options.items()
+               for name, kind in names.items()}  # fmt: skip
     given: dict[str, Any] = {}
     tokens = iter(args)
     for token in tokens:
         if not token.startswith("-"):
-            if argument is None or argument in given:
+            if "model" in given:
                 return None
-            given[argument] = token
+            given["model"] = token
             continue
         name, has_value, inline = token.partition("=")
         if name not in spelled:
             return None
-        param, kind, info = spelled[name]
+        param, kind = spelled[name]
         if param in given:
             return None
-        if _plain_type(kind) is bool:
+        if isinstance(kind, bool):
             if has_value:
                 return None
-            given[param] = not name.startswith("--no-") or name == info.default.split("/")[0]
+            given[param] = kind
             continue
         text = inline if has_value else next(tokens, None)
         if text is None:
             return None
-        ok, value = _value(kind, info, text)
+        ok, value = _value(kind, text)
         if not ok:
             return None
         given[param] = value
-    if argument is not None and argument not in given:
+    if "model" not in given:
         return None
-    for param, _, _ in spelled.values():
-        given.setdefault(param, params[param].default)
+    for param, (default, _) in options.items():
+        given.setdefault(param, default)
     return given
+
+
+def start_run() -> None:
+    """What every command does first (typer's app callback calls it too): forget the
+    inputs of an earlier run (``--output`` may not replace what this run reads) and
+    guard stderr (input strings escaped, lines bounded)."""
+    from kvalign import safeio
+    from kvalign.sanitize import guard_stderr
+
+    safeio.forget_inputs()
+    guard_stderr()
+
+
+def run(args: list[str]) -> int | None:
+    """Run a plain ``check``/``matrix`` command line (:func:`parse`); its exit code, or
+    ``None`` when typer should run it."""
+    from kvalign.cli.exit import exit_code_of
+    from kvalign.cli.sizing import run_pairs, settings_from_flags, source_from_flags
+
+    if not args or args[0] not in COMMANDS:
+        return None
+    command = args[0]
+    kwargs = parse(command, args[1:])
+    if kwargs is None:
+        return None
+    start_run()
+    try:
+        settings = settings_from_flags({name: kwargs[name] for name in SETTINGS_OPTIONS})
+        source = source_from_flags({name: kwargs[name] for name in SOURCE_OPTIONS})
+        if command == "check":
+            tps = ((kwargs["prefill_tp"], "--prefill-tp"), (kwargs["decode_tp"], "--decode-tp"))
+        else:
+            tps = ((kwargs["tp"], "--tp"), (kwargs["tp"], "--tp"))
+        return run_pairs(
+            command, kwargs["model"], settings, source, tps, kwargs["fail_on"],
+            kwargs["output_format"],
+        )  # fmt: skip
+    except Exception as exc:  # typer.Exit, raised by kvalign.cli.exit.fail
+        code = exit_code_of(exc)
+        if code is None:
+            raise
+        return code
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point (``kvalign``, ``python -m kvalign``): the fast path
+    when it serves the command line, else typer's :func:`kvalign.cli.app.main`.
+    Exits with the command's code (:class:`~kvalign.exitcodes.ExitCode`)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        code = run(args)
+    except BrokenPipeError:
+        from kvalign.cli.exit import silence_stdout
+
+        silence_stdout()
+        sys.exit(ExitCode.BROKEN_PIPE)
+    if code is None:
+        from kvalign import cli
+
+        cli.__getattr__("app")  # kvalign.cli.app is imported and ``cli.app`` stays typer's app
+        sys.modules["kvalign.cli.app"].main(args)
+    sys.exit(code)

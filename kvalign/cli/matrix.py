@@ -6,18 +6,17 @@ from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import (
     FailOn,
     FailOnOpt,
     FormatOpt,
     ModelArg,
     ModelSource,
-    parse_tp_list,
     sizing_options,
     tp_list_option,
 )
-from kvalign.cli.output import MATRIX, OutputFormat, View
+from kvalign.cli.output import OutputFormat
+from kvalign.cli.sizing import run_pairs
 from kvalign.settings import Settings
 
 
@@ -39,12 +38,7 @@ def matrix(
     in check), 2 on bad input.
     """
 
-    from kvalign.pd import analyze
-
-    def run() -> int:
-        tps = parse_tp_list(tp, "--tp")
-        report = analyze(source.load(model), settings, tps, tps)
-        MATRIX.emit(report, output_format, View(fail_on.value))
-        return report.exit_code(fail_on.value)
-
-    raise typer.Exit(guarded(json_on_error(run, output_format)))
+    code = run_pairs(
+        "matrix", model, settings, source, ((tp, "--tp"), (tp, "--tp")), fail_on, output_format
+    )
+    raise typer.Exit(code)

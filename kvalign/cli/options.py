@@ -1,39 +1,36 @@
-"""Shared command-line options (``vllm serve`` names), their enums, and ``sizing_options``."""
+"""Shared command-line options (``vllm serve`` names) as typer declares them, and
+``sizing_options``; their enums and value parsing live in :mod:`kvalign.cli.sizing`."""
 
 from __future__ import annotations
 
 import functools
 import inspect
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from typer.models import OptionInfo
 
 from kvalign.cli.output import OutputFormat
-from kvalign.errors import InvalidSettings
-from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP, Settings
+from kvalign.cli.sizing import (
+    AlignmentChoice,
+    FailOn,
+    GdnBackendChoice,
+    MambaBackendChoice,
+    MambaCacheModeChoice,
+    ModelSource,
+    parse_tp_list,
+    settings_from_flags,
+    source_from_flags,
+    warn_beyond_newest,
+)
+from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP
 
-if TYPE_CHECKING:
-    from kvalign.geometry import ModelGeometry
-
-
-class AlignmentChoice(str, Enum):
-    """``--alignment`` values."""
-
-    vllm = "vllm"
-    tp_stable = "tp-stable"
-
-
-class FailOn(str, Enum):
-    """``--fail-on`` severities."""
-
-    error = "error"
-    warning = "warning"
-    info = "info"
+__all__ = [  # the typer-free names are defined in kvalign.cli.sizing
+    "AlignmentChoice", "FailOn", "GdnBackendChoice", "MambaBackendChoice",
+    "MambaCacheModeChoice", "ModelSource", "parse_tp_list", "sizing_options",
+    "warn_beyond_newest",
+]  # fmt: skip
 
 
 FailOnOpt = Annotated[
@@ -43,43 +40,6 @@ FailOnOpt = Annotated[
         help="Exit 1 on findings at or above this severity (see docs/policy.md).",
     ),
 ]
-
-
-class GdnBackendChoice(str, Enum):
-    """``--gdn-prefill-backend`` values."""
-
-    auto = "auto"
-    triton = "triton"
-    flashinfer = "flashinfer"
-
-
-def parse_tp_list(text: str, option: str) -> list[int]:
-    """``"1,2,4"`` → ``[1, 2, 4]`` (order kept, duplicates dropped).
-
-    Raises:
-        InvalidSettings: empty, non-integer or non-positive entries, or more than
-            :data:`~kvalign.settings.MAX_TP_SIZES` entries.
-    """
-    from kvalign.numbers import try_int
-    from kvalign.settings import MAX_TP_SIZES
-
-    parts = text.split(",", MAX_TP_SIZES)
-    if len(parts) > MAX_TP_SIZES:
-        raise InvalidSettings(
-            f"{option}: more than {MAX_TP_SIZES} tensor parallel sizes (budget: TP sizes per run)"
-        )
-    values: list[int] = []
-    for part in parts:
-        item = part.strip()
-        number = try_int(item)
-        if number is None or not 1 <= number <= MAX_TP:
-            raise InvalidSettings(
-                f"{option}: {item[:40]!r} is not a tensor parallel size from 1 to {MAX_TP} "
-                "(expected e.g. 8 or 1,2,4)"
-            )
-        if number not in values:
-            values.append(number)
-    return values
 
 
 # ---- help panels (``--help`` groups the options under these titles) ---------------------
@@ -176,14 +136,6 @@ BackendOpt = Annotated[
 ]
 
 
-class MambaCacheModeChoice(str, Enum):
-    """``--mamba-cache-mode`` values."""
-
-    none = "none"
-    align = "align"
-    all = "all"
-
-
 MambaCacheModeOpt = Annotated[
     MambaCacheModeChoice | None,
     typer.Option(
@@ -216,13 +168,6 @@ ReplayLenOpt = Annotated[
     typer.Option("--replayssm-buffer-len", min=1, max=MAX_BLOCK_SIZE,
                  help="vLLM --replayssm-buffer-len (ring length in tokens)."),
 ]  # fmt: skip
-
-
-class MambaBackendChoice(str, Enum):
-    """``--mamba-backend`` values."""
-
-    triton = "triton"
-    flashinfer = "flashinfer"
 
 
 MambaBackendOpt = Annotated[
@@ -355,44 +300,6 @@ for _annotation, _panel, _metavar in (
     in_panel(_annotation, _panel, _metavar)
 
 
-@dataclass(frozen=True)
-class ModelSource:
-    """How a command loads MODEL: ``--revision``, ``--trust-remote-code``,
-    ``--hf-overrides`` (JSON text) and the geometry cache (off with ``--no-cache``)."""
-
-    revision: str | None = None
-    trust_remote_code: bool = False
-    hf_overrides: str | None = None
-    use_cache: bool = True
-
-    def overrides(self) -> dict[str, object] | None:
-        """``--hf-overrides`` parsed (``None`` when not given). Raises ``InvalidSettings``."""
-        from kvalign.sources.overrides import parse_hf_overrides
-
-        return parse_hf_overrides(self.hf_overrides)
-
-    def load(self, model: str, *, quiet: bool = False) -> ModelGeometry:
-        """Load one model; warns about remote code and names overridden keys on stderr
-        (``quiet`` skips those lines, for the second and later models of a run)."""
-        from kvalign.sources import load_model
-
-        if self.trust_remote_code and not quiet:
-            sys.stderr.write(
-                "kvalign: warning: --trust-remote-code lets a hub repository run code on "
-                "this machine\n"
-            )
-        overrides = self.overrides()
-        if overrides and not quiet:
-            sys.stderr.write(f"kvalign: note: --hf-overrides applied to: {', '.join(overrides)}\n")
-        return load_model(
-            model,
-            revision=self.revision,
-            trust_remote_code=self.trust_remote_code,
-            hf_overrides=overrides,
-            use_cache=self.use_cache,
-        )
-
-
 def _param(name: str, annotation: Any, default: Any) -> inspect.Parameter:
     return inspect.Parameter(
         name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=annotation
@@ -434,20 +341,6 @@ _SOURCE_PARAMS = (
 F = TypeVar("F", bound=Callable[..., None])
 
 
-def warn_beyond_newest(version: str | None) -> None:
-    """A ``--vllm-version`` newer than every profile: one warning line on stderr (a bad
-    version is left for the command to report)."""
-    from kvalign.errors import KvalignError
-    from kvalign.versions import resolve
-
-    try:
-        warning = resolve(version).warning
-    except KvalignError:
-        return
-    if warning:
-        sys.stderr.write(f"kvalign: warning: {warning}\n")
-
-
 def sizing_options(*, alignment: bool = True, trust: bool = True) -> Callable[[F], F]:
     """Give a command the shared settings and model-loading options.
 
@@ -469,16 +362,8 @@ def sizing_options(*, alignment: bool = True, trust: bool = True) -> Callable[[F
         def wrapper(**kwargs: Any) -> None:
             flags = {p.name: kwargs.pop(p.name) for p in settings_params}
             loading = {p.name: kwargs.pop(p.name) for p in source_params}
-            kwargs["settings"] = Settings(
-                **{k: v.value if isinstance(v, Enum) else v for k, v in flags.items()}
-            )
-            warn_beyond_newest(kwargs["settings"].vllm_version)
-            kwargs["source"] = ModelSource(
-                revision=loading["revision"],
-                trust_remote_code=loading.get("trust_remote_code", False),
-                hf_overrides=loading["hf_overrides"],
-                use_cache=not loading["no_cache"],
-            )
+            kwargs["settings"] = settings_from_flags(flags)
+            kwargs["source"] = source_from_flags(loading)
             func(**kwargs)
 
         wrapper.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]

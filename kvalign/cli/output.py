@@ -17,8 +17,6 @@ from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import typer
-
 from kvalign.cli.exit import stdout_closed
 
 if TYPE_CHECKING:
@@ -32,6 +30,20 @@ if TYPE_CHECKING:
     from kvalign.sources.catalog import CatalogEntry
     from kvalign.survey import Survey
     from kvalign.verify import Verification
+
+
+def echo(text: str) -> None:
+    """Write ``text`` to stdout as ``typer.echo(text, nl=False)`` does: that strips ANSI
+    escape sequences when stdout is not a terminal, so text holding ESC goes through it;
+    any other text is written and flushed directly (the same bytes, without loading
+    typer)."""
+    if "\x1b" in text:
+        import typer
+
+        typer.echo(text, nl=False)
+        return
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def stdout_console() -> Console:
@@ -159,7 +171,7 @@ class Formats(Generic[R]):
         if isinstance(rendered, str):
             text = rendered if rendered.endswith("\n") or not rendered else rendered + "\n"
             if output is None:
-                typer.echo(text, nl=False)
+                echo(text)
             else:
                 write_output(output, text)
         elif output is None:

@@ -315,15 +315,18 @@ def _mention(text: str) -> tuple[int, str] | None:
     return text.count("\n", 0, match.start()) + 1, match.group(0)
 
 
-def _not_taken(child: Path, text: str, others: list[tuple[Path, str]]) -> Problem | None:
+def _not_taken(
+    child: Path, text: str, others: Mapping[Path, list[tuple[Path, str]]]
+) -> Problem | None:
     """A scanned file no reader takes although it mentions vLLM or a KV connector, as a
     path not read (with the reason); ``None`` when it mentions neither, or another file
     of its folder names it (a ``--config`` or ``LMCACHE_CONFIG_FILE`` file, looked up in
-    the manifest's folder, is read through that file)."""
+    the manifest's folder, is read through that file). ``others``: the scanned files and
+    their texts by folder."""
     found = _mention(text)
     if found is None:
         return None
-    folder = [other for path, other in others if path != child and path.parent == child.parent]
+    folder = [other for path, other in others.get(child.parent, ()) if path != child]
     if any(child.name in other for other in folder):
         return None
     line, words = found
@@ -397,7 +400,7 @@ def read_paths(
     run_files = _run_files(paths)
     charts: set[Path] = set()
     #: scanned files no reader took, judged once every file of the run is read
-    pending: list[tuple[Path, str, list[tuple[Path, str]]]] = []
+    pending: list[tuple[Path, str, dict[Path, list[tuple[Path, str]]]]] = []
     for raw in paths:
         if raw == "-":
             text = stdin_text if stdin_text is not None else read_stream(sys.stdin)
@@ -430,7 +433,10 @@ def read_paths(
                     untaken.append((child, text))
                 else:
                     deployments.append(found)
-            pending += [(child, text, texts) for child, text in untaken]
+            by_folder: dict[Path, list[tuple[Path, str]]] = {}
+            for child, text in texts:  # grouped once: a scan of 10,000 files has many folders
+                by_folder.setdefault(child.parent, []).append((child, text))
+            pending += [(child, text, by_folder) for child, text in untaken]
             continue
         chart = next((c for c in path.parents if render.is_chart(c)), None)
         if chart is not None:  # a chart's file given by name: the chart is rendered, once
@@ -458,11 +464,11 @@ def read_paths(
             )
         deployments.append(found)
     read_through = _lmcache_files(deployments)  # once every file of the run is read
-    for child, text, texts in pending:
+    for child, text, by_folder in pending:
         if str(child) in read_through:  # an LMCACHE_CONFIG_FILE another file names
             skipped.append(str(child))
             continue
-        problem = _not_taken(child, text, texts) if _no_reader(child, text) else None
+        problem = _not_taken(child, text, by_folder) if _no_reader(child, text) else None
         if problem is not None and unread is not None:
             unread.append(problem)
         else:

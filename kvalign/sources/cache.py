@@ -30,7 +30,6 @@ import json
 import os
 import secrets
 import stat
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,15 @@ from kvalign.geometry import (
     ModelGeometry,
     StateGeometry,
 )
+
+
+def _tempfile() -> Any:
+    """The ``tempfile`` module, imported only when the cache is written (a warm run only
+    reads it)."""
+    import tempfile
+
+    return tempfile
+
 
 #: cache layout version; bump when the JSON shape of an entry changes.
 FORMAT = 4
@@ -166,7 +174,7 @@ def secret(*, create: bool = False) -> bytes | None:
     tmp_name = ""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=".secret-", suffix=".tmp", dir=path.parent)
+        fd, tmp_name = _tempfile().mkstemp(prefix=".secret-", suffix=".tmp", dir=path.parent)
         try:
             os.fchmod(fd, 0o600)
             os.write(fd, secrets.token_bytes(_SECRET_BYTES))
@@ -310,7 +318,7 @@ def store(key: str, geometry: ModelGeometry) -> bool:
     tmp_name = ""
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=".geometry-", suffix=".tmp", dir=folder)
+        fd, tmp_name = _tempfile().mkstemp(prefix=".geometry-", suffix=".tmp", dir=folder)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(tmp_name, _entry_path(key))

@@ -7,7 +7,6 @@ cache, ``HF_HOME`` and ``HF_HUB_OFFLINE=1``. Never downloads or runs model code.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 from collections.abc import Iterator
@@ -42,6 +41,8 @@ def _env_true(name: str) -> bool:
 @contextlib.contextmanager
 def _quiet_hub_logs() -> Iterator[None]:
     """Silence huggingface_hub's logger (retry warnings, tracebacks) for one call."""
+    import logging  # only when the hub is asked: not on a bundled model's path
+
     logger = logging.getLogger("huggingface_hub")
     level = logger.level
     logger.setLevel(logging.CRITICAL)

@@ -6,6 +6,7 @@ exit code as ``check``'s first line does (:func:`kvalign.report.cells.answer_lin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import PurePath
 
 from kvalign.audit import AuditReport
@@ -27,19 +28,47 @@ def _names_pool(finding: Finding, pool: Pool) -> bool:
     )
 
 
-def _about_pair(finding: Finding, outcome: PairOutcome) -> bool:
-    return _names_pool(finding, outcome.prefill.pool) and _names_pool(finding, outcome.decode.pool)
+class _Naming:
+    """Which of ``findings`` name a pool (:func:`_names_pool`), found through an index of
+    their pool labels instead of asking every finding about every pool (a 10,000-file
+    audit has thousands of both)."""
+
+    def __init__(self, findings: Sequence[Finding]) -> None:
+        self.findings = findings
+        #: label → findings naming it; (label, finding's file) → the same, per file
+        self.by_name: dict[str, list[int]] = {}
+        self.by_file: dict[tuple[str, str], list[int]] = {}
+        for index, finding in enumerate(findings):
+            for name in finding.pools:
+                self.by_name.setdefault(name, []).append(index)
+                self.by_file.setdefault((name, finding.location.file), []).append(index)
+
+    def of(self, pool: Pool) -> set[int]:
+        """Indices of the findings naming ``pool``: as ``role/name`` when the finding is in
+        the pool's file (or the pool has no file), else as ``role/name (its file)``
+        (:func:`kvalign.rules.base.pool_ref`)."""
+        label, file = pool.label, pool.location.file
+        candidates = {
+            *self.by_file.get((label, file), ()),
+            *self.by_name.get(f"{label} ({file})", ()),
+            *(self.by_name.get(label, ()) if file == "" else ()),
+        }
+        return {i for i in candidates if _names_pool(self.findings[i], pool)}
+
+    def about_pair(self, outcome: PairOutcome) -> set[int]:
+        """Indices of the findings naming both pools of ``outcome``."""
+        return self.of(outcome.prefill.pool) & self.of(outcome.decode.pool)
 
 
 def failing_pairs(report: AuditReport) -> list[PairOutcome]:
     """Pairs that fail the gate: their verdict's level reaches ``--fail-on``, or a finding
     that reaches it names both of their pools."""
-    failing = report.failing()
+    naming = _Naming(report.failing())
     return [
         o
         for g in report.groups
         for o in g.pairs
-        if fails(o.pair.level, report.fail_on) or any(_about_pair(f, o) for f in failing)
+        if fails(o.pair.level, report.fail_on) or naming.about_pair(o)
     ]
 
 
@@ -51,8 +80,8 @@ def shown_pools(report: AuditReport, verbose: bool) -> list[PoolResult]:
         return pools
     bad = failing_pairs(report)
     wanted = {id(o.prefill) for o in bad} | {id(o.decode) for o in bad}
-    failing = report.failing()
-    return [r for r in pools if id(r) in wanted or any(_names_pool(f, r.pool) for f in failing)]
+    naming = _Naming(report.failing())
+    return [r for r in pools if id(r) in wanted or naming.of(r.pool)]
 
 
 def _fix(finding: Finding) -> str:
@@ -129,7 +158,9 @@ def headline(report: AuditReport) -> str:
         return head
     bad = failing_pairs(report)
     if code == 1:
-        others = [f for f in failing if not any(_about_pair(f, o) for o in bad)]
+        naming = _Naming(failing)
+        about = {i for o in bad for i in naming.about_pair(o)}
+        others = [f for i, f in enumerate(failing) if i not in about]
         parts = [f"{len(bad)} of {len(pairs)} pair(s) fail the gate"] if bad else []
         if others:
             parts.append(f"{len(others)} {'other ' if bad else ''}finding(s) fail it")
