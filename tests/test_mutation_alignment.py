@@ -14,11 +14,18 @@ from pathlib import Path
 
 import pytest
 
+from kvalign.alignment import BlockDerivation, RankResult, aligned_block_size, derive_block
+from kvalign.backends import BACKENDS
+from kvalign.errors import UnsupportedModel
 from kvalign.settings import Settings
 from kvalign.sources import load_model
+from kvalign.versions import profile_named
+from tests.release_vectors import compare, release_files, rows
 from tests.resolve import rank_of
+from tests.test_release_vectors import KNOWN_DISAGREEMENTS
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+FALCON = "tiiuae/Falcon-H1-0.5B-Base"
 #: vLLM 0.27.1: prefix caching is off by default for hybrids and, when enabled, Nemotron-H
 #: (SupportsMambaPrefixCaching) runs in Mamba cache mode 'all'.
 ALL_MODE = {"vllm_version": "0.27.1", "enable_prefix_caching": True}
@@ -26,6 +33,10 @@ ALL_MODE = {"vllm_version": "0.27.1", "enable_prefix_caching": True}
 
 def _block(model: str, tp: int = 1, **settings: object) -> int | None:
     return rank_of(load_model(model), Settings(**settings), tp).block_size  # type: ignore[arg-type]
+
+
+def _block_rank(model: str, tp: int = 1, **settings: object) -> RankResult:
+    return rank_of(load_model(model), Settings(**settings), tp)  # type: ignore[arg-type]
 
 
 def test_cache_mode_all_aligns_to_the_lcm_of_chunk_and_block_not_the_max() -> None:
@@ -88,3 +99,137 @@ def test_mla_floor_raises_the_unit_but_never_lowers_it() -> None:
     # (the floor alone, 128, would give 128 · 45 = 5,760); default: 128 · 45 = 5,760.
     assert _block("moonshotai/Kimi-K3", block_size=256) == 5888
     assert _block("moonshotai/Kimi-K3") == 5760
+
+
+# ---- derive_block step by step (issue 19: every field of the derivation pinned) --------
+# Nano's pages at TP 1 (module docstring): a = 1,024 B/token, m = 2,134,016 B, so
+# tokens_needed = cdiv(2,134,016, 1,024) = 2,084. Measured: tests/golden/vllm-0.14.0.jsonl
+# has block 2,096 for Nano TP 1 on H100 without prefix caching (16 · cdiv(2,084, 16) = 16 · 131).
+A, M, NEEDED = 1024, 2_134_016, 2084
+
+
+def _derivation(profile: str, backend: str, **kwargs: object) -> BlockDerivation:
+    args: dict[str, object] = {"base_block": 16, "use_mla": False, **kwargs}
+    return derive_block(A, M, backend=BACKENDS[backend], profile=profile_named(profile), **args)  # type: ignore[arg-type]
+
+
+def test_model_config_era_derivation_in_full() -> None:
+    # vLLM 0.14.0 vllm/model_executor/models/config.py
+    # HybridAttentionMambaModelConfig.verify_and_update_config, no prefix caching:
+    # kernel_block_alignment_size 16, block = 16 · cdiv(m, 16 · a) = 2,096; no backend lcm
+    got = _derivation("0.14", "FLASH_ATTN", prefix_caching=False)
+    assert got == BlockDerivation(
+        site="model-config", attn_page_bytes_per_token=A, mamba_page_bytes=M, base_block=16,
+        unit_start=16, unit_reason="fixed alignment", mla_floor=0, checkpoint=1, chunk=None,
+        unit=16, tokens_needed=NEEDED, aligned=2096, backend_lcm=None, rounded=2096, block=2096,
+    )  # fmt: skip
+    assert got.overridden  # 2,096 > 16
+    # the user's block is kept when it covers the aligned one ("block_size < attn_block_size")
+    kept = _derivation("0.14", "FLASH_ATTN", prefix_caching=False, base_block=4096)
+    assert (kept.block, kept.overridden) == (4096, False)
+
+
+def test_model_config_era_flashinfer_head_size_256_on_sm100() -> None:
+    # 0.14.0 config.py: kernel_block_alignment_size = 32 when is_device_capability_family(100)
+    # and head size 256 and the backend is FLASHINFER (or unset): 32 · cdiv(2,084, 32) = 2,112
+    sm100 = _derivation("0.14", "FLASHINFER", prefix_caching=False, head_size=256, blackwell=True)
+    assert (sm100.unit_start, sm100.block) == (32, 2112)
+    assert sm100.unit_reason == "FlashInfer on SM100 with head size 256"
+    # every condition is needed: another GPU, head size, backend, or a release without the
+    # rule (0.18 dropped it) keeps the fixed 16 → 2,096
+    for kwargs in (
+        {"head_size": 256},  # blackwell defaults to False
+        {"head_size": 128, "blackwell": True},
+        {"blackwell": True},  # head size defaults to 0
+    ):
+        assert _derivation("0.14", "FLASHINFER", prefix_caching=False, **kwargs).block == 2096
+    flash = _derivation("0.14", "FLASH_ATTN", prefix_caching=False, head_size=256, blackwell=True)
+    assert flash.block == 2096
+    later = _derivation("0.18", "FLASHINFER", prefix_caching=False, head_size=256, blackwell=True)
+    assert later.block == 2096
+
+
+def test_model_config_era_mla_units() -> None:
+    # 0.14.0 config.py: MLA kernel_block_alignment_size = 128 with CUTLASS_MLA, else 64
+    cutlass = _derivation("0.14", "CUTLASS_MLA", use_mla=True, prefix_caching=False)
+    assert (cutlass.unit_start, cutlass.unit_reason) == (128, "fixed MLA alignment (CUTLASS_MLA)")
+    assert cutlass.block == 128 * 17  # cdiv(2,084, 128) = 17
+    other = _derivation("0.14", "FLASHMLA", use_mla=True, prefix_caching=False)
+    assert (other.unit_start, other.unit_reason, other.block) == (64, "fixed MLA alignment", 2112)
+    # vLLM 0.10.2 has no MLA hybrids (Kimi-Linear arrives in 0.11.1)
+    with pytest.raises(
+        UnsupportedModel, match=r"not supported by vLLM 0\.10 \(first in 0\.11\.1\)"
+    ):
+        _derivation("0.10", "FLASHMLA", use_mla=True, prefix_caching=False)
+
+
+def test_platform_era_derivation_in_full() -> None:
+    # vLLM 0.33 vllm/platforms/interface.py _align_hybrid_block_size: unit max(16, 16),
+    # lcm with the FlashInfer GDN prefill checkpoint 64 when prefix caching is on:
+    # 64 · cdiv(2,084, 64) = 64 · 33 = 2,112, rounded to the backend lcm 16: 2,112
+    got = _derivation("0.33", "FLASH_ATTN", checkpoint=64)  # prefix caching defaults to on
+    assert got == BlockDerivation(
+        site="platform", attn_page_bytes_per_token=A, mamba_page_bytes=M, base_block=16,
+        unit_start=16, unit_reason="max(smallest FLASH_ATTN kernel block 16, block 16)",
+        mla_floor=0, checkpoint=64, chunk=None, unit=64, tokens_needed=NEEDED, aligned=2112,
+        backend_lcm=16, rounded=2112, block=2112,
+    )  # fmt: skip
+    # the checkpoint defaults to 1 (no checkpoint alignment): 16 · 131 = 2,096
+    plain = _derivation("0.33", "FLASH_ATTN")
+    assert (plain.checkpoint, plain.unit, plain.block) == (1, 16, 2096)
+    # prefix caching off: the checkpoint is not folded in
+    off = _derivation("0.33", "FLASH_ATTN", checkpoint=64, prefix_caching=False)
+    assert (off.checkpoint, off.block) == (1, 2096)
+    # before 0.33 there is no checkpoint alignment, and no backend-lcm rounding before 0.32
+    old = _derivation("0.27", "FLASH_ATTN", checkpoint=64)
+    assert (old.checkpoint, old.block, old.backend_lcm) == (1, 2096, None)
+    # a chunk-aligned block (cache mode 'all') takes the chunk, not the checkpoint
+    chunked = _derivation("0.33", "FLASH_ATTN", checkpoint=64, chunk=128)
+    assert (chunked.checkpoint, chunked.unit, chunked.block) == (1, 128, 2176)
+
+
+def test_platform_era_mla_floor_in_the_derivation() -> None:
+    # 0.27+: the MLA unit is max(unit, 128); FLASHMLA's kernel block 64 → 128 · 17 = 2,176
+    got = _derivation("0.27", "FLASHMLA", use_mla=True)
+    assert (got.unit_start, got.mla_floor, got.unit, got.block) == (64, 128, 128, 2176)
+    # 0.25 has no floor: 64 · cdiv(2,084, 64) = 2,112
+    early = _derivation("0.25", "FLASHMLA", use_mla=True)
+    assert (early.mla_floor, early.unit, early.block) == (0, 64, 2112)
+
+
+def test_aligned_block_size_folds_the_checkpoint_in_when_prefix_caching() -> None:
+    # aligned_block_size is 0.33's rule: prefix caching defaults to on, so the checkpoint
+    # 64 makes the unit lcm(16, 64) = 64 → 2,112; without the checkpoint 2,096
+    fa = BACKENDS["FLASH_ATTN"]
+    kwargs = {"block_size": 16, "backend": fa, "use_mla": False}
+    assert aligned_block_size(A, M, checkpoint=64, **kwargs) == 2112  # type: ignore[arg-type]
+    assert aligned_block_size(A, M, **kwargs) == 2096  # type: ignore[arg-type]
+    assert aligned_block_size(A, M, checkpoint=64, prefix_caching=False, **kwargs) == 2096  # type: ignore[arg-type]
+
+
+# ---- measured vectors, sampled (every release's code, tests/golden/vllm-X.Y.Z.jsonl) -----
+@pytest.mark.parametrize("release", sorted(release_files()))
+def test_sampled_release_vectors(release: str) -> None:
+    # every 13th vector of each release (13 is prime to the grid's 5 TPs and its settings,
+    # so the sample walks through models, TPs, GPUs, backends and cache modes): kvalign
+    # must reproduce each field vLLM measured, except the fields listed (and explained)
+    # in tests/test_release_vectors.py KNOWN_DISAGREEMENTS
+    known = KNOWN_DISAGREEMENTS.get(release, frozenset())
+    for row in rows(release)[::13]:
+        wrong = {f: v for f, v in compare(row, release).items() if f not in known}
+        assert not wrong, (row["model"], row["tp"], row["settings"], wrong)
+
+
+# ---- speculative conv-state rows (Falcon-H1, vLLM 0.17-0.31) -----------------------------
+def test_speculative_rows_problem_names_both_pages() -> None:
+    # tests/test_fidelity.py derives Falcon-H1-0.5B TP 1 on 0.27.1: block 800 · 512 B =
+    # 409,600 B padded, and with 2 speculative tokens the layer keeps 403,968 + 2 · 3,584 =
+    # 411,136 B (MambaMixer2.get_state_shape; kv_cache_interface.py page_size_padded check)
+    rank = _block_rank(FALCON, vllm_version="0.27.1", num_speculative_tokens=2)
+    assert rank.valid and rank.block_size == 800
+    assert "411,136 B per page" in rank.load_error and "409,600 B padded" in rank.load_error
+    assert rank.load_error.startswith("vLLM 0.27 fails at start-up with 2 speculative tokens")
+    # Nemotron-H's own state-shape function takes the rows: no problem
+    assert _block_rank(NANO, vllm_version="0.27.1", num_speculative_tokens=2).load_error == ""
+    # without speculative tokens nothing to check
+    assert _block_rank(FALCON, vllm_version="0.27.1").load_error == ""
