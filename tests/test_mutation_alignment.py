@@ -233,3 +233,60 @@ def test_speculative_rows_problem_names_both_pages() -> None:
     assert _block_rank(NANO, vllm_version="0.27.1", num_speculative_tokens=2).load_error == ""
     # without speculative tokens nothing to check
     assert _block_rank(FALCON, vllm_version="0.27.1").load_error == ""
+
+
+# ---- analyze_rank: every field of the result at inputs where a wrong one shows ----------
+def test_user_block_raised_by_the_alignment_and_its_padding() -> None:
+    # 0.33, prefix caching off, --block-size 96: unit max(16, 96) = 96 → 96 · cdiv(2,084, 96)
+    # = 96 · 22 = 2,112 (backend lcm 16 keeps it). Padded page 2,112 · 1,024 = 2,162,688 B,
+    # padding 100 · (2,162,688 − 2,134,016) / 2,134,016 = 1.3435... %. At TP 1 the TP-stable
+    # block is derived from the same pages, so it is the same and not grown.
+    rank = _block_rank(NANO, block_size=96, enable_prefix_caching=False)
+    assert (rank.tp, rank.valid, rank.load_error, rank.profile) == (1, True, "", "0.33")
+    assert (rank.block_size, rank.kernel_block_size, rank.base_block_size) == (2112, 2112, 96)
+    assert rank.block_size_overridden and rank.prefix_caching is False
+    assert rank.mamba_page_size_padded == 2_162_688
+    assert rank.mamba_padding_pct == pytest.approx(100 * 28_672 / 2_134_016)
+    assert (rank.tp_stable_block_size, rank.tp_stable_kernel_block_size) == (2112, 2112)
+    assert rank.tp_stable_padding_pct == pytest.approx(100 * 28_672 / 2_134_016)
+    assert rank.tp_stable_grown is False
+    assert rank.derivation is not None and rank.derivation.block == 2112
+    # --block-size 4096 covers the state: kept, not overridden, padded page 4,096 · 1,024
+    big = _block_rank(NANO, block_size=4096, enable_prefix_caching=False)
+    assert (big.block_size, big.block_size_overridden) == (4096, False)
+    assert big.mamba_page_size_padded == 4_194_304
+
+
+def test_invalid_tp_keeps_the_tp_and_the_profile() -> None:
+    # measured (tests/golden/vllm-0.33.0-oracle.jsonl): Qwen3.5-27B at TP 16 is refused,
+    # "heads not divisible by tensor parallel size" (24 heads)
+    rank = _block_rank("Qwen/Qwen3.5-27B", 16, vllm_version="0.33.0")
+    assert (rank.tp, rank.valid, rank.profile) == (16, False, "0.33")
+    assert rank.reason == "heads not divisible by tensor parallel size"
+    assert rank.block_size is None
+
+
+def test_attention_free_rank_in_full() -> None:
+    # measured (oracle): Mamba-Codestral-7B TP 2, bf16: conv (3, 5,120) + ssm (64, 64, 128),
+    # 1,079,296 B; attention-free, so no block size
+    rank = _block_rank("mistralai/Mamba-Codestral-7B-v0.1", 2, enable_prefix_caching=False)
+    assert (rank.tp, rank.valid, rank.load_error, rank.profile) == (2, True, "", "0.33")
+    assert rank.attention_free and rank.prefix_caching is False
+    assert rank.mamba_page_bytes == 1_079_296
+    assert rank.mamba_state_shapes == ((3, 5120), (64, 64, 128))
+    assert rank.mamba_state_dtypes == ("bfloat16", "bfloat16")
+    assert rank.block_size is None
+
+
+def test_platform_without_hybrid_alignment_keeps_the_state_page() -> None:
+    # vLLM 0.20.0 on CPU does no hybrid alignment (tests/test_release_facts.py): the block
+    # stays CPU_ATTN's 128, and the result still carries Nano's 2,134,016 B state page
+    rank = _block_rank(
+        NANO, vllm_version="0.20.0", gpu="CPU", attention_backend="CPU_ATTN",
+        enable_prefix_caching=False,
+    )  # fmt: skip
+    assert (rank.block_size, rank.kernel_block_size) == (128, 128)
+    assert (rank.tp_stable_block_size, rank.tp_stable_kernel_block_size) == (128, 128)
+    assert rank.mamba_page_bytes == 2_134_016
+    assert rank.mamba_state_dtypes and rank.mamba_state_shapes
+    assert rank.derivation is None
