@@ -9,19 +9,29 @@ cdiv(2,134,016, 1,024) = 2,084 tokens. Its config names ``chunk_size: 128``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
-from kvalign.alignment import BlockDerivation, RankResult, aligned_block_size, derive_block
+from kvalign.alignment import (
+    BlockDerivation,
+    RankResult,
+    aligned_block_size,
+    analyze_rank,
+    block_requirement,
+    common_block_size,
+    derive_block,
+    load_problem,
+)
 from kvalign.backends import BACKENDS
 from kvalign.errors import UnsupportedModel
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import profile_named
 from tests.release_vectors import compare, release_files, rows
-from tests.resolve import rank_of
+from tests.resolve import engine_of, rank_of
 from tests.test_release_vectors import KNOWN_DISAGREEMENTS
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
@@ -186,6 +196,7 @@ def test_platform_era_derivation_in_full() -> None:
     # a chunk-aligned block (cache mode 'all') takes the chunk, not the checkpoint
     chunked = _derivation("0.33", "FLASH_ATTN", checkpoint=64, chunk=128)
     assert (chunked.checkpoint, chunked.unit, chunked.block) == (1, 128, 2176)
+    assert chunked.chunk == 128
 
 
 def test_platform_era_mla_floor_in_the_derivation() -> None:
@@ -233,6 +244,10 @@ def test_speculative_rows_problem_names_both_pages() -> None:
     assert _block_rank(NANO, vllm_version="0.27.1", num_speculative_tokens=2).load_error == ""
     # without speculative tokens nothing to check
     assert _block_rank(FALCON, vllm_version="0.27.1").load_error == ""
+    # the message names the model type whose state-shape function leaves the rows out
+    assert "falcon_h1's Mamba layers keep 2 more conv-state rows" in rank.load_error
+    # 0.14's Mamba2 layers take no speculative rows (tests/test_fidelity.py): no problem
+    assert _block_rank(FALCON, vllm_version="0.14.0", num_speculative_tokens=2).load_error == ""
 
 
 # ---- analyze_rank: every field of the result at inputs where a wrong one shows ----------
@@ -290,3 +305,75 @@ def test_platform_without_hybrid_alignment_keeps_the_state_page() -> None:
     assert rank.mamba_page_bytes == 2_134_016
     assert rank.mamba_state_dtypes and rank.mamba_state_shapes
     assert rank.derivation is None
+
+
+# ---- the common --block-size and each pool's requirement ----------------------------------
+# Measured (tests/golden/vllm-0.33.0-oracle.jsonl, FLASH_ATTN, prefix caching off):
+# Nano TP 1 a = 1,024, m = 2,134,016 → 2,096; TP 4 a = 512, m = 533,504 → 1,056.
+def _requirement(model: str, tp: int, **settings: object) -> tuple[int, int] | None:
+    geometry = load_model(model)
+    return block_requirement(geometry, engine_of(geometry, Settings(**settings)), tp)  # type: ignore[arg-type]
+
+
+def test_common_block_size_covers_every_tp_in_steps_of_the_unit() -> None:
+    geometry = load_model(NANO)
+    engine = engine_of(geometry, Settings(enable_prefix_caching=False))
+    # unit 16 (FLASH_ATTN's kernel block), need max(2,096, 1,056) = 2,096; padding at TP 1
+    # 100 · (2,096 · 1,024 − 2,134,016) / 2,134,016 and at TP 4 100 · (2,096 · 512 − 533,504)
+    # / 533,504. TP 3 is invalid (32 heads) and is left out; the valid TP 4 after it stays.
+    found = common_block_size(geometry, engine, [4, 3, 1])
+    assert found is not None
+    block, padding = found
+    assert block == 2096 and sorted(padding) == [1, 4]
+    assert padding[1] == pytest.approx(100 * (2096 * 1024 - 2_134_016) / 2_134_016)
+    assert padding[4] == pytest.approx(100 * (2096 * 512 - 533_504) / 533_504)
+    assert common_block_size(geometry, engine, [3]) is None  # no valid TP
+    assert block_requirement(geometry, engine, 4) == (16, 1056)
+    assert block_requirement(geometry, engine, 3) is None
+
+
+def test_block_requirement_units_per_rule() -> None:
+    # MLA (Kimi-K3, 0.33, floor 128): unit lcm(16, 128) = 128; TP 1 needs 5,760 (oracle)
+    assert _requirement("moonshotai/Kimi-K3", 1, enable_prefix_caching=False) == (128, 5760)
+    # GDN prefill checkpoint 64 on H100 with prefix caching (tests/test_mutation_engine.py:
+    # Qwen3.5-397B TP 8 → 576): unit lcm(16, 64) = 64; prefix caching off: 16 and 528
+    assert _requirement("Qwen/Qwen3.5-397B-A17B", 8, gpu="H100") == (64, 576)
+    off = _requirement("Qwen/Qwen3.5-397B-A17B", 8, gpu="H100", enable_prefix_caching=False)
+    assert off == (16, 528)
+    # cache mode 'all' (0.27.1 with prefix caching): unit lcm(16, chunk 128) = 128, need 2,176
+    assert _requirement(NANO, 1, **ALL_MODE) == (128, 2176)
+    # model-config era (0.14): the fixed unit 16, need 2,096 (tests/golden/vllm-0.14.0.jsonl)
+    assert _requirement(NANO, 1, vllm_version="0.14.0", enable_prefix_caching=False) == (16, 2096)
+
+
+def test_rank_result_reads_the_alignment_asked_for() -> None:
+    rank = RankResult(
+        tp=1, valid=True, block_size=2096, kernel_block_size=16,
+        tp_stable_block_size=2112, tp_stable_kernel_block_size=64,
+    )  # fmt: skip
+    assert (rank.logical("vllm"), rank.logical("tp-stable")) == (2096, 2112)
+    assert (rank.kernel("vllm"), rank.kernel("tp-stable")) == (16, 64)
+
+
+def test_load_problem_cases() -> None:
+    nano = load_model(NANO)  # 2 KV heads
+    # vllm/model_executor/layers/linear.py QKVParallelLinear: TP 3 neither divides nor is
+    # divided by 2 KV heads; TP 1, 2, 4 load
+    assert load_problem(nano, 3) == (
+        "num_key_value_heads = 2 and tensor parallel size 3 do not divide each other: "
+        "vLLM's QKVParallelLinear refuses to load"
+    )
+    assert [load_problem(nano, tp) for tp in (1, 2, 4)] == ["", "", ""]
+    # no state layers: nothing more to check
+    assert load_problem(dataclasses.replace(nano, state=None), 2) == ""
+    # short conv (LFM2) has no load rule of its own
+    assert load_problem(load_model("LiquidAI/LFM2-1.2B"), 2) == ""
+
+
+def test_pure_attention_geometry_keeps_the_base_block() -> None:
+    # no state layers: no hybrid alignment (spec §1), the block stays the default 16
+    nano = load_model(NANO)
+    geometry = dataclasses.replace(nano, state=None)
+    rank = analyze_rank(geometry, engine_of(nano, Settings(enable_prefix_caching=False)), 1)
+    assert (rank.block_size, rank.kernel_block_size, rank.tp_stable_block_size) == (16, 16, 16)
+    assert rank.mamba_page_bytes is None and rank.derivation is None

@@ -59,8 +59,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     ),
     "engine": (
         ["kvalign/engine.py"],
-        ["tests/test_mutation_engine.py", "tests/test_engine.py", "tests/test_release_facts.py",
-         "tests/test_mutation_alignment.py", "tests/test_platforms.py"],
+        ["tests/test_mutation_engine.py", "tests/test_engine.py",
+         "tests/test_mutation_alignment.py"],
     ),
     "fixes": (
         ["kvalign/fixes.py"],
