@@ -342,6 +342,9 @@ def test_block_requirement_units_per_rule() -> None:
     assert off == (16, 528)
     # cache mode 'all' (0.27.1 with prefix caching): unit lcm(16, chunk 128) = 128, need 2,176
     assert _requirement(NANO, 1, **ALL_MODE) == (128, 2176)
+    # a hybrid without GDN layers has no prefill checkpoint (1): with prefix caching on
+    # 0.33 the unit stays 16 and Nano TP 1 needs 2,096 (oracle, prefix caching on)
+    assert _requirement(NANO, 1, enable_prefix_caching=True) == (16, 2096)
     # model-config era (0.14): the fixed unit 16, need 2,096 (tests/golden/vllm-0.14.0.jsonl)
     assert _requirement(NANO, 1, vllm_version="0.14.0", enable_prefix_caching=False) == (16, 2096)
 
@@ -377,3 +380,19 @@ def test_pure_attention_geometry_keeps_the_base_block() -> None:
     rank = analyze_rank(geometry, engine_of(nano, Settings(enable_prefix_caching=False)), 1)
     assert (rank.block_size, rank.kernel_block_size, rank.tp_stable_block_size) == (16, 16, 16)
     assert rank.mamba_page_bytes is None and rank.derivation is None
+
+
+def test_replayssm_ring_buffers_enter_the_mamba_page() -> None:
+    # vLLM 0.33 MambaStateShapeCalculator.append_replayssm_ring (--use-replayssm, Nemotron-H,
+    # Triton backend: ring = --replayssm-buffer-len 16): x (H/TP, 16, P), dt (H/TP, 16),
+    # B (G'/TP, 16, N) in (activation, float32, activation). Nano (H 64, P 64, G 8, N 128)
+    # at TP 4: (16, 16, 64) · 2 B + (16, 16) · 4 B + (2, 16, 128) · 2 B = 32,768 + 1,024 +
+    # 8,192 = 41,984 B on top of the measured 533,504 B (oracle, TP 4)
+    rank = _block_rank(
+        NANO, 4, use_replayssm=True, replayssm_buffer_len=16, enable_prefix_caching=False
+    )
+    assert rank.mamba_state_shapes[-3:] == ((16, 16, 64), (16, 16), (2, 16, 128))
+    assert rank.mamba_state_dtypes[-3:] == ("bfloat16", "float32", "bfloat16")
+    assert rank.mamba_page_bytes == 533_504 + 41_984
+    plain = _block_rank(NANO, 4, enable_prefix_caching=False)
+    assert plain.mamba_page_bytes == 533_504 and len(plain.mamba_state_shapes) == 2
