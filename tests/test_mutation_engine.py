@@ -19,12 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from kvalign.backends import get_gpu
+from kvalign.engine import checkpoint_alignment
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from tests.conftest import CATALOG
 from tests.resolve import rank_of
 
 QWEN = "Qwen/Qwen3.5-397B-A17B"
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 
 
 def _block(model: str, **settings: object) -> int | None:
@@ -97,3 +100,31 @@ def test_fa4_head_256_pages_per_gpu_class(
     settings = Settings(gpu=gpu, attention_backend="FLASH_ATTN", vllm_version=version)
     rank = rank_of(load_model(QWEN), settings, 8)
     assert (rank.block_size, rank.kernel_block_size) == (block, kernel)
+
+
+def test_checkpoint_alignment_per_branch() -> None:
+    # vllm/model_executor/layers/mamba/abstract.py get_mamba_prefill_checkpoint_alignment and
+    # qwen_gdn_linear_attn.py (module docstring): 64 only for GDN layers whose prefill runs
+    # on FlashInfer, and only with prefix caching; else 1. Each branch's note is what
+    # `kvalign explain` prints for the step.
+    qwen, nano = load_model(QWEN), load_model(NANO)
+    h100, a100 = get_gpu("H100"), get_gpu("A100")
+    none = (1, "no prefill checkpoint alignment")
+    # a Mamba2 model never has one, whatever the GPU
+    assert checkpoint_alignment(nano, Settings(), h100, True) == none
+    assert checkpoint_alignment(qwen, Settings(), h100, False) == none  # prefix caching off
+    assert checkpoint_alignment(qwen, Settings(gdn_prefill_backend="triton"), h100, True) == (
+        1, "GDN prefill on Triton: checkpoint alignment 1",
+    )  # fmt: skip
+    assert checkpoint_alignment(qwen, Settings(gdn_prefill_backend="flashinfer"), a100, True) == (
+        64, "GDN prefill on FlashInfer: checkpoints every 64 tokens",
+    )  # fmt: skip
+    unknown = checkpoint_alignment(qwen, Settings(), None, True)
+    assert unknown[0] == 1 and unknown[1].startswith("GPU unspecified: assumed the GDN prefill")
+    assert "pass --gpu for the 64-token alignment" in unknown[1]
+    assert checkpoint_alignment(qwen, Settings(), h100, True) == (
+        64, "H100: GDN prefill on FlashInfer, checkpoints every 64 tokens",
+    )  # fmt: skip
+    assert checkpoint_alignment(qwen, Settings(), a100, True) == (
+        1, "A100: GDN prefill on Triton, checkpoint alignment 1",
+    )  # fmt: skip
