@@ -30,6 +30,7 @@ from kvalign.errors import UnsupportedModel
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import profile_named
+from tests.conftest import CATALOG
 from tests.release_vectors import compare, release_files, rows
 from tests.resolve import engine_of, rank_of
 from tests.test_release_vectors import KNOWN_DISAGREEMENTS
@@ -394,5 +395,62 @@ def test_replayssm_ring_buffers_enter_the_mamba_page() -> None:
     assert rank.mamba_state_shapes[-3:] == ((16, 16, 64), (16, 16), (2, 16, 128))
     assert rank.mamba_state_dtypes[-3:] == ("bfloat16", "float32", "bfloat16")
     assert rank.mamba_page_bytes == 533_504 + 41_984
+    # 0.33 shard-pads the groups in B (G' = 8 + (16 − 8) = 16, spec §3): one group per
+    # rank at TP 16, where 8 unpadded groups would not divide
+    wide = _block_rank(
+        NANO, 16, use_replayssm=True, replayssm_buffer_len=16, enable_prefix_caching=False
+    )
+    assert wide.mamba_state_shapes[-1] == (1, 16, 128)
     plain = _block_rank(NANO, 4, enable_prefix_caching=False)
     assert plain.mamba_page_bytes == 533_504 and len(plain.mamba_state_shapes) == 2
+
+
+# Qwen3.5-27B (Hk 16, Dk 128, Hv 48, Dv 128; 24 heads, 4 KV heads): the GDN conv dim
+# 2 · 16 · 128 + 48 · 128 = 10,240 does not divide by 3 although the 24 heads do (spec §3:
+# divide() is exact, the TP is invalid); at TP 16 the heads do not divide (oracle:
+# "heads not divisible by tensor parallel size") although the state would.
+QWEN27 = "Qwen/Qwen3.5-27B"
+
+
+def test_state_that_does_not_divide_makes_the_tp_invalid() -> None:
+    rank = _block_rank(QWEN27, 3, enable_prefix_caching=False)
+    assert (rank.tp, rank.valid, rank.profile) == (3, False, "0.33")
+    assert rank.reason.startswith("conv dim 2*Hk*Dk + Hv*Dv = 10240 is not divisible")
+
+
+def test_common_block_size_skips_each_invalid_tp_and_goes_on() -> None:
+    geometry = load_model(QWEN27)
+    engine = engine_of(geometry, Settings(enable_prefix_caching=False))
+    for tps in ([3, 4], [16, 4], [3, 16, 4]):
+        found = common_block_size(geometry, engine, tps)
+        assert found is not None and sorted(found[1]) == [4], tps
+
+
+def test_attention_free_rank_keeps_its_load_error() -> None:
+    # Mamba-Codestral (n_groups 8) at TP 16: vllm/model_executor/layers/mamba/mamba_mixer2.py
+    # MambaMixer2.__init__ asserts n_groups % TP == 0 or n_groups == 1
+    rank = _block_rank("mistralai/Mamba-Codestral-7B-v0.1", 16, enable_prefix_caching=False)
+    assert rank.valid and rank.attention_free
+    assert rank.load_error.startswith(
+        "n_groups G = 8 is neither divisible by tensor parallel size 16 nor 1"
+    )
+
+
+def test_mamba_block_size_not_a_multiple_of_the_kernel_block() -> None:
+    # 0.27.1 interface.py, cache mode 'all': chunk = lcm(--mamba-block-size 200, 16) = 400,
+    # so a common --block-size must be a multiple of 400 and at least
+    # 400 · cdiv(2,084, 400) = 2,400 (the chunk alone, 200, would give 200 · 11 = 2,200)
+    assert _requirement(NANO, 1, mamba_block_size=200, **ALL_MODE) == (400, 2400)
+    assert _block(NANO, mamba_block_size=200, **ALL_MODE) == 2400
+
+
+def test_state_page_of_zero_bytes_is_not_aligned(tmp_path: Path) -> None:
+    # vLLM 0.14.0 config.py verify_and_update_config: "if mamba_page_size == 0: return"
+    # (hybrid by name, no state). LFM2 with conv_L_cache 1 keeps (C/TP) x 0 = 0 bytes of
+    # conv state (spec §3 short conv), so the block stays the default 16.
+    config = json.loads((CATALOG / "LiquidAI/LFM2-1.2B" / "config.json").read_text())
+    config["conv_L_cache"] = 1
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    rank = _block_rank(str(tmp_path / "config.json"), enable_prefix_caching=False)
+    assert (rank.block_size, rank.kernel_block_size) == (16, 16)
+    assert rank.mamba_page_bytes is None and rank.derivation is None
