@@ -454,3 +454,32 @@ def test_state_page_of_zero_bytes_is_not_aligned(tmp_path: Path) -> None:
     rank = _block_rank(str(tmp_path / "config.json"), enable_prefix_caching=False)
     assert (rank.block_size, rank.kernel_block_size) == (16, 16)
     assert rank.mamba_page_bytes is None and rank.derivation is None
+
+
+# ---- the TP-stable block (spec §6): grown exactly when the local page falls short --------
+def test_tp_stable_block_at_exact_cover_is_not_grown() -> None:
+    # Falcon-H1-0.5B, fp8 KV (1 B), prefix caching off, 0.33. TP 1: a = 2 · (64 + 64) · 1 =
+    # 256 B, m = 403,968 B (tests/test_fidelity.py) → cdiv = 1,578 → 16 · 99 = 1,584.
+    # TP 2: one KV head, a = 128 B; n_groups 1 is shard-padded to G' = 2 (spec §3), conv
+    # (1,536 + 2 · 2 · 128) / 2 = 1,024 · 3 · 2 B = 6,144 B, ssm 12 · 64 · 128 · 2 B =
+    # 196,608 B → m = 202,752 B = 1,584 · 128 exactly: the stable block covers, not grown.
+    rank = _block_rank(FALCON, 2, kv_cache_dtype="fp8", enable_prefix_caching=False)
+    assert (rank.mamba_page_bytes, rank.attn_page_bytes_per_token) == (202_752, 128)
+    assert (rank.tp_stable_block_size, rank.tp_stable_grown) == (1584, False)
+
+
+def test_tp_stable_block_grows_when_the_local_page_falls_short(tmp_path: Path) -> None:
+    # Falcon-H1-0.5B with 8 KV heads (one per attention head), fp8. TP 1: a = 8 · 128 · 1 =
+    # 1,024 B, m = 403,968 B → cdiv = 395 → stable 16 · 25 = 400. TP 8: a = 128 B; G' = 1 + 7
+    # = 8, conv (1,536 + 2 · 8 · 128) / 8 = 448 · 3 · 2 B = 2,688 B, ssm 3 · 64 · 128 · 2 B =
+    # 49,152 B → m = 51,840 B > 400 · 128 = 51,200 B: grown to 16 · cdiv(405, 16) = 416.
+    config = json.loads((CATALOG / FALCON / "config.json").read_text())
+    config["num_key_value_heads"] = 8
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    model = str(tmp_path / "config.json")
+    settings = {"kv_cache_dtype": "fp8", "enable_prefix_caching": False}
+    wide = _block_rank(model, 8, **settings)
+    assert wide.mamba_page_bytes == 51_840
+    assert (wide.tp_stable_block_size, wide.tp_stable_grown) == (416, True)
+    narrow = _block_rank(model, 4, **settings)
+    assert (narrow.tp_stable_block_size, narrow.tp_stable_grown) == (400, False)
