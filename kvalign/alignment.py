@@ -12,7 +12,7 @@ vLLM 0.33:
 * ``vllm/model_executor/layers/mamba/mamba_utils.py`` (state shapes and dtypes);
 * ``vllm/v1/worker/utils.py`` ``select_common_block_size`` (kernel block).
 
-``tp_stable_block_size`` is the TP-stable alignment proposed in vLLM PR 45575 (spec §6).
+``tp_stable_block_size`` is the TP-stable alignment proposed in vLLM PR 45575.
 """
 
 from __future__ import annotations
@@ -426,7 +426,7 @@ def _derive(
 def tp_stable_block_size(
     geometry: ModelGeometry, engine: EngineConfig, tp: int
 ) -> tuple[int, bool]:
-    """TP-stable aligned block (spec §6, the vLLM PR 45575 proposal): derived from the
+    """TP-stable aligned block (the vLLM PR 45575 proposal): derived from the
     unsharded (TP 1) pages, then grown to the per-rank block when the local attention page
     would not cover the local Mamba page. Returns ``(block tokens, grown?)``.
 

@@ -2,7 +2,7 @@
 
 Pure aggregation, no I/O. For each model it runs :func:`kvalign.pd.analyze` once per
 alignment (``vllm``: vLLM 0.33 ``Platform._align_hybrid_block_size`` per rank;
-``tp-stable``: the vLLM PR 45575 proposal, spec §6) over every ordered prefill TP × decode
+``tp-stable``: the vLLM PR 45575 proposal) over every ordered prefill TP × decode
 TP pair of the *valid* TP sizes (same-TP pairs included), and counts:
 
 * pairs whose logical block sizes differ (prefix-cache granularity drift);

@@ -13,7 +13,8 @@ from kvalign.geometry import ModelGeometry
 from kvalign.sources import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = Path(__file__).resolve().parent / "golden"
+TESTS = Path(__file__).resolve().parent
+GOLDEN = TESTS / "golden"
 CATALOG = ROOT / "configs" / "models"
 
 

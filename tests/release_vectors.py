@@ -1,6 +1,6 @@
 """kvalign's prediction for a per-release golden vector, field by field (no vLLM needed).
 
-Shared by tests/test_release_vectors.py and tests/golden/release_disagreements.py.
+Shared by tests/fidelity/test_release_vectors.py and tests/golden/release_disagreements.py.
 
 A vector (one line of tests/golden/vllm-X.Y.Z.jsonl) names vLLM flags; kvalign is run
 with the same flags, ``--vllm-version X.Y.Z``, ``--gpu`` as assumed by the probe and
@@ -100,7 +100,7 @@ def compare(row: dict[str, Any], release: str) -> dict[str, tuple[Any, Any]]:
     """``{field: (kvalign, vllm)}`` for every field where the two differ.
 
     A vector the probe could not measure (``expected: {"not_measured": reason}``) has no
-    vLLM value; it compares nothing (tests/test_release_vectors.py counts them).
+    vLLM value; it compares nothing (tests/fidelity/test_release_vectors.py counts them).
     """
     expected = row["expected"]
     if "not_measured" in expected:

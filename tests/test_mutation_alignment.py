@@ -31,9 +31,9 @@ from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import profile_named
 from tests.conftest import CATALOG
+from tests.fidelity.test_release_vectors import KNOWN_DISAGREEMENTS
 from tests.release_vectors import compare, release_files, rows
 from tests.resolve import engine_of, rank_of
-from tests.test_release_vectors import KNOWN_DISAGREEMENTS
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 FALCON = "tiiuae/Falcon-H1-0.5B-Base"
@@ -103,7 +103,8 @@ def test_kv_heads_are_replicated_when_tp_exceeds_them(tp: int, heads: int) -> No
 
 
 def test_mla_floor_raises_the_unit_but_never_lowers_it() -> None:
-    # Kimi-K3 (MLA + KDA) at TP 1: a = 1,152 B/token, m = 6,512,640 B (tests/test_platforms.py)
+    # Kimi-K3 (MLA + KDA) at TP 1: a = 1,152 B/token, m = 6,512,640 B
+    # (tests/arithmetic/test_platforms.py)
     # → cdiv(6,512,640, 1,152) = 5,654 tokens. vLLM 0.33 platforms/interface.py: the unit is
     # max(smallest kernel block, --block-size), then max(unit, 128) for MLA.
     # --block-size 256: unit 256 → 256 · cdiv(5,654, 256) = 256 · 23 = 5,888
@@ -112,7 +113,7 @@ def test_mla_floor_raises_the_unit_but_never_lowers_it() -> None:
     assert _block("moonshotai/Kimi-K3") == 5760
 
 
-# ---- derive_block step by step (issue 19: every field of the derivation pinned) --------
+# ---- derive_block step by step (every field of the derivation pinned) --------
 # Nano's pages at TP 1 (module docstring): a = 1,024 B/token, m = 2,134,016 B, so
 # tokens_needed = cdiv(2,134,016, 1,024) = 2,084. Measured: tests/golden/vllm-0.14.0.jsonl
 # has block 2,096 for Nano TP 1 on H100 without prefix caching (16 · cdiv(2,084, 16) = 16 · 131).
@@ -225,7 +226,7 @@ def test_sampled_release_vectors(release: str) -> None:
     # every 13th vector of each release (13 is prime to the grid's 5 TPs and its settings,
     # so the sample walks through models, TPs, GPUs, backends and cache modes): kvalign
     # must reproduce each field vLLM measured, except the fields listed (and explained)
-    # in tests/test_release_vectors.py KNOWN_DISAGREEMENTS
+    # in tests/fidelity/test_release_vectors.py KNOWN_DISAGREEMENTS
     known = KNOWN_DISAGREEMENTS.get(release, frozenset())
     for row in rows(release)[::13]:
         wrong = {f: v for f, v in compare(row, release).items() if f not in known}
@@ -234,7 +235,7 @@ def test_sampled_release_vectors(release: str) -> None:
 
 # ---- speculative conv-state rows (Falcon-H1, vLLM 0.17-0.31) -----------------------------
 def test_speculative_rows_problem_names_both_pages() -> None:
-    # tests/test_fidelity.py derives Falcon-H1-0.5B TP 1 on 0.27.1: block 800 · 512 B =
+    # tests/fidelity/test_fidelity.py derives Falcon-H1-0.5B TP 1 on 0.27.1: block 800 · 512 B =
     # 409,600 B padded, and with 2 speculative tokens the layer keeps 403,968 + 2 · 3,584 =
     # 411,136 B (MambaMixer2.get_state_shape; kv_cache_interface.py page_size_padded check)
     rank = _block_rank(FALCON, vllm_version="0.27.1", num_speculative_tokens=2)
@@ -247,7 +248,7 @@ def test_speculative_rows_problem_names_both_pages() -> None:
     assert _block_rank(FALCON, vllm_version="0.27.1").load_error == ""
     # the message names the model type whose state-shape function leaves the rows out
     assert "falcon_h1's Mamba layers keep 2 more conv-state rows" in rank.load_error
-    # 0.14's Mamba2 layers take no speculative rows (tests/test_fidelity.py): no problem
+    # 0.14's Mamba2 layers take no speculative rows (tests/fidelity/test_fidelity.py): no problem
     assert _block_rank(FALCON, vllm_version="0.14.0", num_speculative_tokens=2).load_error == ""
 
 
@@ -295,7 +296,7 @@ def test_attention_free_rank_in_full() -> None:
 
 
 def test_platform_without_hybrid_alignment_keeps_the_state_page() -> None:
-    # vLLM 0.20.0 on CPU does no hybrid alignment (tests/test_release_facts.py): the block
+    # vLLM 0.20.0 on CPU does no hybrid alignment (tests/fidelity/test_release_facts.py): the block
     # stays CPU_ATTN's 128, and the result still carries Nano's 2,134,016 B state page
     rank = _block_rank(
         NANO, vllm_version="0.20.0", gpu="CPU", attention_backend="CPU_ATTN",
@@ -375,7 +376,7 @@ def test_load_problem_cases() -> None:
 
 
 def test_pure_attention_geometry_keeps_the_base_block() -> None:
-    # no state layers: no hybrid alignment (spec §1), the block stays the default 16
+    # no state layers: no hybrid alignment (vLLM aligns only hybrids), the block stays 16
     nano = load_model(NANO)
     geometry = dataclasses.replace(nano, state=None)
     rank = analyze_rank(geometry, engine_of(nano, Settings(enable_prefix_caching=False)), 1)
@@ -395,8 +396,8 @@ def test_replayssm_ring_buffers_enter_the_mamba_page() -> None:
     assert rank.mamba_state_shapes[-3:] == ((16, 16, 64), (16, 16), (2, 16, 128))
     assert rank.mamba_state_dtypes[-3:] == ("bfloat16", "float32", "bfloat16")
     assert rank.mamba_page_bytes == 533_504 + 41_984
-    # 0.33 shard-pads the groups in B (G' = 8 + (16 − 8) = 16, spec §3): one group per
-    # rank at TP 16, where 8 unpadded groups would not divide
+    # 0.33 shard-pads the groups in B (G' = 8 + (16 − 8) = 16, mamba_utils.py
+    # extra_groups_for_head_shards): one group per rank at TP 16, where 8 would not divide
     wide = _block_rank(
         NANO, 16, use_replayssm=True, replayssm_buffer_len=16, enable_prefix_caching=False
     )
@@ -406,7 +407,7 @@ def test_replayssm_ring_buffers_enter_the_mamba_page() -> None:
 
 
 # Qwen3.5-27B (Hk 16, Dk 128, Hv 48, Dv 128; 24 heads, 4 KV heads): the GDN conv dim
-# 2 · 16 · 128 + 48 · 128 = 10,240 does not divide by 3 although the 24 heads do (spec §3:
+# 2 · 16 · 128 + 48 · 128 = 10,240 does not divide by 3 although the 24 heads do (vLLM's
 # divide() is exact, the TP is invalid); at TP 16 the heads do not divide (oracle:
 # "heads not divisible by tensor parallel size") although the state would.
 QWEN27 = "Qwen/Qwen3.5-27B"
@@ -447,7 +448,7 @@ def test_mamba_block_size_not_a_multiple_of_the_kernel_block() -> None:
 def test_state_page_of_zero_bytes_is_not_aligned(tmp_path: Path) -> None:
     # vLLM 0.14.0 config.py verify_and_update_config: "if mamba_page_size == 0: return"
     # (hybrid by name, no state). LFM2 with conv_L_cache 1 keeps (C/TP) x 0 = 0 bytes of
-    # conv state (spec §3 short conv), so the block stays the default 16.
+    # conv state (ShortConv state shape in mamba_utils.py), so the block stays the default 16.
     config = json.loads((CATALOG / "LiquidAI/LFM2-1.2B" / "config.json").read_text())
     config["conv_L_cache"] = 1
     (tmp_path / "config.json").write_text(json.dumps(config))
@@ -456,11 +457,12 @@ def test_state_page_of_zero_bytes_is_not_aligned(tmp_path: Path) -> None:
     assert rank.mamba_page_bytes is None and rank.derivation is None
 
 
-# ---- the TP-stable block (spec §6): grown exactly when the local page falls short --------
+# ---- the TP-stable block (vLLM PR 45575): grown when the local page falls short --------
 def test_tp_stable_block_at_exact_cover_is_not_grown() -> None:
     # Falcon-H1-0.5B, fp8 KV (1 B), prefix caching off, 0.33. TP 1: a = 2 · (64 + 64) · 1 =
-    # 256 B, m = 403,968 B (tests/test_fidelity.py) → cdiv = 1,578 → 16 · 99 = 1,584.
-    # TP 2: one KV head, a = 128 B; n_groups 1 is shard-padded to G' = 2 (spec §3), conv
+    # 256 B, m = 403,968 B (tests/fidelity/test_fidelity.py) → cdiv = 1,578 → 16 · 99 = 1,584.
+    # TP 2: one KV head, a = 128 B; n_groups 1 is shard-padded to G' = 2
+    # (extra_groups_for_head_shards), conv
     # (1,536 + 2 · 2 · 128) / 2 = 1,024 · 3 · 2 B = 6,144 B, ssm 12 · 64 · 128 · 2 B =
     # 196,608 B → m = 202,752 B = 1,584 · 128 exactly: the stable block covers, not grown.
     rank = _block_rank(FALCON, 2, kv_cache_dtype="fp8", enable_prefix_caching=False)

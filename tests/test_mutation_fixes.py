@@ -4,7 +4,7 @@ candidate ``--block-size`` on every GPU class and accepts it only when every poo
 Nemotron-3-Nano-30B-A3B, bf16, vLLM 0.33 defaults (Platform._align_hybrid_block_size):
 at TP 1 a = 1,024 B/token,
 m = 2,134,016 B → 16 · cdiv(2,084, 16) = 2,096 tokens; TP 8 needs fewer (528),
-so 2,096 is the smallest block both TP 8 and TP 1 keep (tests/test_policy.py feeds 2,096
+so 2,096 is the smallest block both TP 8 and TP 1 keep (tests/analysis/test_policy.py feeds 2,096
 back to ``check`` and gets ``ok``).
 """
 

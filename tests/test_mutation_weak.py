@@ -24,7 +24,7 @@ def _audit(*args: str) -> dict:  # type: ignore[type-arg]
 
 
 def test_pair_by_names_the_pairs_and_their_verdicts() -> None:
-    # was tests/test_audit_pairing.py::test_pair_by_on_the_command_line (exit codes only).
+    # was tests/audit/test_audit_pairing.py::test_pair_by_on_the_command_line (exit codes only).
     # Qwen3.5-397B-A17B, FLASH_ATTN, prefix caching on: TP 8 → 528, TP 16 → 272 (golden
     # oracle vllm-0.33.0-oracle.jsonl); 272 % 528 != 0, gcd 16, max(33, 17) = 33 units ≤ 128:
     # NIXL splits (base_worker.py _split_remote_blocks): verdict split, an error.

@@ -8,7 +8,6 @@ import typer
 
 from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import (
-    PD_PANEL,
     FailOn,
     FailOnOpt,
     FormatOpt,
@@ -16,6 +15,7 @@ from kvalign.cli.options import (
     ModelSource,
     parse_tp_list,
     sizing_options,
+    tp_list_option,
 )
 from kvalign.cli.output import CHECK, OutputFormat, View
 from kvalign.settings import Settings
@@ -27,22 +27,10 @@ def check(
     settings: Settings,
     source: ModelSource,
     prefill_tp: Annotated[
-        str,
-        typer.Option(
-            "--prefill-tp",
-            metavar="LIST",
-            rich_help_panel=PD_PANEL,
-            help="Prefill TP size(s), comma-separated.",
-        ),
+        str, tp_list_option("--prefill-tp", "Prefill TP size(s), comma-separated.")
     ] = "1",
     decode_tp: Annotated[
-        str,
-        typer.Option(
-            "--decode-tp",
-            metavar="LIST",
-            rich_help_panel=PD_PANEL,
-            help="Decode TP size(s), comma-separated.",
-        ),
+        str, tp_list_option("--decode-tp", "Decode TP size(s), comma-separated.")
     ] = "1",
     fail_on: FailOnOpt = FailOn.error,
     output_format: FormatOpt = OutputFormat.table,

@@ -8,7 +8,6 @@ import typer
 
 from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.options import (
-    PD_PANEL,
     FailOn,
     FailOnOpt,
     FormatOpt,
@@ -16,6 +15,7 @@ from kvalign.cli.options import (
     ModelSource,
     parse_tp_list,
     sizing_options,
+    tp_list_option,
 )
 from kvalign.cli.output import MATRIX, OutputFormat, View
 from kvalign.settings import Settings
@@ -27,13 +27,7 @@ def matrix(
     settings: Settings,
     source: ModelSource,
     tp: Annotated[
-        str,
-        typer.Option(
-            "--tp",
-            metavar="LIST",
-            rich_help_panel=PD_PANEL,
-            help="TP sizes for both axes, comma-separated.",
-        ),
+        str, tp_list_option("--tp", "TP sizes for both axes, comma-separated.")
     ] = "1,2,4,8",
     fail_on: FailOnOpt = FailOn.error,
     output_format: FormatOpt = OutputFormat.table,

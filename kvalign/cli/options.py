@@ -104,6 +104,18 @@ def in_panel(annotation: Any, panel: str, metavar: str | None = None) -> Any:
     return annotation
 
 
+def tp_list_option(flag: str, help: str) -> Any:
+    """A comma-separated tensor parallel list option (``LIST``, P/D panel) for ``flag``;
+    the text is parsed by :func:`parse_tp_list`."""
+    return typer.Option(flag, metavar="LIST", rich_help_panel=PD_PANEL, help=help)
+
+
+def tp_option(flag: str, help: str) -> Any:
+    """One tensor parallel size option (``N``, 1 to :data:`~kvalign.settings.MAX_TP`, P/D
+    panel) for ``flag``."""
+    return typer.Option(flag, metavar="N", rich_help_panel=PD_PANEL, min=1, max=MAX_TP, help=help)
+
+
 # ---- shared options -------------------------------------------------------------------
 ModelArg = Annotated[
     str,

@@ -9,10 +9,10 @@ from typing import Annotated
 import typer
 
 from kvalign.cli.exit import guarded, json_on_error
-from kvalign.cli.options import OUTPUT_PANEL, PD_PANEL, ModelArg, ModelSource, sizing_options
+from kvalign.cli.options import OUTPUT_PANEL, ModelArg, ModelSource, sizing_options, tp_option
 from kvalign.cli.output import PLAN, PlanFormat
 from kvalign.exitcodes import ExitCode
-from kvalign.settings import MAX_TP, Settings
+from kvalign.settings import Settings
 
 
 class StackChoice(str, Enum):
@@ -41,28 +41,8 @@ def plan(
     model: ModelArg,
     settings: Settings,
     source: ModelSource,
-    prefill_tp: Annotated[
-        int,
-        typer.Option(
-            "--prefill-tp",
-            metavar="N",
-            rich_help_panel=PD_PANEL,
-            min=1,
-            max=MAX_TP,
-            help="Prefill TP size.",
-        ),
-    ] = 1,
-    decode_tp: Annotated[
-        int,
-        typer.Option(
-            "--decode-tp",
-            metavar="N",
-            rich_help_panel=PD_PANEL,
-            min=1,
-            max=MAX_TP,
-            help="Decode TP size.",
-        ),
-    ] = 1,
+    prefill_tp: Annotated[int, tp_option("--prefill-tp", "Prefill TP size.")] = 1,
+    decode_tp: Annotated[int, tp_option("--decode-tp", "Decode TP size.")] = 1,
     stack: Annotated[
         StackChoice | None,
         typer.Option(

@@ -1,8 +1,9 @@
 """``kvalign plan --emit TARGET``: a ready deployment snippet carrying every planned setting.
 
 One function per target in :data:`EMITTERS`, each ``(Plan) -> str``. Every snippet passes
-``kvalign audit`` with no finding (tests/test_plan.py runs the round trip); the header comment
-names the audit command line (``--vllm-version``, ``--gpu``) the plan was made for. No I/O.
+``kvalign audit`` with no finding (tests/analysis/test_plan.py runs the round trip); the
+header comment names the audit command line (``--vllm-version``, ``--gpu``) the plan was
+made for. No I/O.
 """
 
 from __future__ import annotations

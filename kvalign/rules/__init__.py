@@ -90,7 +90,7 @@ def rule_doc(module: ModuleType) -> RuleDoc:
         severity=module.SEVERITY,
         title=str(module.TITLE),
         rationale=_paragraphs(body),
-        # a rule without them still lists (tests/test_rules_cli.py requires both)
+        # a rule without them still lists (tests/rules/test_rules_cli.py requires both)
         source=str(getattr(module, "SOURCE", "")),
         fix=str(getattr(module, "FIX", "")),
     )

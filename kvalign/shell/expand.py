@@ -64,11 +64,9 @@ class Budget:
             ShellBudgetExceeded: more than :data:`MAX_STEPS`.
         """
         self.steps += count
-        if self.steps > MAX_STEPS:
-            raise ShellBudgetExceeded(
-                f"shell budget exceeded: more than {MAX_STEPS:,} evaluation steps "
-                "(statements and expansions)"
-            )
+        _within(
+            self.steps, MAX_STEPS, f"{MAX_STEPS:,} evaluation steps (statements and expansions)"
+        )
 
     def build(self, size: int) -> None:
         """Charge ``size`` characters of expanded text.
@@ -77,11 +75,13 @@ class Budget:
             ShellBudgetExceeded: more than :data:`MAX_BUILT`.
         """
         self.built += size
-        if self.built > MAX_BUILT:
-            raise ShellBudgetExceeded(
-                f"shell budget exceeded: more than {MAX_BUILT // (1024 * 1024)} MiB of "
-                "expanded text"
-            )
+        _within(self.built, MAX_BUILT, f"{MAX_BUILT // (1024 * 1024)} MiB of expanded text")
+
+
+def _within(spent: int, limit: int, what: str) -> None:
+    """Raise :class:`ShellBudgetExceeded` ("more than ``what``") once ``spent`` > ``limit``."""
+    if spent > limit:
+        raise ShellBudgetExceeded(f"shell budget exceeded: more than {what}")
 
 
 def self_dir(text: str) -> bool:

@@ -5,7 +5,7 @@ sha256 of its ``config.json`` bytes and the :class:`~kvalign.geometry.ModelGeome
 :func:`kvalign.sources.build.geometry_from_dict` builds from it (through transformers'
 config classes). :func:`lookup` answers from it when the bytes still match; an edited or
 new config falls back to transformers. Regenerate with ``make geometry``
-(``python -m kvalign.sources.bundled --write``); ``tests/test_bundled_geometry.py``
+(``python -m kvalign.sources.bundled --write``); ``tests/sources/test_bundled_geometry.py``
 recomputes every entry with transformers and compares.
 """
 

@@ -13,6 +13,8 @@ from typing import Any
 from kvalign.errors import InvalidConfig
 
 _MISSING = object()
+#: :meth:`ConfigFields._required`'s answer when the key is absent and a default applies.
+_DEFAULT = object()
 
 #: largest value accepted for a head count or dimension (real models stay far below).
 MAX_FIELD_VALUE = 1 << 24
@@ -116,17 +118,25 @@ class ConfigFields:
                 return key, value
         return keys[0], _MISSING
 
+    def _required(self, keys: tuple[str, ...], default: object) -> tuple[str, Any]:
+        """:meth:`_first`, with an absent key refused when ``default`` is ``None``
+        (:class:`InvalidConfig`) and answered with :data:`_DEFAULT` otherwise."""
+        key, value = self._first(keys)
+        if value is not _MISSING:
+            return key, value
+        if default is None:
+            raise self.fail(key, "is missing (needed for the KV-cache arithmetic)")
+        return key, _DEFAULT
+
     def int(self, symbol: str, *keys: str, default: int | None = None) -> int:
         """First present key among ``keys`` as a positive int (bytes/elements/heads).
 
         Raises:
             InvalidConfig: missing with no default, or not a positive integer.
         """
-        key, value = self._first(keys)
-        if value is _MISSING:
-            if default is None:
-                raise self.fail(key, "is missing (needed for the KV-cache arithmetic)")
-            return default
+        key, value = self._required(keys, default)
+        if value is _DEFAULT:
+            return default  # type: ignore[return-value]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(key, f"must be a positive integer, got {value!r}")
         if isinstance(value, float):
@@ -146,11 +156,9 @@ class ConfigFields:
         Raises:
             InvalidConfig: missing with no default, or not a finite positive number.
         """
-        key, value = self._first(keys)
-        if value is _MISSING:
-            if default is None:
-                raise self.fail(key, "is missing (needed for the KV-cache arithmetic)")
-            return default
+        key, value = self._required(keys, default)
+        if value is _DEFAULT:
+            return default  # type: ignore[return-value]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(key, f"must be a number, got {value!r}")
         if not math.isfinite(value) or value <= 0:

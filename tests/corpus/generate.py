@@ -1,6 +1,6 @@
 """Generate the hostile-input corpus (``tests/corpus/``).
 
-Three parts, all committed and checked by ``tests/test_corpus.py`` (a test fails when the
+Three parts, all committed and checked by ``tests/deploy/test_corpus.py`` (a test fails when the
 committed output differs from what this script generates):
 
 * ``configs/``: model configs ``kvalign check`` must reject (below);
@@ -497,7 +497,7 @@ def deployment_cases() -> dict[str, bytes]:
         "LMCACHE", "{enabled: true, kvRole: 5}"
     ).encode()
     # shell scripts that used to crash (kvalign/shell/ bounds them; more in
-    # tests/test_corpus.py::test_hostile_shell_scripts_are_bounded)
+    # tests/deploy/test_corpus.py::test_hostile_shell_scripts_are_bounded)
     first = f"vllm serve {NANO} --tensor-parallel-size 8"
     out["shell--arith-2000-terms.sh"] = SHELL.replace(
         first, "TP=$(( " + "+".join(["1"] * 2000) + " ))\n" + first.replace("8", "$TP")

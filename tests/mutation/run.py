@@ -37,38 +37,43 @@ RULE_MUTANTS = Path(__file__).with_name("rule_mutants.yaml")
 MODULES: dict[str, tuple[list[str], list[str]]] = {
     "versions": (
         ["kvalign/versions.py"],
-        ["tests/test_versions.py", "tests/test_release_facts.py",
+        ["tests/arithmetic/test_versions.py", "tests/fidelity/test_release_facts.py",
          "tests/test_mutation_versions.py"],
     ),
-    "dtypes": (["kvalign/dtypes.py"], ["tests/test_mutation_dtypes.py", "tests/test_engine.py"]),
+    "dtypes": (
+        ["kvalign/dtypes.py"],
+        ["tests/test_mutation_dtypes.py", "tests/arithmetic/test_engine.py"],
+    ),
     "families": (
         ["kvalign/families/*"],
-        ["tests/test_mutation_families.py", "tests/test_alignment.py"],
+        ["tests/test_mutation_families.py", "tests/arithmetic/test_alignment.py"],
     ),
     "policy": (["kvalign/policy.py"], ["tests/test_mutation_policy.py"]),
     "backends": (
         ["kvalign/backends.py"],
-        ["tests/test_mutation_backends.py", "tests/test_platforms.py"],
+        ["tests/test_mutation_backends.py", "tests/arithmetic/test_platforms.py"],
     ),
-    "pd": (["kvalign/pd.py"], ["tests/test_mutation_pd.py", "tests/test_pd.py"]),
-    "rules": (["kvalign/rules/*"], ["tests/test_rules_cli.py", "tests/test_audit.py"]),
-    "k8s": (["kvalign/deploy/k8s.py"], ["tests/test_deploy_corpus.py"]),
+    "pd": (["kvalign/pd.py"], ["tests/test_mutation_pd.py", "tests/analysis/test_pd.py"]),
+    "rules": (["kvalign/rules/*"], ["tests/rules/", "tests/audit/test_audit.py"]),
+    "k8s": (["kvalign/deploy/k8s.py"], ["tests/deploy/test_deploy_corpus.py"]),
     "alignment": (
         ["kvalign/alignment.py"],
-        ["tests/test_mutation_alignment.py", "tests/test_alignment.py", "tests/test_platforms.py"],
+        ["tests/test_mutation_alignment.py", "tests/arithmetic/test_alignment.py",
+         "tests/arithmetic/test_platforms.py"],
     ),
     "engine": (
         ["kvalign/engine.py"],
-        ["tests/test_mutation_engine.py", "tests/test_engine.py",
-         "tests/test_mutation_alignment.py", "tests/test_resolve_once.py"],
+        ["tests/test_mutation_engine.py", "tests/arithmetic/test_engine.py",
+         "tests/test_mutation_alignment.py", "tests/analysis/test_resolve_once.py"],
     ),
     "fixes": (
         ["kvalign/fixes.py"],
-        ["tests/test_mutation_fixes.py", "tests/test_fix_proofs.py", "tests/test_policy.py"],
+        ["tests/test_mutation_fixes.py", "tests/analysis/test_fix_proofs.py",
+         "tests/analysis/test_policy.py"],
     ),
     "shell": (
         ["kvalign/shell/*"],
-        ["tests/test_mutation_shell.py", "tests/test_bash_eval.py"],
+        ["tests/test_mutation_shell.py", "tests/shell/test_bash_eval.py"],
     ),
 }  # fmt: skip
 
@@ -304,7 +309,7 @@ WEAK_TESTS = [
     "under test, snapshot tests that accept any output, exit-code-only checks where a value is",
     "available.",
     "",
-    "- exit code only, value available: `tests/test_audit_pairing.py::"
+    "- exit code only, value available: `tests/audit/test_audit_pairing.py::"
     "test_pair_by_on_the_command_line` asserted exit codes of `--pair-by label/file/model`;",
     "  `tests/test_mutation_weak.py::test_pair_by_names_the_pairs_and_their_verdicts` now",
     "  asserts the pools paired, the verdict (`split`, from the oracle's 528/272 and NIXL's",

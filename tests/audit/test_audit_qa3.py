@@ -1,0 +1,124 @@
+"""Defects a QA run found on main (task fixa), each pinned by a test that failed before.
+
+A. A folder scan reports a symbolic link loop as a path not read whatever its name (exit 3
+   unless ``--skip-unrelated``, docs/audit.md's exit-code table), and notes a symbolic link
+   to a folder it does not follow (docs/security.md: scans do not follow symlinked folders).
+B. Input-derived text in the ``not evaluated`` / ``not read`` lines reaches stdout with its
+   control characters escaped (docs/security.md), in the table, plain and GitHub formats.
+C. ``COLUMNS`` that is not positive is ignored like ``abc`` (200 columns); a tiny one is
+   raised to 80, the width every verdict line fits, so line 1 stays the whole verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvalign.cli import app
+from kvalign.numbers import columns
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD = ROOT / "configs" / "deployments" / "kvalign" / "nemotron-nano-good.yaml"
+runner = CliRunner()
+
+
+def _folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "deploy"
+    folder.mkdir()
+    (folder / "good.yaml").write_bytes(GOOD.read_bytes())  # a passing pair: exit 0 alone
+    return folder
+
+
+def test_a_symlink_loop_without_suffix_is_a_path_not_read(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    (folder / "a").symlink_to(folder / "b")
+    (folder / "b").symlink_to(folder / "a")
+    result = runner.invoke(app, ["audit", str(folder), "--format", "json"])
+    assert result.exit_code == 3, result.stderr
+    doc = json.loads(result.stdout)
+    assert [e["file"] for e in doc["not_read"]] == [str(folder / "a"), str(folder / "b")]
+    assert all("loops" in e["message"] for e in doc["not_read"])
+    accepted = runner.invoke(app, ["audit", str(folder), "--skip-unrelated"])
+    assert accepted.exit_code == 0, accepted.stderr
+    assert f"not read: {folder / 'a'}: " in accepted.stdout
+    assert "(accepted)" in accepted.stdout
+
+
+def test_a_symlink_to_a_folder_is_noted_as_not_followed(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    (folder / "self").symlink_to(folder, target_is_directory=True)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "more.yaml").write_bytes(GOOD.read_bytes())
+    (folder / "elsewhere").symlink_to(other, target_is_directory=True)
+    result = runner.invoke(app, ["audit", str(folder)])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()  # notes of the scan go to stderr, data to stdout
+    for name in ("self", "elsewhere"):
+        assert any(
+            line.startswith(f"kvalign: warning: {folder / name}: a symbolic link to a folder")
+            and "not followed" in line
+            for line in lines
+        ), result.stderr
+    assert str(other / "more.yaml") not in result.stdout  # not followed, so not read
+
+
+#: a model id carrying a CSI "clear screen", an OSC "set title" and a BEL, as real bytes.
+EVIL = "\x1b[2J\x1b]0;x\x07nvidia/evil"
+
+
+@pytest.mark.parametrize(
+    ("args", "columns"),
+    [(["--format", "table"], None), (["--format", "table"], "120"), (["--format", "github"], None)],
+    ids=["plain", "terminal", "github"],
+)
+def test_b_not_evaluated_lines_escape_control_characters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], columns: str | None
+) -> None:
+    script = tmp_path / "evil.sh"
+    script.write_bytes(f'vllm serve "{EVIL}" --tensor-parallel-size 1\n'.encode())
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)  # plain lines, as in a pipe
+    else:
+        monkeypatch.setenv("COLUMNS", columns)  # rich sections, as on a terminal
+    result = runner.invoke(app, ["audit", str(script), *args])
+    assert result.exit_code == 3, result.stderr  # no such model: not evaluated
+    assert not any(c in result.stdout for c in "\x1b\x07"), repr(result.stdout)
+    assert "\\x1b[2J\\x1b]0;x\\x07nvidia/evil" in result.stdout
+    assert "not evaluated" in result.stdout
+
+
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+
+
+def test_c_columns_ignores_non_positive_values_and_floors_tiny_ones() -> None:
+    assert [columns(v) for v in (None, "", "abc", "0", "-5", " -1 ")] == [200] * 6
+    # under 40 columns is no real terminal: laid out at 80; 40 and up are honoured
+    # (``rules ID`` at 50 columns wraps at 50: tests/cli/test_cli_layout.py)
+    assert [columns(v) for v in ("1", "10", "39", "40", "79", "120")] == [80, 80, 80, 40, 79, 120]
+    assert columns("99999") == 10_000
+
+
+@pytest.mark.parametrize("value", ["0", "1", "10", "-5"])
+def test_c_tiny_or_invalid_columns_keep_the_verdict_on_line_one(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("COLUMNS", value)
+    argv = ["check", NANO, "--prefill-tp", "8", "--decode-tp", "1"]
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 1, result.stderr  # kernel block 2096 (TP 1) vs 528 (TP 8)
+    lines = result.stdout.splitlines()
+    assert lines[0] == "FAIL (exit 1, --fail-on error): 1 of 1 pair(s) fail"
+    assert lines[1].startswith("  prefill TP 8 → decode TP 1: fails (incompatible): ")
+    width = 200 if int(value) <= 0 else 80
+    assert max(len(line) for line in lines) <= width
+    monkeypatch.chdir(ROOT)
+    audit = runner.invoke(app, ["audit", "configs/deployments/"]).stdout.splitlines()
+    # the 9 *-bad examples fail (tests/audit/test_audit_gate.py): the verdict, then the fix
+    assert audit[0].startswith("FAIL (exit 1, --fail-on error): 9 of 18 pair(s) fail the gate")
+    assert max(len(line) for line in audit) <= width
