@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from kvalign.backends import get_gpu
-from kvalign.engine import checkpoint_alignment
+from kvalign.engine import EngineCache, checkpoint_alignment, create_engine_config
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from tests.conftest import CATALOG
@@ -128,3 +128,24 @@ def test_checkpoint_alignment_per_branch() -> None:
     assert checkpoint_alignment(qwen, Settings(), a100, True) == (
         1, "A100: GDN prefill on Triton, checkpoint alignment 1",
     )  # fmt: skip
+
+
+def test_engine_cache_tells_models_apart_and_resolves_each_once() -> None:
+    # EngineCache.resolve is create_engine_config, once per (model object, settings): two
+    # models with the same settings each get their own config (a cache keyed on the
+    # settings alone would hand Qwen Nano's), and a second call returns the first result
+    nano, qwen = load_model(NANO), load_model(QWEN)
+    cache = EngineCache()
+    first = cache.resolve(nano, Settings())
+    other = cache.resolve(qwen, Settings())
+    assert first == create_engine_config(nano, Settings())
+    assert other == create_engine_config(qwen, Settings())
+    assert first != other
+    assert cache.resolve(nano, Settings()) is first
+
+
+def test_with_block_size_accepts_one_token() -> None:
+    # vLLM's CacheConfig takes any positive block size; 0 is refused (test_resolve_once)
+    engine = create_engine_config(load_model(NANO), Settings())
+    one = engine.with_block_size(1)
+    assert (one.base_block, one.settings.block_size) == (1, 1)
