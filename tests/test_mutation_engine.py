@@ -149,3 +149,42 @@ def test_with_block_size_accepts_one_token() -> None:
     engine = create_engine_config(load_model(NANO), Settings())
     one = engine.with_block_size(1)
     assert (one.base_block, one.settings.block_size) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("transformers", "dtypes", "page", "block"),
+    [
+        # measured: tests/golden/fidelity-0.19.1.jsonl (transformers 5.20.2: NemotronHConfig
+        # declares mamba_ssm_cache_dtype = "float32", which vLLM's getattr then reads) and
+        # fidelity-0.19.1-transformers-4.57.6.jsonl (no such attribute: 0.19's float16
+        # fallback). 5.20.2 has major 5, the boundary itself (vLLM 0.19.1 refuses 5.0-5.5.0)
+        ("5.20.2", ("bfloat16", "float32"), 16_900_096, 4224),
+        ("4.57.6", ("bfloat16", "float16"), 8_511_488, 2176),
+    ],
+)
+def test_nemotron_h_ssm_fallback_follows_the_transformers_major(
+    transformers: str, dtypes: tuple[str, str], page: int, block: int
+) -> None:
+    settings = Settings(vllm_version="0.19.1", transformers_version=transformers, gpu="H100",
+                        attention_backend="FLASH_ATTN", enable_prefix_caching=True)  # fmt: skip
+    rank = rank_of(load_model("nvidia/Nemotron-H-56B-Base-8K"), settings, 1)
+    assert (rank.mamba_state_dtypes, rank.mamba_page_bytes, rank.block_size) == (
+        dtypes, page, block,
+    )  # fmt: skip
+
+
+def test_release_without_a_nemotron_default_takes_the_conv_dtype() -> None:
+    # measured (tests/golden/fidelity-0.11.1.jsonl): Nano on 0.11.1, H100, FLASH_ATTN,
+    # prefix caching: block 1,152; that release has no Nemotron-H ssm default, so the
+    # ssm state takes the conv dtype
+    settings = Settings(vllm_version="0.11.1", gpu="H100", attention_backend="FLASH_ATTN",
+                        enable_prefix_caching=True)  # fmt: skip
+    rank = rank_of(load_model(NANO), settings, 1)
+    assert rank.block_size == 1152
+    assert rank.mamba_state_dtypes == ("bfloat16", "bfloat16")
+
+
+def test_float16_ssm_state_is_accepted() -> None:
+    # vllm/config/cache.py MambaDType (0.33): auto, float32, float16, bfloat16
+    rank = rank_of(load_model(NANO), Settings(mamba_ssm_cache_dtype="float16"), 1)
+    assert rank.mamba_state_dtypes == ("bfloat16", "float16")
