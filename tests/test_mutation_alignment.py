@@ -427,19 +427,6 @@ def test_common_block_size_skips_each_invalid_tp_and_goes_on() -> None:
         assert found is not None and sorted(found[1]) == [4], tps
 
 
-def test_common_block_size_goes_on_after_a_state_that_does_not_divide(tmp_path: Path) -> None:
-    # Qwen3.5-27B with 24 KV heads: TP 3 now loads (24 % 3 == 0) and its heads divide, but
-    # the conv dim 10,240 does not divide by 3; the valid TP 4 after it still counts
-    config = json.loads((CATALOG / QWEN27 / "config.json").read_text())
-    config["text_config"]["num_key_value_heads"] = 24
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    geometry = load_model(str(tmp_path / "config.json"))
-    engine = engine_of(geometry, Settings(enable_prefix_caching=False))
-    assert load_problem(geometry, 3) == ""
-    found = common_block_size(geometry, engine, [3, 4])
-    assert found is not None and sorted(found[1]) == [4]
-
-
 def test_attention_free_rank_keeps_its_load_error() -> None:
     # Mamba-Codestral (n_groups 8) at TP 16: vllm/model_executor/layers/mamba/mamba_mixer2.py
     # MambaMixer2.__init__ asserts n_groups % TP == 0 or n_groups == 1
