@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from kvalign.backends import get_gpu
-from kvalign.engine import EngineCache, checkpoint_alignment, create_engine_config
+from kvalign.engine import EngineCache, checkpoint_alignment, create_engine_config, is_sm100
 from kvalign.settings import Settings
 from kvalign.sources import load_model
+from kvalign.versions import profile_named
 from tests.conftest import CATALOG
 from tests.resolve import rank_of
 
@@ -188,3 +189,12 @@ def test_float16_ssm_state_is_accepted() -> None:
     # vllm/config/cache.py MambaDType (0.33): auto, float32, float16, bfloat16
     rank = rank_of(load_model(NANO), Settings(mamba_ssm_cache_dtype="float16"), 1)
     assert rank.mamba_state_dtypes == ("bfloat16", "float16")
+
+
+def test_sm100_test_per_release() -> None:
+    # vLLM 0.11.1 models/config.py: current_platform.is_device_capability(100) (exactly
+    # 10.0); 0.14.0: is_device_capability_family(100) (any 10.x). B300 is SM103.
+    b200, b300, h100 = get_gpu("B200"), get_gpu("B300"), get_gpu("H100")
+    early, later = profile_named("0.12"), profile_named("0.13")
+    assert [is_sm100(early, g) for g in (b200, b300, h100, None)] == [True, False, False, False]
+    assert [is_sm100(later, g) for g in (b200, b300, h100, None)] == [True, True, False, False]
