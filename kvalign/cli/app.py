@@ -123,10 +123,39 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(ExitCode.INTERRUPTED)
     except typer.TyperException as exc:  # click's UsageError / BadParameter
         command = getattr(getattr(exc, "ctx", None), "command_path", "kvalign")
-        one_line = " ".join(str(exc.format_message()).split())
+        one_line = _no_such_option(exc, command) or " ".join(str(exc.format_message()).split())
         sys.stderr.write(f"kvalign: error: {one_line} (see `{command} --help`)\n")
         sys.exit(int(getattr(exc, "exit_code", ExitCode.USAGE)))
     sys.exit(code if isinstance(code, int) else ExitCode.OK)
+
+
+def _no_such_option(exc: Exception, command: str) -> str | None:
+    """click's "No such option" with suggestions that fit: options of the command whose
+    name (without the dashes) is close to the one typed, and the other commands that do
+    have it (``check --output``: an option of ``kvalign audit``); ``None`` for any other
+    error. click compares with the dashes, so ``--output`` came out as ``--gpu``."""
+    from difflib import get_close_matches
+
+    from typer._click.exceptions import NoSuchOption
+
+    if not isinstance(exc, NoSuchOption) or exc.ctx is None:
+        return None
+    typed = exc.option_name
+    mine = [o for p in exc.ctx.command.params for o in p.opts if o.startswith("--")]
+    bare = {o.lstrip("-"): o for o in mine}
+    close = [bare[b] for b in get_close_matches(typed.lstrip("-"), list(bare), n=3, cutoff=0.7)]
+    group = typer.main.get_command(app)
+    others = [
+        f"kvalign {name}"
+        for name, cmd in getattr(group, "commands", {}).items()
+        if name != exc.ctx.command.name and any(typed in p.opts for p in cmd.params)
+    ]
+    hints = [f"did you mean {' or '.join(close)}?"] if close else []
+    if others:
+        hints.append(f"{typed} is an option of {', '.join(others)}")
+    if typed == "--output" and not close:
+        hints.append("this command writes to stdout: redirect it (> FILE)")
+    return f"No such option: {typed}" + (f" ({'; '.join(hints)})" if hints else "")
 
 
 def _fast(args: list[str]) -> int | None:

@@ -124,8 +124,9 @@ def audit(
     ] = False,
 ) -> None:
     """Audit P/D deployment files (kvalign YAML, shell scripts and vllm serve lines,
-    Kubernetes, LeaderWorkerSet, llm-d, Dynamo, KServe, production-stack values) before
-    they ship.
+    Justfiles, Kubernetes, LeaderWorkerSet, llm-d, llm-d-benchmark scenarios, Dynamo,
+    KServe, AIBrix, Ray Serve, production-stack values, Docker Compose; Helm charts and
+    kustomize folders rendered) before they ship.
 
     Exit 0 clean, 1 findings at or above --fail-on, 2 usage or unreadable input,
     3 a file could not be evaluated.

@@ -69,7 +69,9 @@ INPUT_KINDS = (
     "Deployment/StatefulSet/Pod/Job, LeaderWorkerSet, llm-d ModelService values and "
     "DisaggregatedSet, KServe LLMInferenceService, NVIDIA Dynamo DynamoGraphDeployment, "
     "production-stack Helm values (servingEngineSpec.modelSpec), Docker Compose files running "
-    "a vLLM image"
+    "a vLLM image, llm-d-benchmark scenarios (LLMDBENCH_* variables), Ray Serve LLM P/D "
+    "configs (prefill_config/decode_config), AIBrix StormService; Helm chart folders and "
+    "kustomize folders are rendered (helm / kubectl on PATH)"
 )
 # linear: one possessive token per `image:`, then a check inside the token
 _IMAGE_TOKEN = re.compile(r"image:\s*+['\"]?([^\s'\"]*+)")
@@ -90,11 +92,14 @@ def _read(
     base: Path | None,
     notes: list[Problem],
     references: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
+    run_files: tuple[Path, ...] = (),
 ) -> Deployment | None:
     """Read one file's text (``file`` is its display name, ``-`` for stdin).
 
     ``base`` is the file's folder: ``--config`` files and ``LMCACHE_CONFIG_FILE`` files
     are looked up there (:mod:`kvalign.deploy.lmcache`); ``None`` (stdin) looks up nothing.
+    ``run_files``: every file of the run, where an ``LMCACHE_CONFIG_FILE`` that is not
+    next to the file is looked up by its name.
 
     Returns:
         A :class:`Deployment`, or ``None`` when the text is no deployment kvalign knows
@@ -136,7 +141,7 @@ def _read(
             ignores=tuple(ignores),
             launches=max(deployment.launches, 1),
         )
-    pools, lmcache_problems = lmcache.apply(deployment.pools, base)
+    pools, lmcache_problems = lmcache.apply(deployment.pools, base, run_files)
     return dataclasses.replace(
         deployment,
         pools=tuple(pools),
@@ -164,13 +169,7 @@ def _references(paths: list[str]) -> dict[str, tuple[str, Mapping[str, Any]]]:
     ``data`` of every ``ConfigMap`` of the run, keyed ``ConfigMap/NAME`` (first file wins),
     so an ``envFrom`` / ``configMapKeyRef`` finds a ConfigMap in another file."""
     found: dict[str, tuple[str, Mapping[str, Any]]] = {}
-    files: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if raw == "-":
-            continue
-        files += _scanned(path) if path.is_dir() else [path] if path.is_file() else []
-    for file in files:
+    for file in _run_files(paths):
         try:
             text = _read_file(file)
             if "LLMInferenceServiceConfig" not in text and "ConfigMap" not in text:
@@ -195,6 +194,17 @@ def _references(paths: list[str]) -> dict[str, tuple[str, Mapping[str, Any]]]:
                     f"ConfigMap/{name}", (str(file), data if isinstance(data, Mapping) else {})
                 )
     return found
+
+
+def _run_files(paths: list[str]) -> tuple[Path, ...]:
+    """Every file of the run: the files given by name and those the folder scans read."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if raw == "-":
+            continue
+        files += _scanned(path) if path.is_dir() else [path] if path.is_file() else []
+    return tuple(files)
 
 
 def _only_references(path: Path, references: Mapping[str, tuple[str, Mapping[str, Any]]]) -> bool:
@@ -384,7 +394,10 @@ def read_paths(
     if len(paths) > MAX_FILES:
         raise InvalidSettings(f"more than {MAX_FILES:,} paths (budget: files per run)")
     references = _references(paths)
+    run_files = _run_files(paths)
     charts: set[Path] = set()
+    #: scanned files no reader took, judged once every file of the run is read
+    pending: list[tuple[Path, str, list[tuple[Path, str]]]] = []
     for raw in paths:
         if raw == "-":
             text = stdin_text if stdin_text is not None else read_stream(sys.stdin)
@@ -409,7 +422,7 @@ def read_paths(
                 try:
                     text = _read_file(child)
                     texts.append((child, text))
-                    found = _read(text, str(child), child.parent, sink, references)
+                    found = _read(text, str(child), child.parent, sink, references, run_files)
                 except KvalignError as exc:
                     deployments.append(_unreadable(child, exc))
                     continue
@@ -417,12 +430,7 @@ def read_paths(
                     untaken.append((child, text))
                 else:
                     deployments.append(found)
-            for child, text in untaken:
-                problem = _not_taken(child, text, texts) if _no_reader(child, text) else None
-                if problem is not None and unread is not None:
-                    unread.append(problem)
-                else:
-                    skipped.append(str(child))
+            pending += [(child, text, texts) for child, text in untaken]
             continue
         chart = next((c for c in path.parents if render.is_chart(c)), None)
         if chart is not None:  # a chart's file given by name: the chart is rendered, once
@@ -432,7 +440,7 @@ def read_paths(
             continue
         if not path.exists() and not path.is_symlink():  # a symlink loop is read (and refused)
             raise InvalidConfig(f"{raw}: no such file or directory")
-        found = _read(_read_file(path), raw, path.parent, sink, references)
+        found = _read(_read_file(path), raw, path.parent, sink, references, run_files)
         if found is None and skip_unrelated:
             skipped.append(raw)
             sink.append(
@@ -449,6 +457,16 @@ def read_paths(
                 f"{raw}: no prefill/decode deployment found{why}; kvalign reads: {INPUT_KINDS}"
             )
         deployments.append(found)
+    read_through = _lmcache_files(deployments)  # once every file of the run is read
+    for child, text, texts in pending:
+        if str(child) in read_through:  # an LMCACHE_CONFIG_FILE another file names
+            skipped.append(str(child))
+            continue
+        problem = _not_taken(child, text, texts) if _no_reader(child, text) else None
+        if problem is not None and unread is not None:
+            unread.append(problem)
+        else:
+            skipped.append(str(child))
     deployments = _partnered_servers(deployments)
     if skip_unrelated:
         kept: list[Deployment] = []
@@ -460,6 +478,17 @@ def read_paths(
                 kept.append(found)
         deployments = kept
     return deployments, skipped
+
+
+def _lmcache_files(deployments: list[Deployment]) -> set[str]:
+    """The ``LMCACHE_CONFIG_FILE`` files the pools read so far (as found: the path the
+    scan lists), which are read through those pools, not on their own."""
+    return {
+        pool.args.lmcache_chunk_source
+        for deployment in deployments
+        for pool in deployment.pools
+        if pool.args.lmcache_chunk_source is not None
+    }
 
 
 def _partnered_servers(deployments: list[Deployment]) -> list[Deployment]:
@@ -513,10 +542,13 @@ def _rendered(
     bases = {base for root in roots for base in render.referenced(root)}
     covered: list[Path] = []
     for root in roots:
-        covered += [root, *render.referenced(root)]
+        values = render.values_beside(root)
+        covered += [root, *render.referenced(root), *values]
         if root.resolve() in bases:
             continue  # a base of an overlay of this run: read through the overlay
         _render_one(root, deployments, skipped, sink, references)
+        for file in values:  # Helm values beside the chart: one more release each
+            _render_one(root, deployments, skipped, sink, references, file)
     return covered
 
 
@@ -526,9 +558,11 @@ def _render_one(
     skipped: list[str],
     sink: list[Problem],
     references: Mapping[str, tuple[str, Mapping[str, Any]]],
+    values: Path | None = None,
 ) -> None:
-    """Render one chart or kustomize root and read the output (or say what to run)."""
-    text, problem = render.render(root)
+    """Render one chart or kustomize root (a chart with ``values``: a values file beside
+    it) and read the output (or say what to run)."""
+    text, problem = render.render(root, values)
     kind = "helm-chart" if render.is_chart(root) else "kustomize"
     if problem is not None:
         deployments.append(
@@ -536,6 +570,8 @@ def _render_one(
         )
         return
     file = str(root / "Chart.yaml") if render.is_chart(root) else str(render.kustomization(root))
+    if values is not None:
+        file = str(values)
     try:
         found = _read(text or "", file, root, sink, references)
     except KvalignError as exc:

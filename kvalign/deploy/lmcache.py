@@ -1,4 +1,5 @@
-"""LMCache config files named by ``LMCACHE_CONFIG_FILE`` (read next to the manifest).
+"""LMCache config files named by ``LMCACHE_CONFIG_FILE`` (next to the manifest, else
+among the files of the run).
 
 LMCache reads its settings from the YAML file named by ``LMCACHE_CONFIG_FILE``, then lets
 ``LMCACHE_*`` variables and ``kv_connector_extra_config`` override them, so the file's
@@ -6,14 +7,17 @@ LMCache reads its settings from the YAML file named by ``LMCACHE_CONFIG_FILE``, 
 usually a path inside the container (a mounted ConfigMap); kvalign looks for the file in
 the manifest's own folder: a relative path below that folder as written, any other path
 (absolute, or climbing with ``..``) by its file name only, so a manifest can never make
-kvalign read outside its folder. Reads go through :mod:`kvalign.safeio` (size cap, safe
+kvalign read outside its folder. A file not found there is looked up by its name among
+the other files of the same run (``audit deploy/`` with the config in ``deploy/lmcache/``
+and the manifest in ``deploy/prefill/``): one such file is read (a note names it);
+several are a warning (not checked). Reads go through :mod:`kvalign.safeio` (size cap, safe
 YAML).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from kvalign.deploy.model import Pool, Problem
@@ -49,12 +53,25 @@ def _chunk(value: object) -> int | None:
     return None
 
 
-def apply(pools: Iterable[Pool], base: Path | None) -> tuple[list[Pool], list[Problem]]:
+def elsewhere(raw: str, run_files: Sequence[Path]) -> list[Path]:
+    """The files of the run named like ``raw``'s file name (the config file of a manifest
+    kept in another folder of the run: ``deploy/lmcache/prefill.yaml`` for a manifest in
+    ``deploy/prefill/``)."""
+    name = PurePosixPath(raw.strip()).name
+    return [path for path in run_files if path.name == name] if name else []
+
+
+def apply(
+    pools: Iterable[Pool], base: Path | None, run_files: Sequence[Path] = ()
+) -> tuple[list[Pool], list[Problem]]:
     """Fill ``lmcache_chunk_size`` from ``LMCACHE_CONFIG_FILE`` where nothing overrides it.
 
     Args:
         pools: the pools of one file.
         base: the manifest's folder (``None`` for stdin: the file is not looked up).
+        run_files: every file of the run: a file not next to the manifest is looked up
+            among them by its name (exactly one: read, with a note; several: not checked,
+            a warning naming them).
 
     Returns:
         ``(pools, problems)``: pools with the file's ``chunk_size`` (source = the file's
@@ -85,17 +102,33 @@ def apply(pools: Iterable[Pool], base: Path | None) -> tuple[list[Pool], list[Pr
             continue
         path = candidate(base, raw) if base is not None else None
         if path is None or not (path.exists() or path.is_symlink()):
-            looked = f" (looked for {path})" if path is not None else ""
-            problems.append(
-                Problem(
-                    pool.location,
-                    f"{where}: not found next to the manifest{looked}; LMCache chunk_size "
-                    "not checked",
-                    blocking=False,
+            others = elsewhere(raw, run_files) if base is not None else []
+            if len(others) == 1:
+                problems.append(
+                    Problem(
+                        pool.location,
+                        f"{where}: read from {others[0]} (another file of this run)",
+                        blocking=False,
+                    )
                 )
-            )
-            out.append(pool)
-            continue
+                path = others[0]
+            else:
+                looked = f" (looked for {path})" if path is not None else ""
+                several = (
+                    f"; several files of this run have its name ({', '.join(map(str, others))})"
+                    if others
+                    else ""
+                )
+                problems.append(
+                    Problem(
+                        pool.location,
+                        f"{where}: not found next to the manifest{looked}{several}; LMCache "
+                        "chunk_size not checked",
+                        blocking=False,
+                    )
+                )
+                out.append(pool)
+                continue
         try:
             data = load_yaml(read_text(path), str(path))
         except KvalignError as exc:

@@ -8,19 +8,24 @@ each root with the renderer on ``PATH`` (``helm template``; ``kustomize build``,
 Helm marks every rendered document with ``# Source: CHART/templates/FILE``; a kustomize
 object is found again by its name in the folder's own files. With no renderer on
 ``PATH`` the root is not evaluated (exit 3), and the message names the command to render
-and pipe (``helm template RELEASE CHART | kvalign audit -``). Nothing but those renderers
+and pipe (``helm template RELEASE CHART | kvalign audit -``). Helm values files kept
+beside a chart (``values-prod.yaml`` next to the chart's folder) are references of the
+chart: the chart is rendered once more with each (``-f``), as its own release, and the
+files are not read on their own. Nothing but those renderers
 is ever run, only on the user's folders, with no shell.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from kvalign.deploy.kustomize import remote_references
 from kvalign.deploy.model import Deployment, Location, Problem
 from kvalign.safeio import read_text
 
@@ -64,11 +69,42 @@ def referenced(root: Path) -> set[Path]:
     return {(root / n).resolve() for n in names if (root / n).is_dir()}
 
 
-def command(root: Path, which: Callable[[str], str | None] = shutil.which) -> list[str] | None:
-    """The renderer command for ``root`` (``None``: no renderer on ``PATH``)."""
+def values_beside(root: Path) -> list[Path]:
+    """Helm values files kept beside a chart folder (``deploy/values-prod.yaml`` next to
+    ``deploy/falcon-pd/``: a name with ``values`` in it, ``.yaml`` / ``.yml``), when the
+    chart is the only one in that folder (else which chart a file is for is unknown, and
+    the files are read as they are)."""
+    if not is_chart(root) or root.parent == root:
+        return []
+    folder = root.parent
+    charts = [p for p in folder.iterdir() if p.is_dir() and is_chart(p)]
+    if charts != [root] and [c.resolve() for c in charts] != [root.resolve()]:
+        return []
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_file() and p.suffix in (".yaml", ".yml") and "values" in p.stem.lower()
+    )
+
+
+def release(root: Path, values: Path | None = None) -> str:
+    """The release name a chart is rendered as: the chart folder's name, with the values
+    file's stem for a values file beside it (``falcon-pd-values-prod``: releases of
+    different values files are different deployments)."""
+    return root.name if values is None else f"{root.name}-{values.stem}"
+
+
+def command(
+    root: Path,
+    which: Callable[[str], str | None] = shutil.which,
+    values: Path | None = None,
+) -> list[str] | None:
+    """The renderer command for ``root`` (``None``: no renderer on ``PATH``); ``values``:
+    a values file beside the chart (``helm template … -f VALUES``)."""
     if is_chart(root):
         helm = which("helm")
-        return [helm, "template", root.name, str(root)] if helm else None
+        extra = ["-f", str(values)] if values is not None else []
+        return [helm, "template", release(root, values), str(root), *extra] if helm else None
     kustomize = which("kustomize")
     if kustomize:
         return [kustomize, "build", str(root)]
@@ -76,34 +112,54 @@ def command(root: Path, which: Callable[[str], str | None] = shutil.which) -> li
     return [kubectl, "kustomize", str(root)] if kubectl else None
 
 
-def hint(root: Path) -> str:
+def hint(root: Path, values: Path | None = None) -> str:
     """The command to render ``root`` by hand and pipe it into audit."""
     if is_chart(root):
-        return f"helm template {root.name} {root} | kvalign audit -"
+        extra = f" -f {values}" if values is not None else ""
+        return f"helm template {release(root, values)} {root}{extra} | kvalign audit -"
     return f"kubectl kustomize {root} | kvalign audit -   (or: kustomize build {root} | …)"
 
 
-def render(root: Path) -> tuple[str | None, Problem | None]:
-    """``(rendered text, None)``, or ``(None, blocking problem)`` naming what to run."""
+def render(root: Path, values: Path | None = None) -> tuple[str | None, Problem | None]:
+    """``(rendered text, None)``, or ``(None, blocking problem)`` naming what to run;
+    ``values``: a values file beside the chart, rendered with it."""
     where = Location(str(root / "Chart.yaml") if is_chart(root) else str(kustomization(root)))
+    if values is not None:
+        where = Location(str(values))
     what = "a Helm chart" if is_chart(root) else "a kustomize folder"
-    argv = command(root)
+    if values is not None:
+        what += f" with {values.name}"
+    if not is_chart(root):
+        remote = remote_references(root)
+        if remote:
+            more = f" (and {len(remote) - 1} more)" if len(remote) > 1 else ""
+            return None, Problem(
+                where, f"{what}: not rendered: it names the remote resource {remote[0]}"
+                f"{more}, which kustomize would fetch (kvalign reaches no network): render it "
+                f"and pipe the output: `{hint(root, values)}`",
+            )  # fmt: skip
+    argv = command(root, values=values)
     if argv is None:
         tool = "helm" if is_chart(root) else "kustomize or kubectl"
         return None, Problem(
             where, f"{what}: not rendered ({tool} is not on PATH): render it and pipe the "
-            f"output: `{hint(root)}`",
+            f"output: `{hint(root, values)}`",
         )  # fmt: skip
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, Problem(
-            where, f"{what}: `{' '.join(argv)}` failed ({exc}); try `{hint(root)}`"
+            where, f"{what}: `{' '.join(argv)}` failed ({exc}); try `{hint(root, values)}`"
         )
     if done.returncode != 0:
-        first = next((ln for ln in done.stderr.splitlines() if ln.strip()), "no message")
+        lines = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
+        # kubectl's klog lines (``E1202 01:12:03 … err=<``) bury the cause: prefer "Error:"
+        first = next((ln for ln in lines if ln.startswith("Error:")), lines[0] if lines else "")
+        first = first or "no message"
         return None, Problem(
-            where, f"{what}: `{' '.join(argv[1:3])} {root}` exited {done.returncode}: {first}"
+            where,
+            f"{what}: `{Path(argv[0]).name} {' '.join(argv[1:])}` exited "
+            f"{done.returncode}: {first}",
         )
     return done.stdout, None
 
@@ -117,7 +173,7 @@ def relocate(deployment: Deployment, root: Path, text: str) -> Deployment:
     starts = [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _SOURCE.finditer(text)]
     files = [
         p
-        for folder in (root, *sorted(referenced(root)))
+        for folder in (root, *(_as_given(root, base) for base in sorted(referenced(root))))
         for p in sorted(folder.rglob("*"))
         if p.is_file() and p.suffix in (".yaml", ".yml")
     ]
@@ -135,6 +191,12 @@ def relocate(deployment: Deployment, root: Path, text: str) -> Deployment:
             where = _named(files, pool.name) or where
         pools.append(dataclasses.replace(pool, location=where))
     return dataclasses.replace(deployment, pools=tuple(pools))
+
+
+def _as_given(root: Path, base: Path) -> Path:
+    """A base folder (resolved) written as the run names ``root`` (relative stays
+    relative: ``deploy/overlays/prod`` + ``../../base`` → ``deploy/base``)."""
+    return Path(os.path.normpath(root / os.path.relpath(base, root.resolve())))
 
 
 def _named(files: list[Path], name: str) -> Location | None:

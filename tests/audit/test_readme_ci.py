@@ -171,6 +171,45 @@ def _assert_real_ref(rev: str) -> None:
     assert "kvalign-audit" in [h["id"] for h in yaml.safe_load(manifest.stdout)]
 
 
+def test_the_deploy_folder_is_read_whole(work: tuple[Path, bool]) -> None:
+    # the layout the snippets run on, every part evaluated (none silently skipped): the
+    # kvalign pair, the prefill/ and decode/ siblings paired by their label, the
+    # aggregated server, the Helm chart (through the stand-in helm) and the kustomize
+    # overlay (its base read through it), each pool at its own file
+    cwd, broken = work
+    path = _env_in(cwd)["PATH"]
+    if not any(shutil.which(tool, path=path) for tool in ("kubectl", "kustomize")):
+        pytest.skip("neither kubectl nor kustomize on PATH: the overlay cannot render")
+    result = subprocess.run(
+        [sys.executable, "-m", "kvalign", "audit", "deploy/", "--format", "json"],
+        cwd=cwd, env=_env_in(cwd), capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == (1 if broken else 0), result.stderr
+    report = json.loads(result.stdout)
+    assert report["unevaluated"] == [] and report["not_read"] == []
+    pools = sorted(
+        (str(Path(p["file"]).relative_to("deploy")) if p["file"].startswith("deploy")
+         else p["file"], p["role"])
+        for f in report["files"] for p in f["pools"]
+    )  # fmt: skip
+    expected = [
+        ("chat.yaml", "server"),
+        ("charts/falcon-pd/templates/decode.yaml", "decode"),
+        ("charts/falcon-pd/templates/prefill.yaml", "prefill"),
+        ("decode/decode.yaml", "decode"),
+        ("kustomize/base/decode.yaml", "decode"),
+        ("kustomize/base/prefill.yaml", "prefill"),
+        ("nano.yaml", "decode"),
+        ("nano.yaml", "prefill"),
+        ("prefill/prefill.yaml", "prefill"),
+    ]
+    if broken:
+        expected += [("nano-tp8-tp1.yaml", "decode"), ("nano-tp8-tp1.yaml", "prefill")]
+    assert pools == sorted(expected)
+    siblings = [g for g in report["groups"] if "ms-qwen35" in g["how"]]
+    assert len(siblings) == 1 and len(siblings[0]["pairs"]) == 1  # paired across folders
+
+
 def test_the_section_has_every_kind_of_snippet() -> None:
     assert len(_blocks("bash")) == 1
     assert len(_pre_commit_configs()) == 2

@@ -10,6 +10,7 @@ a positive and a negative case.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,23 @@ CLASSES = [
     "LM",  # an aggregated LMCache kv_both server: KVA007 runs
     "RS",  # Ray Serve LLM P/D configs
     "ST",  # AIBrix StormService
-    "X",  # references across files of one run (KServe baseRefs)
+    "X",  # references across files of one run (KServe baseRefs, LMCACHE_CONFIG_FILE)
+    "LB",  # llm-d-benchmark scenario files (LLMDBENCH_* variables)
+    "HC",  # Helm chart folders: rendered with `helm template`, or exit 3 naming it
+    "KZ",  # kustomize bases and overlays: rendered with `kubectl kustomize`
+    "HV",  # Helm values beside a chart folder: the chart rendered with each (`-f`)
 ]
+#: a stand-in for ``helm`` (not installable here): ``helm template NAME CHART`` prints the
+#: fixed manifest ``CHART/helm-template.out`` (what helm prints for that chart, written by
+#: hand with its ``# Source:`` lines), ``… -f VALUES`` ``CHART/helm-template-STEM.out``;
+#: anything else fails.
+FAKE_HELM = (  # shell builtins only: nothing else is on PATH
+    '#!/bin/sh\n[ "$1" = template ] || exit 9\nout="$3/helm-template.out"\n'
+    # `-f VALUES` (a values file beside the chart): CHART/helm-template-VALUES-STEM.out
+    'if [ "$4" = -f ]; then v="${5##*/}"; out="$3/helm-template-${v%.yaml}.out"; fi\n'
+    'while IFS= read -r line; do printf \'%s\\n\' "$line"; done < "$out"\n'
+)
+
 runner = CliRunner()
 
 
@@ -84,9 +100,29 @@ def _id(case: dict[str, Any]) -> str:
     return " ".join([case["path"], *case.get("args", [])])
 
 
+def _tools(tools: list[str], folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PATH holds only ``tools``: ``helm`` is :data:`FAKE_HELM`, others the real one
+    (the case is skipped when it is not installed)."""
+    folder.mkdir()
+    for tool in tools:
+        if tool == "helm":
+            (folder / "helm").write_text(FAKE_HELM, encoding="utf-8")
+            (folder / "helm").chmod(0o755)
+            continue
+        found = shutil.which(tool)
+        if found is None:
+            pytest.skip(f"{tool} is not on PATH")
+        (folder / tool).symlink_to(found)
+    monkeypatch.setenv("PATH", str(folder))
+
+
 @pytest.mark.parametrize("case", EXPECTED, ids=[_id(c) for c in EXPECTED])
-def test_corpus_input_is_read_as_its_author_meant(case: dict[str, Any]) -> None:
+def test_corpus_input_is_read_as_its_author_meant(
+    case: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = CORPUS / case["path"]
+    if "tools" in case:  # renderers: exactly these on PATH
+        _tools(case["tools"], tmp_path / "bin", monkeypatch)
     code, report = _audit(path, *case.get("args", []))
     messages = _messages(report)
     assert code == case["exit"], messages
@@ -107,6 +143,9 @@ def test_corpus_input_is_read_as_its_author_meant(case: dict[str, Any]) -> None:
         assert sorted({f["rule"] for f in report["findings"]}) == case["rules"]
     for text in case.get("says", []):
         assert text in messages, messages
+    if "at" in case:  # findings keep their source file and line (relative to the corpus)
+        at = [f"{Path(f['file']).relative_to(CORPUS)}:{f['line']}" for f in report["findings"]]
+        assert sorted(set(at)) == case["at"], at
     for text in case.get("once", []):
         assert messages.count(text) == 1, messages
     for text in case.get("never", []):
@@ -157,8 +196,13 @@ def test_a_scan_of_the_whole_corpus_never_skips_a_vllm_launch() -> None:
         "deployment-not-vllm.yaml",
         "docker_run_other.sh",
         "lmcache-decoder-config.yaml",
+        # lmcache/run-files*: three LMCache configs of one name in this run (ambiguous)
+        "lmcache-offload.yaml",
+        "lmcache-offload.yaml",
+        "lmcache-offload.yaml",
         "lmcache-prefiller-config.yaml",
         "sglang_launch.sh",
+        "values-split.yaml",  # helm-values/two-charts: beside two charts, no launch
     ]
     # a file no reader takes that mentions vLLM is listed as not read (exit 3),
     # never skipped: this folder's own expectations.yaml is one (it was skipped)

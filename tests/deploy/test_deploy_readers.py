@@ -24,6 +24,7 @@ def test_readers_are_tried_in_their_documented_order() -> None:
         "ray-serve",  # Ray Serve LLM P/D configs
         "aibrix",  # AIBrix StormService
         "kubernetes",
+        "llm-d-benchmark",  # llm-d-benchmark scenarios (LLMDBENCH_* variables)
         "command-line",
     ]
 
@@ -38,6 +39,8 @@ def test_readers_are_tried_in_their_documented_order() -> None:
         ("compose.yaml", "services:\n  p: {image: vllm/vllm-openai:v0.33.0}\n", "compose"),
         ("c.yaml", "services:\n  web: {image: nginx}\n", None),  # no vLLM image: not a pool
         ("d.yaml", "kind: Deployment\nspec: {}\n", "kubernetes"),
+        ("s.sh", "export LLMDBENCH_DEPLOY_MODEL_LIST=org/m\n", "llm-d-benchmark"),
+        ("s.sh", f"LLMDBENCH_X=1 {SERVE}", "command-line"),  # no scenario variable
         ("run.sh", "echo hi\n", "command-line"),  # every .sh is a script
         ("cmd.txt", SERVE, "command-line"),
         ("notes.txt", "nothing here\n", None),

@@ -6,6 +6,8 @@ exit code as ``check``'s first line does (:func:`kvalign.report.cells.answer_lin
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from kvalign.audit import AuditReport
 from kvalign.deploy.model import Pool
 from kvalign.policy import fails
@@ -57,9 +59,60 @@ def _fix(finding: Finding) -> str:
     return finding.remediation.rstrip(".")
 
 
+def _short(fix: str) -> str:
+    """A fix for one line: without the GPU classes it holds on and the pools it is set
+    on (the finding lines keep both)."""
+    fix = fix.split(" (holds on ", 1)[0]
+    return fix.replace(" on every prefill and decode pool", "")
+
+
+#: most per-model fixes the headline names (the findings name every fix).
+MAX_FIXES = 3
+
+
+def group_fixes(report: AuditReport) -> list[tuple[str, str, list[str]]]:
+    """``(model, fix, files)`` per model and fix that fails the gate, in group order: the
+    fix of each failing deployment's first such finding, with the files of the
+    deployments that need it."""
+    failing = report.failing()
+    found: dict[tuple[str, str], list[str]] = {}
+    for group in report.groups:
+        mine = [f for f in failing if any(_names_pool(f, r.pool) for r in group.pools)]
+        if mine:
+            model = ", ".join(dict.fromkeys(r.pool.model for r in group.pools))
+            files = found.setdefault((model, _fix(mine[0])), [])
+            files += [d.source for d in group.deployments[:1]]
+    return [(model, fix, files) for (model, fix), files in found.items()]
+
+
+def fixes_clause(report: AuditReport) -> str | None:
+    """The headline's fix when the failing deployments need different fixes (``None``
+    when they need one): ``FIX for MODEL`` per model and fix, short (the findings keep the
+    detail), joined by ``; ``; a model that needs different fixes in different
+    deployments names the first file of each (``(bad.sh, +1)``); at most
+    :data:`MAX_FIXES`, then how many more."""
+    fixes = group_fixes(report)
+    if len({fix for _, fix, _ in fixes}) < 2:
+        return None
+    models = [model for model, _, _ in fixes]
+    parts = []
+    for model, fix, files in fixes:
+        where = ""
+        if models.count(model) > 1 and files:
+            more = f", +{len(files) - 1}" if len(files) > 1 else ""
+            where = f" ({PurePath(files[0]).name}{more})"
+        parts.append(f"{_short(fix)} for {model}{where}")
+    if len(parts) > MAX_FIXES:
+        rest = len(parts) - MAX_FIXES + 1
+        parts = [*parts[: MAX_FIXES - 1], f"{rest} more (each finding names its fix)"]
+    return "; ".join(parts)
+
+
 def headline(report: AuditReport) -> str:
-    """Line 1 of audit: the verdict in words with the exit code and the first fix, e.g.
-    ``FAIL (exit 1, --fail-on error): 2 of 7 pair(s) fail the gate; fix: …``."""
+    """Line 1 of audit: the verdict in words with the exit code and the fix, e.g.
+    ``FAIL (exit 1, --fail-on error): 2 of 7 pair(s) fail the gate; fix: …``; when the
+    failing deployments need different fixes, one per model (:func:`fixes_clause`:
+    ``fix: set --block-size 576 for MODEL-A; set --block-size 800 for MODEL-B``)."""
     code = report.exit_code()
     pairs = [o for g in report.groups for o in g.pairs]
     servers = sum(1 for f in report.files for r in f.pools if r.pool.role == "server")
@@ -80,10 +133,8 @@ def headline(report: AuditReport) -> str:
         parts = [f"{len(bad)} of {len(pairs)} pair(s) fail the gate"] if bad else []
         if others:
             parts.append(f"{len(others)} {'other ' if bad else ''}finding(s) fail it")
-        return (
-            f"FAIL (exit 1, --fail-on {report.fail_on}): {', '.join(parts)}; "
-            f"fix: {_fix(failing[0])}"
-        )
+        fix = fixes_clause(report) or _fix(failing[0])
+        return f"FAIL (exit 1, --fail-on {report.fail_on}): {', '.join(parts)}; fix: {fix}"
     what = f"{len(pairs)} pair(s) pass the gate" if pairs else "no pair to check"
     if servers:
         what += f", {servers} standalone server(s)"
