@@ -9,16 +9,34 @@ cdiv(2,134,016, 1,024) = 2,084 tokens. Its config names ``chunk_size: 128``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
+from kvalign.alignment import (
+    BlockDerivation,
+    RankResult,
+    aligned_block_size,
+    analyze_rank,
+    block_requirement,
+    common_block_size,
+    derive_block,
+    load_problem,
+)
+from kvalign.backends import BACKENDS
+from kvalign.errors import UnsupportedModel
 from kvalign.settings import Settings
 from kvalign.sources import load_model
-from tests.resolve import rank_of
+from kvalign.versions import profile_named
+from tests.conftest import CATALOG
+from tests.fidelity.test_release_vectors import KNOWN_DISAGREEMENTS
+from tests.release_vectors import compare, release_files, rows
+from tests.resolve import engine_of, rank_of
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+FALCON = "tiiuae/Falcon-H1-0.5B-Base"
 #: vLLM 0.27.1: prefix caching is off by default for hybrids and, when enabled, Nemotron-H
 #: (SupportsMambaPrefixCaching) runs in Mamba cache mode 'all'.
 ALL_MODE = {"vllm_version": "0.27.1", "enable_prefix_caching": True}
@@ -26,6 +44,10 @@ ALL_MODE = {"vllm_version": "0.27.1", "enable_prefix_caching": True}
 
 def _block(model: str, tp: int = 1, **settings: object) -> int | None:
     return rank_of(load_model(model), Settings(**settings), tp).block_size  # type: ignore[arg-type]
+
+
+def _block_rank(model: str, tp: int = 1, **settings: object) -> RankResult:
+    return rank_of(load_model(model), Settings(**settings), tp)  # type: ignore[arg-type]
 
 
 def test_cache_mode_all_aligns_to_the_lcm_of_chunk_and_block_not_the_max() -> None:
@@ -89,3 +111,377 @@ def test_mla_floor_raises_the_unit_but_never_lowers_it() -> None:
     # (the floor alone, 128, would give 128 · 45 = 5,760); default: 128 · 45 = 5,760.
     assert _block("moonshotai/Kimi-K3", block_size=256) == 5888
     assert _block("moonshotai/Kimi-K3") == 5760
+
+
+# ---- derive_block step by step (every field of the derivation pinned) --------
+# Nano's pages at TP 1 (module docstring): a = 1,024 B/token, m = 2,134,016 B, so
+# tokens_needed = cdiv(2,134,016, 1,024) = 2,084. Measured: tests/golden/vllm-0.14.0.jsonl
+# has block 2,096 for Nano TP 1 on H100 without prefix caching (16 · cdiv(2,084, 16) = 16 · 131).
+A, M, NEEDED = 1024, 2_134_016, 2084
+
+
+def _derivation(profile: str, backend: str, **kwargs: object) -> BlockDerivation:
+    args: dict[str, object] = {"base_block": 16, "use_mla": False, **kwargs}
+    return derive_block(A, M, backend=BACKENDS[backend], profile=profile_named(profile), **args)  # type: ignore[arg-type]
+
+
+def test_model_config_era_derivation_in_full() -> None:
+    # vLLM 0.14.0 vllm/model_executor/models/config.py
+    # HybridAttentionMambaModelConfig.verify_and_update_config, no prefix caching:
+    # kernel_block_alignment_size 16, block = 16 · cdiv(m, 16 · a) = 2,096; no backend lcm
+    got = _derivation("0.14", "FLASH_ATTN", prefix_caching=False)
+    assert got == BlockDerivation(
+        site="model-config", attn_page_bytes_per_token=A, mamba_page_bytes=M, base_block=16,
+        unit_start=16, unit_reason="fixed alignment", mla_floor=0, checkpoint=1, chunk=None,
+        unit=16, tokens_needed=NEEDED, aligned=2096, backend_lcm=None, rounded=2096, block=2096,
+    )  # fmt: skip
+    assert got.overridden  # 2,096 > 16
+    # the user's block is kept when it covers the aligned one ("block_size < attn_block_size")
+    kept = _derivation("0.14", "FLASH_ATTN", prefix_caching=False, base_block=4096)
+    assert (kept.block, kept.overridden) == (4096, False)
+
+
+def test_model_config_era_flashinfer_head_size_256_on_sm100() -> None:
+    # 0.14.0 config.py: kernel_block_alignment_size = 32 when is_device_capability_family(100)
+    # and head size 256 and the backend is FLASHINFER (or unset): 32 · cdiv(2,084, 32) = 2,112
+    sm100 = _derivation("0.14", "FLASHINFER", prefix_caching=False, head_size=256, blackwell=True)
+    assert (sm100.unit_start, sm100.block) == (32, 2112)
+    assert sm100.unit_reason == "FlashInfer on SM100 with head size 256"
+    # every condition is needed: another GPU, head size, backend, or a release without the
+    # rule (0.18 dropped it) keeps the fixed 16 → 2,096
+    for kwargs in (
+        {"head_size": 256},  # blackwell defaults to False
+        {"head_size": 128, "blackwell": True},
+        {"blackwell": True},  # head size defaults to 0
+    ):
+        assert _derivation("0.14", "FLASHINFER", prefix_caching=False, **kwargs).block == 2096
+    flash = _derivation("0.14", "FLASH_ATTN", prefix_caching=False, head_size=256, blackwell=True)
+    assert flash.block == 2096
+    later = _derivation("0.18", "FLASHINFER", prefix_caching=False, head_size=256, blackwell=True)
+    assert later.block == 2096
+
+
+def test_model_config_era_mla_units() -> None:
+    # 0.14.0 config.py: MLA kernel_block_alignment_size = 128 with CUTLASS_MLA, else 64
+    cutlass = _derivation("0.14", "CUTLASS_MLA", use_mla=True, prefix_caching=False)
+    assert (cutlass.unit_start, cutlass.unit_reason) == (128, "fixed MLA alignment (CUTLASS_MLA)")
+    assert cutlass.block == 128 * 17  # cdiv(2,084, 128) = 17
+    other = _derivation("0.14", "FLASHMLA", use_mla=True, prefix_caching=False)
+    assert (other.unit_start, other.unit_reason, other.block) == (64, "fixed MLA alignment", 2112)
+    # vLLM 0.10.2 has no MLA hybrids (Kimi-Linear arrives in 0.11.1)
+    with pytest.raises(
+        UnsupportedModel, match=r"not supported by vLLM 0\.10 \(first in 0\.11\.1\)"
+    ):
+        _derivation("0.10", "FLASHMLA", use_mla=True, prefix_caching=False)
+
+
+def test_platform_era_derivation_in_full() -> None:
+    # vLLM 0.33 vllm/platforms/interface.py _align_hybrid_block_size: unit max(16, 16),
+    # lcm with the FlashInfer GDN prefill checkpoint 64 when prefix caching is on:
+    # 64 · cdiv(2,084, 64) = 64 · 33 = 2,112, rounded to the backend lcm 16: 2,112
+    got = _derivation("0.33", "FLASH_ATTN", checkpoint=64)  # prefix caching defaults to on
+    assert got == BlockDerivation(
+        site="platform", attn_page_bytes_per_token=A, mamba_page_bytes=M, base_block=16,
+        unit_start=16, unit_reason="max(smallest FLASH_ATTN kernel block 16, block 16)",
+        mla_floor=0, checkpoint=64, chunk=None, unit=64, tokens_needed=NEEDED, aligned=2112,
+        backend_lcm=16, rounded=2112, block=2112,
+    )  # fmt: skip
+    # the checkpoint defaults to 1 (no checkpoint alignment): 16 · 131 = 2,096
+    plain = _derivation("0.33", "FLASH_ATTN")
+    assert (plain.checkpoint, plain.unit, plain.block) == (1, 16, 2096)
+    # prefix caching off: the checkpoint is not folded in
+    off = _derivation("0.33", "FLASH_ATTN", checkpoint=64, prefix_caching=False)
+    assert (off.checkpoint, off.block) == (1, 2096)
+    # before 0.33 there is no checkpoint alignment, and no backend-lcm rounding before 0.32
+    old = _derivation("0.27", "FLASH_ATTN", checkpoint=64)
+    assert (old.checkpoint, old.block, old.backend_lcm) == (1, 2096, None)
+    # a chunk-aligned block (cache mode 'all') takes the chunk, not the checkpoint
+    chunked = _derivation("0.33", "FLASH_ATTN", checkpoint=64, chunk=128)
+    assert (chunked.checkpoint, chunked.unit, chunked.block) == (1, 128, 2176)
+    assert chunked.chunk == 128
+
+
+def test_platform_era_mla_floor_in_the_derivation() -> None:
+    # 0.27+: the MLA unit is max(unit, 128); FLASHMLA's kernel block 64 → 128 · 17 = 2,176
+    got = _derivation("0.27", "FLASHMLA", use_mla=True)
+    assert (got.unit_start, got.mla_floor, got.unit, got.block) == (64, 128, 128, 2176)
+    # 0.25 has no floor: 64 · cdiv(2,084, 64) = 2,112
+    early = _derivation("0.25", "FLASHMLA", use_mla=True)
+    assert (early.mla_floor, early.unit, early.block) == (0, 64, 2112)
+
+
+def test_aligned_block_size_folds_the_checkpoint_in_when_prefix_caching() -> None:
+    # aligned_block_size is 0.33's rule: prefix caching defaults to on, so the checkpoint
+    # 64 makes the unit lcm(16, 64) = 64 → 2,112; without the checkpoint 2,096
+    fa = BACKENDS["FLASH_ATTN"]
+    kwargs = {"block_size": 16, "backend": fa, "use_mla": False}
+    assert aligned_block_size(A, M, checkpoint=64, **kwargs) == 2112  # type: ignore[arg-type]
+    assert aligned_block_size(A, M, **kwargs) == 2096  # type: ignore[arg-type]
+    assert aligned_block_size(A, M, checkpoint=64, prefix_caching=False, **kwargs) == 2096  # type: ignore[arg-type]
+
+
+# ---- measured vectors, sampled (every release's code, tests/golden/vllm-X.Y.Z.jsonl) -----
+@pytest.mark.parametrize("release", sorted(release_files()))
+def test_sampled_release_vectors(release: str) -> None:
+    # every 13th vector of each release (13 is prime to the grid's 5 TPs and its settings,
+    # so the sample walks through models, TPs, GPUs, backends and cache modes): kvalign
+    # must reproduce each field vLLM measured, except the fields listed (and explained)
+    # in tests/fidelity/test_release_vectors.py KNOWN_DISAGREEMENTS
+    known = KNOWN_DISAGREEMENTS.get(release, frozenset())
+    for row in rows(release)[::13]:
+        wrong = {f: v for f, v in compare(row, release).items() if f not in known}
+        assert not wrong, (row["model"], row["tp"], row["settings"], wrong)
+
+
+# ---- speculative conv-state rows (Falcon-H1, vLLM 0.17-0.31) -----------------------------
+def test_speculative_rows_problem_names_both_pages() -> None:
+    # tests/fidelity/test_fidelity.py derives Falcon-H1-0.5B TP 1 on 0.27.1: block 800 · 512 B =
+    # 409,600 B padded, and with 2 speculative tokens the layer keeps 403,968 + 2 · 3,584 =
+    # 411,136 B (MambaMixer2.get_state_shape; kv_cache_interface.py page_size_padded check)
+    rank = _block_rank(FALCON, vllm_version="0.27.1", num_speculative_tokens=2)
+    assert rank.valid and rank.block_size == 800
+    assert "411,136 B per page" in rank.load_error and "409,600 B padded" in rank.load_error
+    assert rank.load_error.startswith("vLLM 0.27 fails at start-up with 2 speculative tokens")
+    # Nemotron-H's own state-shape function takes the rows: no problem
+    assert _block_rank(NANO, vllm_version="0.27.1", num_speculative_tokens=2).load_error == ""
+    # without speculative tokens nothing to check
+    assert _block_rank(FALCON, vllm_version="0.27.1").load_error == ""
+    # the message names the model type whose state-shape function leaves the rows out
+    assert "falcon_h1's Mamba layers keep 2 more conv-state rows" in rank.load_error
+    # 0.14's Mamba2 layers take no speculative rows (tests/fidelity/test_fidelity.py): no problem
+    assert _block_rank(FALCON, vllm_version="0.14.0", num_speculative_tokens=2).load_error == ""
+
+
+# ---- analyze_rank: every field of the result at inputs where a wrong one shows ----------
+def test_user_block_raised_by_the_alignment_and_its_padding() -> None:
+    # 0.33, prefix caching off, --block-size 96: unit max(16, 96) = 96 → 96 · cdiv(2,084, 96)
+    # = 96 · 22 = 2,112 (backend lcm 16 keeps it). Padded page 2,112 · 1,024 = 2,162,688 B,
+    # padding 100 · (2,162,688 − 2,134,016) / 2,134,016 = 1.3435... %. At TP 1 the TP-stable
+    # block is derived from the same pages, so it is the same and not grown.
+    rank = _block_rank(NANO, block_size=96, enable_prefix_caching=False)
+    assert (rank.tp, rank.valid, rank.load_error, rank.profile) == (1, True, "", "0.33")
+    assert (rank.block_size, rank.kernel_block_size, rank.base_block_size) == (2112, 2112, 96)
+    assert rank.block_size_overridden and rank.prefix_caching is False
+    assert rank.mamba_page_size_padded == 2_162_688
+    assert rank.mamba_padding_pct == pytest.approx(100 * 28_672 / 2_134_016)
+    assert (rank.tp_stable_block_size, rank.tp_stable_kernel_block_size) == (2112, 2112)
+    assert rank.tp_stable_padding_pct == pytest.approx(100 * 28_672 / 2_134_016)
+    assert rank.tp_stable_grown is False
+    assert rank.derivation is not None and rank.derivation.block == 2112
+    # --block-size 4096 covers the state: kept, not overridden, padded page 4,096 · 1,024
+    big = _block_rank(NANO, block_size=4096, enable_prefix_caching=False)
+    assert (big.block_size, big.block_size_overridden) == (4096, False)
+    assert big.mamba_page_size_padded == 4_194_304
+
+
+def test_invalid_tp_keeps_the_tp_and_the_profile() -> None:
+    # measured (tests/golden/vllm-0.33.0-oracle.jsonl): Qwen3.5-27B at TP 16 is refused,
+    # "heads not divisible by tensor parallel size" (24 heads)
+    rank = _block_rank("Qwen/Qwen3.5-27B", 16, vllm_version="0.33.0")
+    assert (rank.tp, rank.valid, rank.profile) == (16, False, "0.33")
+    assert rank.reason == "heads not divisible by tensor parallel size"
+    assert rank.block_size is None
+
+
+def test_attention_free_rank_in_full() -> None:
+    # measured (oracle): Mamba-Codestral-7B TP 2, bf16: conv (3, 5,120) + ssm (64, 64, 128),
+    # 1,079,296 B; attention-free, so no block size
+    rank = _block_rank("mistralai/Mamba-Codestral-7B-v0.1", 2, enable_prefix_caching=False)
+    assert (rank.tp, rank.valid, rank.load_error, rank.profile) == (2, True, "", "0.33")
+    assert rank.attention_free and rank.prefix_caching is False
+    assert rank.mamba_page_bytes == 1_079_296
+    assert rank.mamba_state_shapes == ((3, 5120), (64, 64, 128))
+    assert rank.mamba_state_dtypes == ("bfloat16", "bfloat16")
+    assert rank.block_size is None
+
+
+def test_platform_without_hybrid_alignment_keeps_the_state_page() -> None:
+    # vLLM 0.20.0 on CPU does no hybrid alignment (tests/fidelity/test_release_facts.py): the block
+    # stays CPU_ATTN's 128, and the result still carries Nano's 2,134,016 B state page
+    rank = _block_rank(
+        NANO, vllm_version="0.20.0", gpu="CPU", attention_backend="CPU_ATTN",
+        enable_prefix_caching=False,
+    )  # fmt: skip
+    assert (rank.block_size, rank.kernel_block_size) == (128, 128)
+    assert (rank.tp_stable_block_size, rank.tp_stable_kernel_block_size) == (128, 128)
+    assert rank.mamba_page_bytes == 2_134_016
+    assert rank.mamba_state_dtypes and rank.mamba_state_shapes
+    assert rank.derivation is None
+
+
+# ---- the common --block-size and each pool's requirement ----------------------------------
+# Measured (tests/golden/vllm-0.33.0-oracle.jsonl, FLASH_ATTN, prefix caching off):
+# Nano TP 1 a = 1,024, m = 2,134,016 → 2,096; TP 4 a = 512, m = 533,504 → 1,056.
+def _requirement(model: str, tp: int, **settings: object) -> tuple[int, int] | None:
+    geometry = load_model(model)
+    return block_requirement(geometry, engine_of(geometry, Settings(**settings)), tp)  # type: ignore[arg-type]
+
+
+def test_common_block_size_covers_every_tp_in_steps_of_the_unit() -> None:
+    geometry = load_model(NANO)
+    engine = engine_of(geometry, Settings(enable_prefix_caching=False))
+    # unit 16 (FLASH_ATTN's kernel block), need max(2,096, 1,056) = 2,096; padding at TP 1
+    # 100 · (2,096 · 1,024 − 2,134,016) / 2,134,016 and at TP 4 100 · (2,096 · 512 − 533,504)
+    # / 533,504. TP 3 is invalid (32 heads) and is left out; the valid TP 4 after it stays.
+    found = common_block_size(geometry, engine, [4, 3, 1])
+    assert found is not None
+    block, padding = found
+    assert block == 2096 and sorted(padding) == [1, 4]
+    assert padding[1] == pytest.approx(100 * (2096 * 1024 - 2_134_016) / 2_134_016)
+    assert padding[4] == pytest.approx(100 * (2096 * 512 - 533_504) / 533_504)
+    assert common_block_size(geometry, engine, [3]) is None  # no valid TP
+    assert block_requirement(geometry, engine, 4) == (16, 1056)
+    assert block_requirement(geometry, engine, 3) is None
+
+
+def test_block_requirement_units_per_rule() -> None:
+    # MLA (Kimi-K3, 0.33, floor 128): unit lcm(16, 128) = 128; TP 1 needs 5,760 (oracle)
+    assert _requirement("moonshotai/Kimi-K3", 1, enable_prefix_caching=False) == (128, 5760)
+    # GDN prefill checkpoint 64 on H100 with prefix caching (tests/test_mutation_engine.py:
+    # Qwen3.5-397B TP 8 → 576): unit lcm(16, 64) = 64; prefix caching off: 16 and 528
+    assert _requirement("Qwen/Qwen3.5-397B-A17B", 8, gpu="H100") == (64, 576)
+    off = _requirement("Qwen/Qwen3.5-397B-A17B", 8, gpu="H100", enable_prefix_caching=False)
+    assert off == (16, 528)
+    # cache mode 'all' (0.27.1 with prefix caching): unit lcm(16, chunk 128) = 128, need 2,176
+    assert _requirement(NANO, 1, **ALL_MODE) == (128, 2176)
+    # a hybrid without GDN layers has no prefill checkpoint (1): with prefix caching on
+    # 0.33 the unit stays 16 and Nano TP 1 needs 2,096 (oracle, prefix caching on)
+    assert _requirement(NANO, 1, enable_prefix_caching=True) == (16, 2096)
+    # model-config era (0.14): the fixed unit 16, need 2,096 (tests/golden/vllm-0.14.0.jsonl)
+    assert _requirement(NANO, 1, vllm_version="0.14.0", enable_prefix_caching=False) == (16, 2096)
+
+
+def test_rank_result_reads_the_alignment_asked_for() -> None:
+    rank = RankResult(
+        tp=1, valid=True, block_size=2096, kernel_block_size=16,
+        tp_stable_block_size=2112, tp_stable_kernel_block_size=64,
+    )  # fmt: skip
+    assert (rank.logical("vllm"), rank.logical("tp-stable")) == (2096, 2112)
+    assert (rank.kernel("vllm"), rank.kernel("tp-stable")) == (16, 64)
+
+
+def test_load_problem_cases() -> None:
+    nano = load_model(NANO)  # 2 KV heads
+    # vllm/model_executor/layers/linear.py QKVParallelLinear: TP 3 neither divides nor is
+    # divided by 2 KV heads; TP 1, 2, 4 load
+    assert load_problem(nano, 3) == (
+        "num_key_value_heads = 2 and tensor parallel size 3 do not divide each other: "
+        "vLLM's QKVParallelLinear refuses to load"
+    )
+    assert [load_problem(nano, tp) for tp in (1, 2, 4)] == ["", "", ""]
+    # no state layers: nothing more to check
+    assert load_problem(dataclasses.replace(nano, state=None), 2) == ""
+    # short conv (LFM2) has no load rule of its own
+    assert load_problem(load_model("LiquidAI/LFM2-1.2B"), 2) == ""
+
+
+def test_pure_attention_geometry_keeps_the_base_block() -> None:
+    # no state layers: no hybrid alignment (vLLM aligns only hybrids), the block stays 16
+    nano = load_model(NANO)
+    geometry = dataclasses.replace(nano, state=None)
+    rank = analyze_rank(geometry, engine_of(nano, Settings(enable_prefix_caching=False)), 1)
+    assert (rank.block_size, rank.kernel_block_size, rank.tp_stable_block_size) == (16, 16, 16)
+    assert rank.mamba_page_bytes is None and rank.derivation is None
+
+
+def test_replayssm_ring_buffers_enter_the_mamba_page() -> None:
+    # vLLM 0.33 MambaStateShapeCalculator.append_replayssm_ring (--use-replayssm, Nemotron-H,
+    # Triton backend: ring = --replayssm-buffer-len 16): x (H/TP, 16, P), dt (H/TP, 16),
+    # B (G'/TP, 16, N) in (activation, float32, activation). Nano (H 64, P 64, G 8, N 128)
+    # at TP 4: (16, 16, 64) · 2 B + (16, 16) · 4 B + (2, 16, 128) · 2 B = 32,768 + 1,024 +
+    # 8,192 = 41,984 B on top of the measured 533,504 B (oracle, TP 4)
+    rank = _block_rank(
+        NANO, 4, use_replayssm=True, replayssm_buffer_len=16, enable_prefix_caching=False
+    )
+    assert rank.mamba_state_shapes[-3:] == ((16, 16, 64), (16, 16), (2, 16, 128))
+    assert rank.mamba_state_dtypes[-3:] == ("bfloat16", "float32", "bfloat16")
+    assert rank.mamba_page_bytes == 533_504 + 41_984
+    # 0.33 shard-pads the groups in B (G' = 8 + (16 − 8) = 16, mamba_utils.py
+    # extra_groups_for_head_shards): one group per rank at TP 16, where 8 would not divide
+    wide = _block_rank(
+        NANO, 16, use_replayssm=True, replayssm_buffer_len=16, enable_prefix_caching=False
+    )
+    assert wide.mamba_state_shapes[-1] == (1, 16, 128)
+    plain = _block_rank(NANO, 4, enable_prefix_caching=False)
+    assert plain.mamba_page_bytes == 533_504 and len(plain.mamba_state_shapes) == 2
+
+
+# Qwen3.5-27B (Hk 16, Dk 128, Hv 48, Dv 128; 24 heads, 4 KV heads): the GDN conv dim
+# 2 · 16 · 128 + 48 · 128 = 10,240 does not divide by 3 although the 24 heads do (vLLM's
+# divide() is exact, the TP is invalid); at TP 16 the heads do not divide (oracle:
+# "heads not divisible by tensor parallel size") although the state would.
+QWEN27 = "Qwen/Qwen3.5-27B"
+
+
+def test_state_that_does_not_divide_makes_the_tp_invalid() -> None:
+    rank = _block_rank(QWEN27, 3, enable_prefix_caching=False)
+    assert (rank.tp, rank.valid, rank.profile) == (3, False, "0.33")
+    assert rank.reason.startswith("conv dim 2*Hk*Dk + Hv*Dv = 10240 is not divisible")
+
+
+def test_common_block_size_skips_each_invalid_tp_and_goes_on() -> None:
+    geometry = load_model(QWEN27)
+    engine = engine_of(geometry, Settings(enable_prefix_caching=False))
+    for tps in ([3, 4], [16, 4], [3, 16, 4]):
+        found = common_block_size(geometry, engine, tps)
+        assert found is not None and sorted(found[1]) == [4], tps
+
+
+def test_attention_free_rank_keeps_its_load_error() -> None:
+    # Mamba-Codestral (n_groups 8) at TP 16: vllm/model_executor/layers/mamba/mamba_mixer2.py
+    # MambaMixer2.__init__ asserts n_groups % TP == 0 or n_groups == 1
+    rank = _block_rank("mistralai/Mamba-Codestral-7B-v0.1", 16, enable_prefix_caching=False)
+    assert rank.valid and rank.attention_free
+    assert rank.load_error.startswith(
+        "n_groups G = 8 is neither divisible by tensor parallel size 16 nor 1"
+    )
+
+
+def test_mamba_block_size_not_a_multiple_of_the_kernel_block() -> None:
+    # 0.27.1 interface.py, cache mode 'all': chunk = lcm(--mamba-block-size 200, 16) = 400,
+    # so a common --block-size must be a multiple of 400 and at least
+    # 400 · cdiv(2,084, 400) = 2,400 (the chunk alone, 200, would give 200 · 11 = 2,200)
+    assert _requirement(NANO, 1, mamba_block_size=200, **ALL_MODE) == (400, 2400)
+    assert _block(NANO, mamba_block_size=200, **ALL_MODE) == 2400
+
+
+def test_state_page_of_zero_bytes_is_not_aligned(tmp_path: Path) -> None:
+    # vLLM 0.14.0 config.py verify_and_update_config: "if mamba_page_size == 0: return"
+    # (hybrid by name, no state). LFM2 with conv_L_cache 1 keeps (C/TP) x 0 = 0 bytes of
+    # conv state (ShortConv state shape in mamba_utils.py), so the block stays the default 16.
+    config = json.loads((CATALOG / "LiquidAI/LFM2-1.2B" / "config.json").read_text())
+    config["conv_L_cache"] = 1
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    rank = _block_rank(str(tmp_path / "config.json"), enable_prefix_caching=False)
+    assert (rank.block_size, rank.kernel_block_size) == (16, 16)
+    assert rank.mamba_page_bytes is None and rank.derivation is None
+
+
+# ---- the TP-stable block (vLLM PR 45575): grown when the local page falls short --------
+def test_tp_stable_block_at_exact_cover_is_not_grown() -> None:
+    # Falcon-H1-0.5B, fp8 KV (1 B), prefix caching off, 0.33. TP 1: a = 2 · (64 + 64) · 1 =
+    # 256 B, m = 403,968 B (tests/fidelity/test_fidelity.py) → cdiv = 1,578 → 16 · 99 = 1,584.
+    # TP 2: one KV head, a = 128 B; n_groups 1 is shard-padded to G' = 2
+    # (extra_groups_for_head_shards), conv
+    # (1,536 + 2 · 2 · 128) / 2 = 1,024 · 3 · 2 B = 6,144 B, ssm 12 · 64 · 128 · 2 B =
+    # 196,608 B → m = 202,752 B = 1,584 · 128 exactly: the stable block covers, not grown.
+    rank = _block_rank(FALCON, 2, kv_cache_dtype="fp8", enable_prefix_caching=False)
+    assert (rank.mamba_page_bytes, rank.attn_page_bytes_per_token) == (202_752, 128)
+    assert (rank.tp_stable_block_size, rank.tp_stable_grown) == (1584, False)
+
+
+def test_tp_stable_block_grows_when_the_local_page_falls_short(tmp_path: Path) -> None:
+    # Falcon-H1-0.5B with 8 KV heads (one per attention head), fp8. TP 1: a = 8 · 128 · 1 =
+    # 1,024 B, m = 403,968 B → cdiv = 395 → stable 16 · 25 = 400. TP 8: a = 128 B; G' = 1 + 7
+    # = 8, conv (1,536 + 2 · 8 · 128) / 8 = 448 · 3 · 2 B = 2,688 B, ssm 3 · 64 · 128 · 2 B =
+    # 49,152 B → m = 51,840 B > 400 · 128 = 51,200 B: grown to 16 · cdiv(405, 16) = 416.
+    config = json.loads((CATALOG / FALCON / "config.json").read_text())
+    config["num_key_value_heads"] = 8
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    model = str(tmp_path / "config.json")
+    settings = {"kv_cache_dtype": "fp8", "enable_prefix_caching": False}
+    wide = _block_rank(model, 8, **settings)
+    assert wide.mamba_page_bytes == 51_840
+    assert (wide.tp_stable_block_size, wide.tp_stable_grown) == (416, True)
+    narrow = _block_rank(model, 4, **settings)
+    assert (narrow.tp_stable_block_size, narrow.tp_stable_grown) == (400, False)

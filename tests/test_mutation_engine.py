@@ -19,12 +19,16 @@ from pathlib import Path
 
 import pytest
 
+from kvalign.backends import get_gpu
+from kvalign.engine import EngineCache, checkpoint_alignment, create_engine_config, is_sm100
 from kvalign.settings import Settings
 from kvalign.sources import load_model
+from kvalign.versions import profile_named
 from tests.conftest import CATALOG
 from tests.resolve import rank_of
 
 QWEN = "Qwen/Qwen3.5-397B-A17B"
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 
 
 def _block(model: str, **settings: object) -> int | None:
@@ -97,3 +101,100 @@ def test_fa4_head_256_pages_per_gpu_class(
     settings = Settings(gpu=gpu, attention_backend="FLASH_ATTN", vllm_version=version)
     rank = rank_of(load_model(QWEN), settings, 8)
     assert (rank.block_size, rank.kernel_block_size) == (block, kernel)
+
+
+def test_checkpoint_alignment_per_branch() -> None:
+    # vllm/model_executor/layers/mamba/abstract.py get_mamba_prefill_checkpoint_alignment and
+    # qwen_gdn_linear_attn.py (module docstring): 64 only for GDN layers whose prefill runs
+    # on FlashInfer, and only with prefix caching; else 1. Each branch's note is what
+    # `kvalign explain` prints for the step.
+    qwen, nano = load_model(QWEN), load_model(NANO)
+    h100, a100 = get_gpu("H100"), get_gpu("A100")
+    none = (1, "no prefill checkpoint alignment")
+    # a Mamba2 model never has one, whatever the GPU
+    assert checkpoint_alignment(nano, Settings(), h100, True) == none
+    assert checkpoint_alignment(qwen, Settings(), h100, False) == none  # prefix caching off
+    assert checkpoint_alignment(qwen, Settings(gdn_prefill_backend="triton"), h100, True) == (
+        1, "GDN prefill on Triton: checkpoint alignment 1",
+    )  # fmt: skip
+    assert checkpoint_alignment(qwen, Settings(gdn_prefill_backend="flashinfer"), a100, True) == (
+        64, "GDN prefill on FlashInfer: checkpoints every 64 tokens",
+    )  # fmt: skip
+    unknown = checkpoint_alignment(qwen, Settings(), None, True)
+    assert unknown[0] == 1 and unknown[1].startswith("GPU unspecified: assumed the GDN prefill")
+    assert "pass --gpu for the 64-token alignment" in unknown[1]
+    assert checkpoint_alignment(qwen, Settings(), h100, True) == (
+        64, "H100: GDN prefill on FlashInfer, checkpoints every 64 tokens",
+    )  # fmt: skip
+    assert checkpoint_alignment(qwen, Settings(), a100, True) == (
+        1, "A100: GDN prefill on Triton, checkpoint alignment 1",
+    )  # fmt: skip
+
+
+def test_engine_cache_tells_models_apart_and_resolves_each_once() -> None:
+    # EngineCache.resolve is create_engine_config, once per (model object, settings): two
+    # models with the same settings each get their own config (a cache keyed on the
+    # settings alone would hand Qwen Nano's), and a second call returns the first result
+    nano, qwen = load_model(NANO), load_model(QWEN)
+    cache = EngineCache()
+    first = cache.resolve(nano, Settings())
+    other = cache.resolve(qwen, Settings())
+    assert first == create_engine_config(nano, Settings())
+    assert other == create_engine_config(qwen, Settings())
+    assert first != other
+    assert cache.resolve(nano, Settings()) is first
+
+
+def test_with_block_size_accepts_one_token() -> None:
+    # vLLM's CacheConfig takes any positive block size; 0 is refused (test_resolve_once)
+    engine = create_engine_config(load_model(NANO), Settings())
+    one = engine.with_block_size(1)
+    assert (one.base_block, one.settings.block_size) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("transformers", "dtypes", "page", "block"),
+    [
+        # measured: tests/golden/fidelity-0.19.1.jsonl (transformers 5.20.2: NemotronHConfig
+        # declares mamba_ssm_cache_dtype = "float32", which vLLM's getattr then reads) and
+        # fidelity-0.19.1-transformers-4.57.6.jsonl (no such attribute: 0.19's float16
+        # fallback). 5.20.2 has major 5, the boundary itself (vLLM 0.19.1 refuses 5.0-5.5.0)
+        ("5.20.2", ("bfloat16", "float32"), 16_900_096, 4224),
+        ("4.57.6", ("bfloat16", "float16"), 8_511_488, 2176),
+    ],
+)
+def test_nemotron_h_ssm_fallback_follows_the_transformers_major(
+    transformers: str, dtypes: tuple[str, str], page: int, block: int
+) -> None:
+    settings = Settings(vllm_version="0.19.1", transformers_version=transformers, gpu="H100",
+                        attention_backend="FLASH_ATTN", enable_prefix_caching=True)  # fmt: skip
+    rank = rank_of(load_model("nvidia/Nemotron-H-56B-Base-8K"), settings, 1)
+    assert (rank.mamba_state_dtypes, rank.mamba_page_bytes, rank.block_size) == (
+        dtypes, page, block,
+    )  # fmt: skip
+
+
+def test_release_without_a_nemotron_default_takes_the_conv_dtype() -> None:
+    # measured (tests/golden/fidelity-0.11.1.jsonl): Nano on 0.11.1, H100, FLASH_ATTN,
+    # prefix caching: block 1,152; that release has no Nemotron-H ssm default, so the
+    # ssm state takes the conv dtype
+    settings = Settings(vllm_version="0.11.1", gpu="H100", attention_backend="FLASH_ATTN",
+                        enable_prefix_caching=True)  # fmt: skip
+    rank = rank_of(load_model(NANO), settings, 1)
+    assert rank.block_size == 1152
+    assert rank.mamba_state_dtypes == ("bfloat16", "bfloat16")
+
+
+def test_float16_ssm_state_is_accepted() -> None:
+    # vllm/config/cache.py MambaDType (0.33): auto, float32, float16, bfloat16
+    rank = rank_of(load_model(NANO), Settings(mamba_ssm_cache_dtype="float16"), 1)
+    assert rank.mamba_state_dtypes == ("bfloat16", "float16")
+
+
+def test_sm100_test_per_release() -> None:
+    # vLLM 0.11.1 models/config.py: current_platform.is_device_capability(100) (exactly
+    # 10.0); 0.14.0: is_device_capability_family(100) (any 10.x). B300 is SM103.
+    b200, b300, h100 = get_gpu("B200"), get_gpu("B300"), get_gpu("H100")
+    early, later = profile_named("0.12"), profile_named("0.13")
+    assert [is_sm100(early, g) for g in (b200, b300, h100, None)] == [True, False, False, False]
+    assert [is_sm100(later, g) for g in (b200, b300, h100, None)] == [True, True, False, False]
