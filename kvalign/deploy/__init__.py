@@ -28,7 +28,7 @@ from kvalign.deploy.interface import Source
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
 from kvalign.deploy.registry import reader_for
 from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
-from kvalign.safeio import load_yaml_documents, read_stream
+from kvalign.safeio import load_yaml_documents, read_head, read_stream
 from kvalign.safeio import read_text as read_file_text
 
 __all__ = ["INPUT_KINDS", "read_paths", "read_text", "refuse_output_over_input"]
@@ -236,35 +236,75 @@ def _unreadable(path: Path, exc: KvalignError) -> Deployment:
 MAX_FILES = 10_000
 
 
-def _scanned(
-    path: Path, unread: list[Problem] | None = None, notes: list[Problem] | None = None
-) -> list[Path]:
-    """The files a directory scan reads, sorted (:data:`SUFFIXES` and Justfiles, no hidden
-    paths).
+#: folders a scan never enters: version-control metadata and Python virtual environments
+#: (installed packages, never a deployment), told by name / by their ``pyvenv.cfg``.
+_NOT_SCANNED = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules"})
 
-    ``unread`` receives, with the reason, the entries that cannot be read as files: a
-    symbolic link that loops (whatever its name: a loop names no file to judge by), one
-    with those suffixes that dangles, a FIFO, socket or device. ``notes`` receives one
-    note per symbolic link to a folder, which is not followed (the scan lists real
-    folders only)."""
-    files: list[Path] = []
-    for child in sorted(path.rglob("*")):
-        if any(part.startswith(".") for part in child.relative_to(path).parts):
-            continue
-        if child.is_symlink() and child.is_dir():
+
+def _walk(path: Path, notes: list[Problem] | None) -> list[Path]:
+    """Every entry below ``path`` a scan looks at, sorted: hidden files and folders
+    included, symbolic links to folders followed (each real folder once: a link to a
+    folder already scanned, or one that loops back, is noted and not read twice), but not
+    :data:`_NOT_SCANNED` folders nor virtual environments."""
+    entries: list[Path] = []
+    seen: set[str] = set()
+    pending = [path]
+    while pending:
+        folder = pending.pop()
+        real = os.path.realpath(folder)
+        if real in seen:
             if notes is not None:
                 notes.append(
                     Problem(
-                        Location(str(child)),
-                        "a symbolic link to a folder: not followed (directory scans "
-                        "list real folders only)",
+                        Location(str(folder)),
+                        "a symbolic link to a folder this scan reads already (or a loop): "
+                        "its files are read once, through the real folder",
                         blocking=False,
                     )
                 )
             continue
+        seen.add(real)
+        links: list[Path] = []
+        for root, dirs, names in os.walk(folder):
+            here = Path(root)
+            kept = []
+            for name in dirs:
+                child = here / name
+                if name in _NOT_SCANNED or (child / "pyvenv.cfg").is_file():
+                    continue
+                if child.is_symlink():
+                    links.append(child)
+                else:
+                    kept.append(name)
+                    seen.add(os.path.realpath(child))
+            dirs[:] = kept
+            entries += (here / name for name in names)
+        pending += sorted(links, reverse=True)
+    return sorted(entries)
+
+
+def _scanned(
+    path: Path,
+    unread: list[Problem] | None = None,
+    notes: list[Problem] | None = None,
+    others: list[Path] | None = None,
+) -> list[Path]:
+    """The files a directory scan reads, sorted: those of :data:`SUFFIXES` (any case) and
+    Justfiles (:func:`_walk` says which folders are looked in).
+
+    ``others`` receives every other regular file, to be sniffed (:func:`_sniff`): one with
+    a shell shebang is read as shell, one that mentions vLLM is listed as not read.
+    ``unread`` receives, with the reason, the entries that cannot be read as files: a
+    symbolic link that loops (whatever its name: a loop names no file to judge by), one
+    with those suffixes that dangles, a FIFO, socket or device. ``notes`` receives one
+    note per symbolic link to a folder read already."""
+    files: list[Path] = []
+    for child in _walk(path, notes):
         loop = child.is_symlink() and _loops(child)
-        wanted = child.suffix in SUFFIXES or justfile.is_justfile(child.name)
+        wanted = child.suffix.lower() in SUFFIXES or justfile.is_justfile(child.name)
         if not wanted and not loop:
+            if others is not None and child.is_file():
+                others.append(child)
             continue
         if child.is_file():
             files.append(child)
@@ -288,6 +328,22 @@ def _scanned(
     return files
 
 
+#: bytes of a file of another name that are sniffed (:func:`_sniff`): the first
+#: :data:`_BINARY_BYTES` tell binary from text, at most :data:`_SNIFF_BYTES` are searched.
+_BINARY_BYTES = 8192
+_SNIFF_BYTES = 1024 * 1024
+
+
+def _sniff(child: Path) -> str | None:
+    """The text of a scanned file of no known suffix, as far as a scan looks at it (at
+    most :data:`_SNIFF_BYTES`, decoded leniently); ``None`` for a binary file (a NUL byte
+    in its head) or one that cannot be read."""
+    data = read_head(child, limit=_SNIFF_BYTES)
+    if data is None or b"\0" in data[:_BINARY_BYTES]:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
 def _loops(link: Path) -> bool:
     """Whether resolving the symbolic link ``link`` runs into a loop (``ELOOP``)."""
     try:
@@ -299,7 +355,7 @@ def _loops(link: Path) -> bool:
 
 #: text that says a file is about vLLM or its KV transfer (:func:`_mention`).
 _MENTION = re.compile(
-    r"\bvllm\b|kv[_-]transfer[_-]config|\b(?:Nixl|LMCache|P2pNccl|Mooncake|SharedStorage|"
+    r"\bvllm\b|kv[_-](?:transfer[_-]config|connector)|\b(?:Nixl|LMCache|P2pNccl|Mooncake|SharedStorage|"
     r"Multi|Offloading)Connector(?:V1)?\b",
     re.IGNORECASE,
 )
@@ -313,11 +369,14 @@ def _mention(text: str) -> tuple[int, str] | None:
     return text.count("\n", 0, match.start()) + 1, match.group(0)
 
 
-def _not_taken(child: Path, text: str, others: list[tuple[Path, str]]) -> Problem | None:
+def _not_taken(
+    child: Path, text: str, others: list[tuple[Path, str]], sniffed: bool = False
+) -> Problem | None:
     """A scanned file no reader takes although it mentions vLLM or a KV connector, as a
     path not read (with the reason); ``None`` when it mentions neither, or another file
     of its folder names it (a ``--config`` or ``LMCACHE_CONFIG_FILE`` file, looked up in
-    the manifest's folder, is read through that file)."""
+    the manifest's folder, is read through that file). ``sniffed``: a file of a name or
+    type no reader reads (a Dockerfile, ``*.py``, ``*.json``, ...), never given to one."""
     found = _mention(text)
     if found is None:
         return None
@@ -325,10 +384,15 @@ def _not_taken(child: Path, text: str, others: list[tuple[Path, str]]) -> Proble
     if any(child.name in other for other in folder):
         return None
     line, words = found
+    layout = (
+        f"kvalign reads no file of this name or type ({child.suffix or child.name})"
+        if sniffed
+        else "no kvalign reader takes this layout"
+    )
     return Problem(
         Location(str(child), line),
-        f"mentions {words!r} but no kvalign reader takes this layout (docs/inputs.md lists "
-        "the layouts read): not read; --skip-unrelated accepts it",
+        f"mentions {words!r} but {layout} (docs/inputs.md lists the layouts read): not read; "
+        "--skip-unrelated accepts it",
     )
 
 
@@ -395,7 +459,8 @@ def read_paths(
     run_files = _run_files(paths)
     charts: set[Path] = set()
     #: scanned files no reader took, judged once every file of the run is read
-    pending: list[tuple[Path, str, list[tuple[Path, str]]]] = []
+    #: (a file of no known name or type, only sniffed: True)
+    pending: list[tuple[Path, str, list[tuple[Path, str]], bool]] = []
     for raw in paths:
         if raw == "-":
             text = stdin_text if stdin_text is not None else read_stream(sys.stdin)
@@ -414,9 +479,22 @@ def read_paths(
             texts: list[tuple[Path, str]] = []
             untaken: list[tuple[Path, str]] = []
             covered = _rendered(path, deployments, skipped, sink, references)
-            for child in _scanned(path, unread, sink):
+            others: list[Path] = []
+            scripts: list[Path] = []
+            mentions: list[tuple[Path, str]] = []
+            for child in _scanned(path, unread, sink, others):
                 if any(child.is_relative_to(folder) for folder in covered):
                     continue
+                scripts.append(child)
+            for child in others:
+                if any(child.is_relative_to(folder) for folder in covered):
+                    continue
+                sniffed = _sniff(child)
+                if sniffed is not None and cmdline.is_shell_script(sniffed):
+                    scripts.append(child)  # an extensionless script: read as shell
+                elif sniffed is not None and _mention(sniffed) is not None:
+                    mentions.append((child, sniffed))
+            for child in sorted(scripts):
                 try:
                     text = _read_file(child)
                     texts.append((child, text))
@@ -428,7 +506,8 @@ def read_paths(
                     untaken.append((child, text))
                 else:
                     deployments.append(found)
-            pending += [(child, text, texts) for child, text in untaken]
+            pending += [(child, text, texts, False) for child, text in untaken]
+            pending += [(child, text, texts, True) for child, text in mentions]
             continue
         chart = next((c for c in path.parents if render.is_chart(c)), None)
         if chart is not None:  # a chart's file given by name: the chart is rendered, once
@@ -456,11 +535,12 @@ def read_paths(
             )
         deployments.append(found)
     read_through = _lmcache_files(deployments)  # once every file of the run is read
-    for child, text, texts in pending:
+    for child, text, texts, other_name in pending:
         if str(child) in read_through:  # an LMCACHE_CONFIG_FILE another file names
             skipped.append(str(child))
             continue
-        problem = _not_taken(child, text, texts) if _no_reader(child, text) else None
+        no_reader = other_name or _no_reader(child, text)
+        problem = _not_taken(child, text, texts, other_name) if no_reader else None
         if problem is not None and unread is not None:
             unread.append(problem)
         else:

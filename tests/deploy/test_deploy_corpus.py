@@ -65,6 +65,8 @@ CLASSES = [
     "HC",  # Helm chart folders: rendered with `helm template`, or exit 3 naming it
     "KZ",  # kustomize bases and overlays: rendered with `kubectl kustomize`
     "HV",  # Helm values beside a chart folder: the chart rendered with each (`-f`)
+    "Q1",  # a scanned file of any name: upper-case suffixes and shebang scripts read, other
+    # files that mention vLLM listed as not read, hidden folders read
 ]
 #: a stand-in for ``helm`` (not installable here): ``helm template NAME CHART`` prints the
 #: fixed manifest ``CHART/helm-template.out`` (what helm prints for that chart, written by
@@ -209,6 +211,7 @@ def test_a_scan_of_the_whole_corpus_never_skips_a_vllm_launch() -> None:
     assert {Path(p["file"]).name for p in report["not_read"]} == {
         "expectations.yaml",
         "values.yaml",
+        "Dockerfile",  # scan-names/mentions: a file of a name no reader reads
     }
     unevaluated = {Path(p["file"]).name for p in report["unevaluated"]}
     assert {"serve.sh", "print_command.sh", "deploy-shell-script-file.yaml"} <= unevaluated
