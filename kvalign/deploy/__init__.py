@@ -29,6 +29,7 @@ from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool,
 from kvalign.deploy.registry import reader_for
 from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
 from kvalign.safeio import load_yaml_documents, read_head, read_stream
+from kvalign.shell.expand import ShellBudgetExceeded
 from kvalign.safeio import read_text as read_file_text
 
 __all__ = ["INPUT_KINDS", "read_paths", "read_text", "refuse_output_over_input"]
@@ -107,7 +108,8 @@ def _read(
         ``vllm serve`` in its text): it is reported as not evaluated, never skipped.
 
     Raises:
-        InvalidConfig: a YAML file that does not parse; a kvalign-schema field of the wrong type.
+        InvalidConfig: a YAML file that does not parse; a kvalign-schema field of the wrong type;
+            a script over the shell budget (``FILE: shell budget exceeded: …``).
     """
     ignores, problems = ignores_in(text, file)
     source = Source(
@@ -116,7 +118,10 @@ def _read(
     reader = reader_for(source)
     if reader is None:
         return None
-    deployment = reader.read(source)
+    try:
+        deployment = reader.read(source)
+    except ShellBudgetExceeded as exc:  # the shell names the budget, not the file
+        raise ShellBudgetExceeded(f"{file}: {exc}") from None
     if not deployment.pools and not any(p.blocking for p in deployment.problems):
         if _only_configs(source):
             return None  # read through the files that name them (baseRefs)

@@ -1,0 +1,99 @@
+"""Audit gate defects a QA trial found (no silent pass), each pinned by a test that failed
+before the fix.
+
+6. A kvalign-schema YAML whose ``model:`` is a relative path is resolved against the YAML
+   file's folder (docs/inputs.md), and a message names the path tried.
+7. A script over the shell budget names its file (``FILE: shell budget exceeded: …``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvalign.cli import app
+from kvalign.shell.expand import MAX_SCRIPT_BYTES
+
+ROOT = Path(__file__).resolve().parents[2]
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+NANO_CONFIG = ROOT / "configs" / "models" / NANO / "config.json"
+# prefill TP 8, decode TP 1 at --block-size 2096: `kvalign check` on these pools passes
+# (the NR corpus case tests/deploy_corpus/not-read/deploy/nano-pd.yaml, exit 0 alone)
+PAIR = """\
+model: {model}
+prefill:
+  tp: 8
+  args: --block-size 2096
+decode:
+  tp: 1
+  args: --block-size 2096
+"""
+runner = CliRunner()
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working folder other than the YAML file's."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    return cwd
+
+
+def test_6_a_relative_model_path_is_resolved_against_the_yaml_folder(
+    tmp_path: Path, elsewhere: Path
+) -> None:
+    folder = tmp_path / "deploy"
+    (folder / "models" / "nano").mkdir(parents=True)
+    (folder / "models" / "nano" / "config.json").write_bytes(NANO_CONFIG.read_bytes())
+    for name, model in (("plain.yaml", "models/nano"), ("dotted.yaml", "./models/nano")):
+        (folder / name).write_text(PAIR.format(model=model), encoding="utf-8")
+        result = runner.invoke(app, ["audit", str(folder / name), "--format", "json"])
+        assert result.exit_code == 0, result.stdout + result.stderr
+        pools = [p for f in json.loads(result.stdout)["files"] for p in f["pools"]]
+        assert [(p["role"], p["tp"]) for p in pools] == [("prefill", 8), ("decode", 1)]
+
+
+def test_6_a_missing_relative_model_names_the_path_tried(tmp_path: Path, elsewhere: Path) -> None:
+    folder = tmp_path / "deploy"
+    folder.mkdir()
+    (folder / "pd.yaml").write_text(PAIR.format(model="./missing"), encoding="utf-8")
+    result = runner.invoke(app, ["audit", str(folder / "pd.yaml"), "--format", "json"])
+    assert result.exit_code == 3
+    messages = [p["message"] for p in json.loads(result.stdout)["unevaluated"]]
+    assert messages and all(f"{folder / 'missing'}: no such file" in m for m in messages)
+
+
+def test_6_a_hub_id_is_not_taken_for_a_path(tmp_path: Path, elsewhere: Path) -> None:
+    (tmp_path / "pd.yaml").write_text(PAIR.format(model=NANO), encoding="utf-8")
+    result = runner.invoke(app, ["audit", str(tmp_path / "pd.yaml")])
+    assert result.exit_code == 0, result.stdout + result.stderr
+
+
+def _script(pad: int) -> str:
+    launch = f"vllm serve {NANO} --tensor-parallel-size 2\n"
+    return "#!/bin/bash\n" + "#" * (pad - len(launch) - 13) + "\n" + launch
+
+
+def test_7_a_script_over_the_shell_budget_names_its_file(tmp_path: Path) -> None:
+    script = tmp_path / "serve.sh"
+    script.write_text(_script(MAX_SCRIPT_BYTES + 1), encoding="utf-8")
+    assert os.path.getsize(script) == MAX_SCRIPT_BYTES + 1
+    result = runner.invoke(app, ["audit", str(script)])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"kvalign: error: {script}: shell budget exceeded: script longer than 1024 KiB"
+    )
+
+
+def test_7_a_script_within_the_shell_budget_is_read(tmp_path: Path) -> None:
+    script = tmp_path / "serve.sh"
+    script.write_text(_script(MAX_SCRIPT_BYTES), encoding="utf-8")
+    result = runner.invoke(app, ["audit", str(script), "--format", "json"])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    pools = [p for f in json.loads(result.stdout)["files"] for p in f["pools"]]
+    assert [(p["role"], p["tp"]) for p in pools] == [("server", 2)]
