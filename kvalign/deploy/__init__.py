@@ -29,8 +29,8 @@ from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool,
 from kvalign.deploy.registry import reader_for
 from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
 from kvalign.safeio import load_yaml_documents, read_head, read_stream
-from kvalign.shell.expand import ShellBudgetExceeded
 from kvalign.safeio import read_text as read_file_text
+from kvalign.shell.expand import ShellBudgetExceeded
 
 __all__ = ["INPUT_KINDS", "read_paths", "read_text", "refuse_output_over_input"]
 
