@@ -550,17 +550,9 @@ def read_paths(
             unread.append(problem)
         else:
             skipped.append(str(child))
-    deployments = _partnered_servers(deployments)
-    if skip_unrelated:
-        kept: list[Deployment] = []
-        for found in deployments:
-            if _launch_without_pool(found):
-                skipped.append(found.source)
-                sink.append(_skipped_launch(found))
-            else:
-                kept.append(found)
-        deployments = kept
-    return deployments, skipped
+    # a launch found but not understood (role unknown, ...) stays not evaluated even with
+    # skip_unrelated: that flag skips only files with no vLLM launch or connector
+    return _partnered_servers(deployments), skipped
 
 
 def _lmcache_files(deployments: list[Deployment]) -> set[str]:
@@ -673,23 +665,3 @@ def _no_reader(child: Path, text: str) -> bool:
         return reader_for(Source(text, str(child), child.parent)) is None
     except KvalignError:  # pragma: no cover - the file was read once already
         return False
-
-
-def _launch_without_pool(deployment: Deployment) -> bool:
-    """A file that launches vLLM but yields no pool only because no role could be
-    decided (an aggregated server): ``--skip-unrelated`` skips it with a warning."""
-    return (
-        not deployment.pools
-        and deployment.launches > 0
-        and all("role unknown" in p.message or not p.blocking for p in deployment.problems)
-    )
-
-
-def _skipped_launch(deployment: Deployment) -> Problem:
-    reason = next((p for p in deployment.problems if p.blocking), None)
-    where = reason.location if reason is not None else Location(deployment.source)
-    return Problem(
-        where,
-        f"{reason.message if reason else 'no pool'}: skipped (--skip-unrelated)",
-        blocking=False,
-    )

@@ -67,6 +67,7 @@ CLASSES = [
     "HV",  # Helm values beside a chart folder: the chart rendered with each (`-f`)
     "Q1",  # a scanned file of any name: upper-case suffixes and shebang scripts read, other
     # files that mention vLLM listed as not read, hidden folders read
+    "Q4",  # --skip-unrelated skips files with no launch, never a launch not understood
 ]
 #: a stand-in for ``helm`` (not installable here): ``helm template NAME CHART`` prints the
 #: fixed manifest ``CHART/helm-template.out`` (what helm prints for that chart, written by
@@ -203,6 +204,7 @@ def test_a_scan_of_the_whole_corpus_never_skips_a_vllm_launch() -> None:
         "lmcache-offload.yaml",
         "lmcache-offload.yaml",
         "lmcache-prefiller-config.yaml",
+        "service.yaml",  # skip-unrelated/deploy: a Service, no launch
         "sglang_launch.sh",
         "values-split.yaml",  # helm-values/two-charts: beside two charts, no launch
     ]
