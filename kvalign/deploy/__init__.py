@@ -566,21 +566,51 @@ def _lmcache_files(deployments: list[Deployment]) -> set[str]:
     }
 
 
+#: truthy spellings of an LMCache boolean variable (``LMCACHE_ENABLE_PD``)
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+
+def _transfers_kv(pool: Pool) -> bool:
+    """Whether ``pool``'s ``--kv-transfer-config`` connector can move KV caches between a
+    prefill and a decode instance. vLLM's ``OffloadingConnector``
+    (``vllm/distributed/kv_transfer/kv_connector/v1/offloading_connector.py``) offloads
+    this instance's blocks to CPU memory: never. ``LMCacheConnectorV1`` does P/D only in
+    LMCache's disaggregated mode (``enable_pd`` with a ``pd_role``): not when neither
+    ``LMCACHE_ENABLE_PD`` / ``LMCACHE_PD_ROLE`` nor an ``LMCACHE_CONFIG_FILE`` (which may
+    set ``enable_pd``) is given. Any other connector (NIXL, P2P NCCL, Mooncake, ...) can."""
+    connector = pool.args.kv_connector or ""
+    if connector == "OffloadingConnector":
+        return False
+    if connector.startswith("LMCacheConnector"):
+        enabled = (pool.env_value("LMCACHE_ENABLE_PD") or "").strip().lower() in _TRUE
+        return (
+            enabled
+            or pool.env_value("LMCACHE_PD_ROLE") is not None
+            or pool.env_value(lmcache.VAR) is not None
+        )
+    return True
+
+
 def _partnered_servers(deployments: list[Deployment]) -> list[Deployment]:
     """A ``kv_both`` launch with no role is a standalone server only when no other launch of
     its model in the run could be its partner; otherwise its role is unknown (blocking:
-    two ``kv_both`` NIXL servers of one model are a P/D pair whose roles are not named)."""
+    two ``kv_both`` NIXL servers of one model are a P/D pair whose roles are not named).
+    A launch whose connector cannot transfer between instances (:func:`_transfers_kv`:
+    CPU offloading) is a standalone server and nobody's partner."""
     launches: dict[str, int] = {}
     for deployment in deployments:
         for pool in deployment.pools:
-            if pool.role != "server" or pool.args.kv_transfer_config:
+            if pool.role != "server" or (pool.args.kv_transfer_config and _transfers_kv(pool)):
                 launches[pool.model] = launches.get(pool.model, 0) + 1
     out: list[Deployment] = []
     for deployment in deployments:
         ambiguous = [
             p
             for p in deployment.pools
-            if p.role == "server" and p.args.kv_transfer_config and launches[p.model] > 1
+            if p.role == "server"
+            and p.args.kv_transfer_config
+            and _transfers_kv(p)
+            and launches[p.model] > 1
         ]
         if not ambiguous:
             out.append(deployment)

@@ -68,6 +68,7 @@ CLASSES = [
     "Q1",  # a scanned file of any name: upper-case suffixes and shebang scripts read, other
     # files that mention vLLM listed as not read, hidden folders read
     "Q4",  # --skip-unrelated skips files with no launch, never a launch not understood
+    "Q5",  # kv_both with a connector that cannot transfer (CPU offloading): a server
 ]
 #: a stand-in for ``helm`` (not installable here): ``helm template NAME CHART`` prints the
 #: fixed manifest ``CHART/helm-template.out`` (what helm prints for that chart, written by
