@@ -67,6 +67,8 @@ CLASSES = [
     "HV",  # Helm values beside a chart folder: the chart rendered with each (`-f`)
     "Q1",  # a scanned file of any name: upper-case suffixes and shebang scripts read, other
     # files that mention vLLM listed as not read, hidden folders read
+    "Q2",  # launches in tmux/screen, $( … ), heredocs to bash: read; a container of
+    # another image given vLLM flags: not evaluated
     "Q4",  # --skip-unrelated skips files with no launch, never a launch not understood
     "Q5",  # kv_both with a connector that cannot transfer (CPU offloading): a server
 ]
@@ -207,6 +209,7 @@ def test_a_scan_of_the_whole_corpus_never_skips_a_vllm_launch() -> None:
         "lmcache-prefiller-config.yaml",
         "service.yaml",  # skip-unrelated/deploy: a Service, no launch
         "sglang_launch.sh",
+        "tokenizer.yaml",  # launch-forms/other-quiet: another image's own args
         "values-split.yaml",  # helm-values/two-charts: beside two charts, no launch
     ]
     # a file no reader takes that mentions vLLM is listed as not read (exit 3),
