@@ -60,6 +60,10 @@ __all__ = ["MAX_ALTERNATIVES", "MAX_COMMANDS", "ContainerSplit", "evaluate"]
 #: evaluation paths kept before differing variables are merged into unresolved ones.
 MAX_ALTERNATIVES = 16
 _MAX_DEPTH = 8  # eval / bash -c / function nesting
+#: an argument with a default: ``${1:-prefill}``, ``"${2-decode}"``, ``${1:=x}``
+_ARG_DEFAULT = re.compile(r'"?\$\{[1-9]:?[-=]')
+#: a P/D role in a value (:meth:`_Evaluator._operand`)
+_ROLE_WORD = re.compile(r"prefill|decode|producer|consumer", re.IGNORECASE)
 #: a command substitution run for its launch (:meth:`_Evaluator._substituted`)
 _LAUNCH_TEXT = re.compile(r"\bvllm\s+serve\b|-m\s+(?:vllm\.entrypoints|dynamo\.vllm)\b")
 #: simple commands evaluated per file (loops and calls count each time): a script with
@@ -203,6 +207,10 @@ class _Evaluator(Expander):
         env.vars[name] = value
         if export:
             env.exported.add(name)
+        if value_node is not None and env.open_args and _ARG_DEFAULT.match(node_text(value_node)):
+            env.from_args = env.from_args | {name}
+        elif name in env.from_args:
+            env.from_args = env.from_args - {name}
 
     def _declare(self, node: Node, envs: list[Env]) -> list[Env]:
         keyword = node_text(node.children[0]) if node.children else ""
@@ -329,7 +337,16 @@ class _Evaluator(Expander):
             name = written[1:].strip("{}")
             if NAME.match(name) and name not in env.vars:
                 return "" if unset_empty else None
+            role_default = name in env.from_args or (
+                env.open_args and _ARG_DEFAULT.match(written) is not None
+            )
+        else:
+            role_default = False
         value = self.joined(node, env)
+        if role_default and _ROLE_WORD.search(value):
+            # `case "${1:-prefill}"` / `ROLE=${1:-prefill}; case "$ROLE"`: the default is
+            # the no-argument run, but a run with `decode` is as real: each branch is taken
+            return None
         return None if OPEN in value else value
 
     def _expr(self, node: Node, env: Env) -> bool | None:
@@ -655,6 +672,16 @@ class _Evaluator(Expander):
             return [env]
         if name in ("exit",):
             return []
+        if name in ("source", ".") and len(words) > 1:
+            # kvalign never reads or runs a sourced file: what it sets is unknown here
+            file = self.plain(words[1])
+            self.note(
+                line,
+                f"sources {file}, which kvalign does not read: variables it may set are not "
+                "known here (defaults written as ${V:-default} are used, each noted)",
+            )
+            env.sourced = (*env.sourced, file)
+            return [env]
         if name == "read":
             for word in words[1:]:
                 if NAME.match(word):

@@ -69,6 +69,8 @@ CLASSES = [
     # files that mention vLLM listed as not read, hidden folders read
     "Q2",  # launches in tmux/screen, $( … ), heredocs to bash: read; a container of
     # another image given vLLM flags: not evaluated
+    "Q3",  # `ROLE=${1:-prefill}; case "$ROLE"`: each role branch evaluated; `source FILE`
+    # not read: named, and the defaults used after it noted
     "Q4",  # --skip-unrelated skips files with no launch, never a launch not understood
     "Q5",  # kv_both with a connector that cannot transfer (CPU offloading): a server
 ]
