@@ -52,9 +52,10 @@ def bounded(text: object, limit: int = MAX_LINE_CHARS) -> str:
 
 
 def xml_text(text: object) -> str:
-    """Text an XML 1.0 document can hold (JUnit): characters XML forbids are escaped as
-    ``\\xNN`` (ElementTree escapes ``<``, ``&`` and quotes itself)."""
-    return _NOT_XML.sub(_escape, text if isinstance(text, str) else str(text))
+    """Text an XML 1.0 document can hold (JUnit), as :func:`clean` makes it (controls and
+    bidi overrides escaped as ``\\xNN``/``\\uNNNN``), and the noncharacters XML forbids
+    escaped too (ElementTree escapes ``<``, ``&`` and quotes itself)."""
+    return _NOT_XML.sub(_escape, clean(text))
 
 
 def markdown_cell(text: object) -> str:

@@ -70,7 +70,9 @@ INPUT_KINDS = (
     "Deployment/StatefulSet/Pod/Job, LeaderWorkerSet, llm-d ModelService values and "
     "DisaggregatedSet, KServe LLMInferenceService, NVIDIA Dynamo DynamoGraphDeployment, "
     "production-stack Helm values (servingEngineSpec.modelSpec), Docker Compose files running "
-    "a vLLM image, llm-d-benchmark scenarios (LLMDBENCH_* variables)"
+    "a vLLM image, llm-d-benchmark scenarios (LLMDBENCH_* variables), Ray Serve LLM P/D "
+    "configs (prefill_config/decode_config), AIBrix StormService; Helm chart folders and "
+    "kustomize folders are rendered (helm / kubectl on PATH)"
 )
 # linear: one possessive token per `image:`, then a check inside the token
 _IMAGE_TOKEN = re.compile(r"image:\s*+['\"]?([^\s'\"]*+)")

@@ -115,11 +115,11 @@ def _variables(text: str) -> tuple[list[dict[str, str]], list[tuple[int, str]]]:
     paths: list[dict[str, str]] = []
     for command in script.commands:
         if command.words[:1] == (_END,):
-            found = {k: v for k, v in {**command.variables, **command.env}.items()}
+            found = {**command.variables, **command.env}
             values = {k: v for k, v in found.items() if k.startswith(PREFIX)}
             if values not in paths:
                 paths.append(values)
-    return paths or [{}], script.notes
+    return paths, script.notes
 
 
 class _Values:
@@ -203,6 +203,14 @@ def read(source: Source) -> Deployment:
         for line, text in notes
     ]
     launches = 0
+    if not paths:  # every path ends (exit, exec) before the scenario's last line
+        problems.append(
+            Problem(
+                Location(source.file, 1),
+                "scenario: every path through the file ends before its last line (exit / "
+                "exec), so the variables it leaves to llm-d-benchmark are not known",
+            )
+        )
     for values in paths:
         known = _Values(values)
         models = [m.strip() for m in (known.get("LLMDBENCH_DEPLOY_MODEL_LIST") or "").split(",")]

@@ -241,11 +241,12 @@ def answer_lines(report: CheckReport, fail_on: str = "error", grid: bool = False
     if grid:
         shown = failing[:MATRIX_ANSWER_PAIRS]
     else:
-        shown = sorted(report.pairs, key=lambda p: p not in failing)[:ANSWER_PAIRS]
+        failing_ids = {id(p) for p in failing}  # not list membership: 64 × 64 TPs is 4,096 pairs
+        shown = sorted(report.pairs, key=lambda p: id(p) not in failing_ids)[:ANSWER_PAIRS]
     for pair in shown:
         lines.append(f"  {_pair_name(pair)}: {_in_words(pair, fail_on)} ({pair.verdict}): "
                      f"{pair.reason}")  # fmt: skip
-    hidden = sum(1 for pair in failing if pair not in shown)
+    hidden = sum(1 for pair in failing if all(pair is not s for s in shown))
     if hidden:
         lines.append(f"  … and {hidden} more failing pair(s) below")
     rec = report.recommendation

@@ -9,6 +9,7 @@ from typing import Any
 from kvalign import __version__
 from kvalign.explain import Explanation
 from kvalign.report.cells import config_origin
+from kvalign.sanitize import clean, markdown_code
 
 EXPLAIN_SCHEMA_VERSION = 1
 
@@ -69,7 +70,8 @@ def explain_text(ex: Explanation) -> str:
         )
     for note in geo.notes:
         lines.append(f"Note: {note}")
-    return "\n".join(lines) + "\n"
+    # one line per item: controls in input text (a model path, model_type) are escaped
+    return "\n".join(clean(line, newlines=False) for line in lines) + "\n"
 
 
 def explain_dict(ex: Explanation) -> dict[str, Any]:
@@ -99,7 +101,7 @@ def explain_table(ex: Explanation) -> str:
 
 def explain_markdown(ex: Explanation) -> str:
     """:func:`explain_text` under a heading, in a fenced block (the steps are aligned)."""
-    head = f"### kvalign explain {ex.geometry.model_id} --tp {ex.tp}"
+    head = f"### kvalign explain {markdown_code(ex.geometry.model_id)} --tp {ex.tp}"
     return f"{head}\n\n```text\n{explain_text(ex)}```\n"
 
 

@@ -28,6 +28,9 @@ def _local_config(path: Path) -> Path:
     if path.is_dir():
         candidate = path / "config.json"
         if not candidate.is_file():
+            if candidate.exists() or candidate.is_symlink():
+                kind = "a directory" if candidate.is_dir() else "not a regular file"
+                raise ConfigNotFound(f"{candidate}: {kind} (expected the model's config.json)")
             raise ConfigNotFound(f"{path}: directory has no config.json")
         return candidate
     return path

@@ -70,11 +70,29 @@ def _parse_with_transformers(cls: Any, raw: dict[str, Any], path: str) -> Any:
         try:
             return cls.from_dict(dict(raw))
         except Exception as exc:  # transformers raises many types for bad fields
-            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-            detail = " ".join(lines[:3]) if lines else type(exc).__name__
-            raise InvalidConfig(
-                f"{path}: transformers {cls.__name__} rejected the config: {detail}"
-            ) from None
+            raise InvalidConfig(_rejection(cls, raw, path, exc)) from None
+
+
+def _rejection(cls: Any, raw: dict[str, Any], path: str, exc: Exception) -> str:
+    """The one-line refusal for a config transformers' ``cls`` rejected: its message, and
+    for a ``KeyError`` (an unknown value looked up in a table, e.g. a layer letter of
+    ``hybrid_override_pattern``) the field that holds that value."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    detail = " ".join(lines[:3]) if lines else type(exc).__name__
+    if isinstance(exc, KeyError) and exc.args:
+        value = str(exc.args[0])
+        fields = [
+            k
+            for k, v in raw.items()
+            if (isinstance(v, str) and value and value in v)
+            or (isinstance(v, list) and value in [str(x) for x in v[:10_000]])
+        ]
+        where = f"{fields[0]}: " if len(fields) == 1 else ""
+        return (
+            f"{path}: {where}transformers {cls.__name__} does not know the value {value!r} "
+            f"(KeyError)"
+        )
+    return f"{path}: transformers {cls.__name__} rejected the config: {detail}"
 
 
 def _text_config(cfg: Any, top_type: str, path: str) -> tuple[Any, str, str]:

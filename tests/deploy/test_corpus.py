@@ -172,6 +172,22 @@ def test_directory_without_config_json(tmp_path: Path) -> None:
     _assert_one_line_error(result.stderr.strip(), f"{tmp_path}: directory has no config.json")
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_config_json_that_is_no_file_is_named_as_such(tmp_path: Path) -> None:
+    """A folder whose config.json is a FIFO or a folder: the message names that entry,
+    not "directory has no config.json" (it has one, of the wrong kind)."""
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / "config.json")
+    (tmp_path / "dir" / "config.json").mkdir(parents=True)
+    for name, kind in (("fifo", "not a regular file"), ("dir", "a directory")):
+        result = runner.invoke(app, ["check", str(tmp_path / name)])
+        assert result.exit_code == 2
+        _assert_one_line_error(
+            result.stderr.strip(),
+            f"{tmp_path / name / 'config.json'}: {kind} (expected the model's config.json)",
+        )
+
+
 def test_whole_corpus_stays_within_memory(tmp_path: Path) -> None:
     """Every deployment and config case in one process: peak RSS stays in the low hundreds
     of MB (transformers alone is ~80 MB), i.e. no bomb or deep file blew up."""

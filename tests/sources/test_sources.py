@@ -161,3 +161,20 @@ def test_local_folder_named_like_a_bundled_model_is_flagged(
     assert bundled.source == "catalog" and bundled.model_type == "qwen3_5_text"
     assert any("pass ./Qwen/Qwen3.5-27B" in note for note in bundled.notes)
     assert load_model("./Qwen/Qwen3.5-27B").model_type == "nemotron_h"
+
+
+def test_an_unknown_layer_letter_names_its_field(tmp_path: Path) -> None:
+    """transformers' NemotronHConfig looks each ``hybrid_override_pattern`` letter up in a
+    table (M, *, -, E); an ``X`` raises KeyError('X'). The refusal names the field that
+    holds the value, not just ``'X'``."""
+    config = json.loads(NANO_JSON.read_text())
+    config["hybrid_override_pattern"] = "MXM"
+    config["num_hidden_layers"] = 3
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(InvalidConfig) as err:
+        load_model(str(path), use_cache=False)
+    assert str(err.value) == (
+        f"{path}: hybrid_override_pattern: transformers NemotronHConfig does not know the "
+        "value 'X' (KeyError)"
+    )

@@ -194,7 +194,7 @@ def to_text(report: AuditReport, *, verbose: bool = False, quiet: bool = False) 
     lines += _unevaluated_lines(report)
     lines += _unread_lines(report)
     if quiet:
-        return "\n".join(lines) + "\n"
+        return _plain(lines)
     pools = shown_pools(report, verbose)
     if pools:
         lines.append("Pools:")
@@ -216,4 +216,11 @@ def to_text(report: AuditReport, *, verbose: bool = False, quiet: bool = False) 
         lines.append(hidden)
     lines += [f"note: {note}" for note in report.notes]
     lines.append(_summary(report))
-    return "\n".join(lines) + "\n"
+    return _plain(lines)
+
+
+def _plain(lines: list[str]) -> str:
+    """One output line per item: controls, bidi overrides and newlines that input text
+    (file names, pool names, model ids) carries are escaped (``\\x1b``, ``\\n``), so no
+    input can send a terminal sequence to a CI log or forge a line of its own."""
+    return "\n".join(clean(line, newlines=False) for line in lines) + "\n"
