@@ -68,12 +68,34 @@ tests/golden/fidelity-%.jsonl: tests/golden/build_fidelity_vectors.py kvalign/vl
 tests/golden/fidelity-0.19.1-transformers-4.57.6.jsonl: tests/golden/build_fidelity_vectors.py kvalign/vllm_probe/*.py
 	$(call FIDELITY_RUN,$(VLLM_ENV)/0.19.1:$(VLLM_ENV)/0.14.0) --out $@.tmp && mv $@.tmp $@
 
-verify-releases:  ## rebuild tests/golden/vllm-X.Y.Z.jsonl and fidelity-X.Y.Z.jsonl with each release's own code (make -j2 ok)
+# pipeline-parallel stages (build_pp_vectors.py): the model-config era and the per-stage one
+PP_RELEASES ?= 0.19.1 0.20.0 0.27.1 0.33.0
+
+tests/golden/pp-%.jsonl: tests/golden/build_pp_vectors.py kvalign/vllm_probe/*.py
+	VLLM_PLUGINS="" VLLM_LOGGING_LEVEL=ERROR HF_HUB_OFFLINE=1 PYTHONPATH=$(VLLM_ENV)/$* \
+		$(VLLM_ENV)/venv/bin/python tests/golden/build_pp_vectors.py --out $@.tmp && mv $@.tmp $@
+
+# KV-cache groups (build_group_vectors.py)
+GROUP_RELEASES ?= 0.20.0 0.27.1 0.33.0
+
+tests/golden/groups-%.jsonl: tests/golden/build_group_vectors.py kvalign/vllm_probe/*.py
+	VLLM_PLUGINS="" VLLM_LOGGING_LEVEL=ERROR HF_HUB_OFFLINE=1 PYTHONPATH=$(VLLM_ENV)/$* \
+		$(VLLM_ENV)/venv/bin/python tests/golden/build_group_vectors.py --out $@.tmp && mv $@.tmp $@
+
+# what 0.33's own `vllm serve` parser accepts (build_parser_vectors.py)
+tests/golden/serve-parser-%.json: tests/golden/build_parser_vectors.py
+	VLLM_PLUGINS="" VLLM_LOGGING_LEVEL=ERROR HF_HUB_OFFLINE=1 PYTHONPATH=$(VLLM_ENV)/$* \
+		$(VLLM_ENV)/venv/bin/python tests/golden/build_parser_vectors.py --out $@.tmp && mv $@.tmp $@
+
+verify-releases:  ## rebuild tests/golden/vllm-X.Y.Z.jsonl, fidelity-X.Y.Z.jsonl, pp-X.Y.Z.jsonl and groups-X.Y.Z.jsonl with each release's own code (make -j2 ok)
 	@test -x $(VLLM_ENV)/venv/bin/python || { echo "no $(VLLM_ENV): run ../shared/tools/vllm-release-env.sh $(VLLM_ENV) $(VLLM_RELEASES)"; exit 2; }
 	$(VLLM_ENV)/venv/bin/python -m pip install --quiet --no-deps -e .
 	$(MAKE) $(foreach v,$(VLLM_RELEASES),tests/golden/vllm-$(v).jsonl)
 	$(MAKE) $(foreach v,$(FIDELITY_RELEASES),tests/golden/fidelity-$(v).jsonl) \
 		tests/golden/fidelity-0.19.1-transformers-4.57.6.jsonl
+	$(MAKE) $(foreach v,$(PP_RELEASES),tests/golden/pp-$(v).jsonl)
+	$(MAKE) $(foreach v,$(GROUP_RELEASES),tests/golden/groups-$(v).jsonl)
+	$(MAKE) tests/golden/serve-parser-0.33.0.json
 
 DISAGREEMENTS ?= /work/notes/release-disagreements.md
 release-disagreements: $(STAMP)  ## kvalign vs every release's vectors, per field (also written to $(DISAGREEMENTS))

@@ -10,7 +10,8 @@ vLLM 0.33:
 * ``vllm/v1/kv_cache_interface.py`` ``FullAttentionSpec`` / ``MLAAttentionSpec`` /
   ``MambaSpec`` ``page_size_bytes``;
 * ``vllm/model_executor/layers/mamba/mamba_utils.py`` (state shapes and dtypes);
-* ``vllm/v1/worker/utils.py`` ``select_common_block_size`` (kernel block).
+* ``vllm/v1/worker/utils.py`` ``select_common_block_size`` (kernel block);
+* ``vllm/distributed/utils.py`` ``get_pp_indices`` (layers per pipeline stage).
 
 ``tp_stable_block_size`` is the TP-stable alignment proposed in vLLM PR 45575.
 """
@@ -32,6 +33,8 @@ from kvalign.versions import DEFAULT_PROFILE, Profile
 
 #: vLLM 0.33 floor on the alignment unit for MLA hybrids (TRT-LLM/FlashInfer MLA decode).
 MLA_ALIGNMENT_FLOOR = 128
+#: block a stage keeps when ``--block-size`` is unset (``CacheConfig.DEFAULT_BLOCK_SIZE``).
+DEFAULT_KEPT_BLOCK = 16
 
 
 def cdiv(a: int, b: int) -> int:
@@ -294,6 +297,193 @@ def padding_pct(block: int, attn_page_per_token: int, mamba_page_bytes: int) -> 
     return 100.0 * (block * attn_page_per_token - mamba_page_bytes) / mamba_page_bytes
 
 
+def pp_partition(
+    num_layers: int, pp_size: int, partition: str | None = None
+) -> tuple[tuple[int, int], ...]:
+    """The ``[start, end)`` decoder-layer range of each pipeline stage.
+
+    Mirrors ``vllm/distributed/utils.py`` ``get_pp_indices`` (read in 0.33.0): with
+    ``VLLM_PP_LAYER_PARTITION`` (``partition``, comma-separated counts) the stages take
+    those counts; else each
+    takes ``num_layers // pp_size`` and the remainder goes one layer each to the stages
+    before the last, from the second-to-last backwards.
+
+    Raises:
+        InvalidSettings: ``pp_size`` < 1, or a partition that does not have ``pp_size``
+            entries summing to ``num_layers`` (vLLM's ``ValueError``).
+    """
+    if pp_size < 1:
+        raise InvalidSettings(f"--pipeline-parallel-size must be >= 1, got {pp_size}")
+    if partition is not None:
+        try:
+            counts = [int(part) for part in partition.split(",")]
+        except ValueError:
+            raise InvalidSettings(
+                f"VLLM_PP_LAYER_PARTITION: invalid partition string {partition!r}"
+            ) from None
+        if len(counts) != pp_size or any(count < 0 for count in counts):
+            raise InvalidSettings(
+                f"VLLM_PP_LAYER_PARTITION {partition!r}: {len(counts)} layer counts, "
+                f"--pipeline-parallel-size is {pp_size}"
+            )
+        if sum(counts) != num_layers:
+            raise InvalidSettings(
+                f"VLLM_PP_LAYER_PARTITION {partition!r} sums to {sum(counts)}, the model has "
+                f"{num_layers} layers"
+            )
+        sizes = counts
+    else:
+        sizes = [num_layers // pp_size] * pp_size
+        for i in range(2, num_layers % pp_size + 2):
+            sizes[-i] += 1
+    bounds = []
+    start = 0
+    for size in sizes:
+        bounds.append((start, start + size))
+        start += size
+    return tuple(bounds)
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """One pipeline stage of one TP size (``--pipeline-parallel-size`` > 1).
+
+    Attributes:
+        rank: the stage's pipeline rank (0 = first).
+        start, end: its decoder layers, ``[start, end)`` (:func:`pp_partition`).
+        attention_layers, state_layers: how many of them hold attention / recurrent state
+            (a Falcon-H1 or Zamba2 hybrid layer counts for both).
+        block_size: the stage's logical block size (tokens): the aligned block where the
+            stage owns an attention layer, else the block it keeps.
+        aligned: the stage ran the hybrid alignment.
+        problem: why vLLM fails to start because of this stage (``""`` when it starts).
+    """
+
+    rank: int
+    start: int
+    end: int
+    attention_layers: int
+    state_layers: int
+    block_size: int
+    aligned: bool
+    problem: str = ""
+
+
+def pp_stages(
+    geometry: ModelGeometry, engine: EngineConfig, aligned_block: int
+) -> tuple[StageResult, ...]:
+    """Each pipeline stage's layers and block size (``()`` without PP or a layer pattern).
+
+    From vLLM 0.20 the hybrid alignment runs in each worker after its stage is built
+    (``vllm/platforms/interface.py`` ``Platform.update_block_size_for_backend``): it looks
+    for attention backends among the layers *that stage* instantiated
+    (``_find_non_ssm_backends``) and returns before any alignment when it finds none. A
+    stage without an attention layer therefore keeps ``--block-size`` (16 when unset)
+    while the others take ``aligned_block``; the stages' Mamba groups then disagree on
+    the block, and with prefix caching (or KV offloading) start-up fails (vLLM issue
+    51752, e.g. ``tokens_per_block=16 not divisible by tokens_per_hash=512``; open in
+    0.33). Up to 0.19 the alignment ran once on the model config
+    (``HybridAttentionMambaModelConfig``): every stage gets ``aligned_block``.
+
+    Args:
+        geometry: the model (its :attr:`~kvalign.geometry.ModelGeometry.layer_kinds`).
+        engine: the resolved pool (``settings.pipeline_parallel_size``,
+            ``settings.pp_layer_partition``, prefix caching, release profile).
+        aligned_block: the block (tokens) the alignment gives a stage with attention.
+
+    Raises:
+        InvalidSettings: a PP size or layer partition vLLM refuses (:func:`pp_partition`).
+    """
+    settings = engine.settings
+    kinds = geometry.layer_kinds
+    if settings.pipeline_parallel_size <= 1 or not kinds:
+        return ()
+    bounds = pp_partition(len(kinds), settings.pipeline_parallel_size,
+                          settings.pp_layer_partition)  # fmt: skip
+    per_stage = engine.profile.alignment_site == "platform"
+    kept = settings.block_size if settings.block_size is not None else DEFAULT_KEPT_BLOCK
+    out = []
+    for rank, (start, end) in enumerate(bounds):
+        layers = kinds[start:end]
+        attention = sum(kind in ("attention", "both") for kind in layers)
+        state = sum(kind in ("state", "both") for kind in layers)
+        aligned = attention > 0 or not per_stage
+        block = aligned_block if aligned else kept
+        problem = ""
+        if not aligned and block != aligned_block and engine.prefix_caching and state:
+            problem = (
+                f"vLLM {engine.profile.name} fails at start-up: pipeline stage {rank} "
+                f"(layers {start}-{end - 1}) owns no attention layer, so it skips the hybrid "
+                f"alignment and keeps block size {block} while the other stages use "
+                f"{aligned_block}; with prefix caching the stages disagree (vLLM issue "
+                f"51752): pass --block-size {aligned_block} or move an attention layer "
+                "onto the stage (VLLM_PP_LAYER_PARTITION)"
+            )
+        out.append(StageResult(rank, start, end, attention, state, block, aligned, problem))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class KvCacheGroup:
+    """One KV-cache group: layers of one kind sharing a block table.
+
+    Attributes:
+        kind: ``attention`` or ``mamba`` (every recurrent-state family).
+        layers: the model's layers in the group (vLLM pads the group to the group size).
+        block_size: the group's block (tokens): the logical block for attention and for
+            Mamba in cache modes ``align`` / ``all``; for Mamba in mode ``none`` vLLM's
+            ``mamba_block_size`` is ``max_model_len`` (``None`` when ``--max-model-len``
+            is not given: the config's context length, which kvalign does not read).
+    """
+
+    kind: str
+    layers: int
+    block_size: int | None
+
+
+def kv_cache_groups(
+    geometry: ModelGeometry, engine: EngineConfig, block: int
+) -> tuple[KvCacheGroup, ...]:
+    """The KV-cache groups of a hybrid model and each group's block size.
+
+    Mirrors ``vllm/v1/core/kv_cache_planning.py`` ``_get_kv_cache_groups_uniform_page_size``
+    (read in 0.33.0; the same rule in ``kv_cache_utils.py`` of earlier releases): layers
+    are bucketed by spec (attention, Mamba; in layer order of first appearance), the
+    group size is the smallest bucket (the largest when it is under 1.5 × the
+    smallest), and each bucket splits into ``n = ceil(len / group size)`` groups, group
+    ``i`` taking the bucket's layers ``i, i + n, ...``. E.g.
+    Jamba-tiny-dev (1 attention, 7 Mamba layers) has 8 groups (vLLM PR 45575). The Mamba
+    groups' block is ``mamba_block_size``: the block in cache mode ``align`` (and the
+    chunk-aligned block in ``all``), ``max_model_len`` in mode ``none``.
+
+    Args:
+        geometry: the model (:attr:`~kvalign.geometry.ModelGeometry.layer_kinds`).
+        engine: the resolved pool (Mamba cache mode, ``--max-model-len``).
+        block: the logical block size (tokens) at this TP.
+    """
+    kinds = geometry.layer_kinds
+    if not kinds or not geometry.is_hybrid:
+        return ()
+    buckets: dict[str, int] = {}
+    for kind in kinds:
+        if kind in ("attention", "both"):
+            buckets["attention"] = buckets.get("attention", 0) + 1
+        if kind in ("state", "both"):
+            buckets["mamba"] = buckets.get("mamba", 0) + 1
+    if not buckets:
+        return ()
+    smallest, largest = min(buckets.values()), max(buckets.values())
+    size = largest if largest < smallest * 1.5 else smallest
+    mamba_block = engine.max_model_len if engine.mamba_cache_mode == "none" else block
+    groups = []
+    for name, count in buckets.items():
+        num_groups = cdiv(count, size)
+        for index in range(num_groups):  # group i takes layers i, i + n, i + 2n, ...
+            layers = len(range(index, count, num_groups))
+            groups.append(KvCacheGroup(name, layers, block if name == "attention" else mamba_block))
+    return tuple(groups)
+
+
 @dataclass(frozen=True)
 class RankResult:
     """Everything kvalign predicts for one model at one TP size.
@@ -303,6 +493,12 @@ class RankResult:
 
     ``valid`` is vLLM's configuration-time verdict (attention heads and state dimensions
     divide by TP: what ``VllmConfig`` checks, and what the golden vectors record).
+    ``state_family``: the model's state family (``mamba2``, ``gdn``, ...; ``""`` without
+    state layers), for the NIXL support per family.
+    ``kv_cache_groups``: the KV-cache groups the hybrid allocator forms
+    (:func:`kv_cache_groups`), ``()`` when the layer pattern is unknown.
+    ``pp_stages``: one :class:`StageResult` per pipeline stage with
+    ``--pipeline-parallel-size`` > 1 (and a known layer pattern), else ``()``.
     ``load_error`` is set when the configuration passes but a layer would refuse to load
     at that TP (e.g. Mamba2 with ``n_groups`` neither 1 nor divisible by TP); the sizes
     are still computed. :attr:`usable` combines both. ``prefix_caching`` is whether prefix
@@ -334,6 +530,9 @@ class RankResult:
     derivation: BlockDerivation | None = None
     profile: str = ""
     prefix_caching: bool = True
+    pp_stages: tuple[StageResult, ...] = ()
+    kv_cache_groups: tuple[KvCacheGroup, ...] = ()
+    state_family: str = ""
 
     @property
     def usable(self) -> bool:
@@ -344,6 +543,16 @@ class RankResult:
     def problem(self) -> str:
         """Why the TP is unusable (``""`` when usable)."""
         return self.reason or self.load_error
+
+    @property
+    def stage_block_problem(self) -> bool:
+        """The TP is unusable only because a pipeline stage keeps its block size
+        (:func:`pp_stages`): a ``--block-size`` at least the aligned block fixes it."""
+        return (
+            self.valid
+            and bool(self.load_error)
+            and any(stage.problem == self.load_error for stage in self.pp_stages)
+        )
 
     def logical(self, alignment: str) -> int | None:
         """Logical block size under ``alignment`` (``vllm`` or ``tp-stable``)."""
@@ -498,6 +707,7 @@ def analyze_rank(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> Rank
         "base_block_size": engine.base_block,
         "profile": engine.profile.name,
         "prefix_caching": engine.prefix_caching,
+        "state_family": geometry.state.family if geometry.state is not None else "",
     }
     if state_page is None or state_page.page_bytes == 0 or not engine.hybrid_alignment:
         # no state, or a platform that does no hybrid alignment (vLLM 0.20.0 on CPU)
@@ -533,7 +743,12 @@ def analyze_rank(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> Rank
     user_block = engine.settings.block_size
     if not load_error:
         common["load_error"] = _speculative_rows_problem(geometry, engine, tp, block * a)
+    stages = pp_stages(geometry, engine, block)
+    common["kv_cache_groups"] = kv_cache_groups(geometry, engine, block)
+    if not common["load_error"]:
+        common["load_error"] = next((st.problem for st in stages if st.problem), "")
     return RankResult(
+        pp_stages=stages,
         **common,  # type: ignore[arg-type]
         mamba_page_bytes=m,
         mamba_state_shapes=state_page.shapes,

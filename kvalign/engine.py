@@ -634,6 +634,10 @@ def resolve_attention(
         large_pages=profile.flashinfer_large_pages,
         mla_blackwell=profile.mla_blackwell_backend,
     )
+    if backend.name == "CPU_ATTN" and backend.multiple_of != profile.cpu_attn_kernel_multiple:
+        backend = replace(backend, multiple_of=profile.cpu_attn_kernel_multiple)
+        trail.add("kernel_block_sizes", f"multiples of {profile.cpu_attn_kernel_multiple}",
+                  f"vLLM {profile.name}: CPU_ATTN get_supported_kernel_block_sizes")  # fmt: skip
     if _fa4_hd256(profile, backend, gpu, attention, kv_dtype):
         backend = Backend("FLASH_ATTN", sizes=(FA4_HD256_PAGE,), preferred=FA4_HD256_PAGE)
         trail.add("kernel_block_sizes", str(FA4_HD256_PAGE),
@@ -782,6 +786,39 @@ def resolve_state_spec_rows(
     return spec_rows
 
 
+#: first release whose default install runs transformers 5 (its range allows 5.5.1+).
+FIRST_TRANSFORMERS_5 = "0.19.0"
+
+
+def transformers_config_error(
+    geometry: ModelGeometry, release: str, choice: TransformersChoice
+) -> str:
+    """Why the release, with its transformers, cannot load the config (``""`` when it can).
+
+    A Nemotron-H config in transformers 5's spelling (``layers_block_type``, no
+    ``hybrid_override_pattern``) under transformers 4: vLLM's own ``NemotronHConfig``
+    (``vllm/transformers_utils/configs/nemotron_h.py``) derives ``layers_block_type``
+    from the pattern and has no setter, so reading the config raises ``AttributeError``
+    (measured: the vectors of 0.14.0, 0.17.0, 0.18.1 and 0.19.1 with transformers 4.57.6
+    record it for Nemotron-3-Ultra and Nemotron-3.5-Lightning).
+    """
+    if not geometry.transformers5_spelling or choice.major >= 5:
+        return ""
+    remote = (
+        "; the repository's remote code (auto_map, --trust-remote-code) could, but kvalign "
+        "never runs it"
+        if geometry.auto_map
+        else " and it names no auto_map remote code either"
+    )
+    return (
+        f"vLLM {release} with transformers {choice.version} cannot load this config: it "
+        "spells layers_block_type without hybrid_override_pattern (transformers 5), and "
+        "vLLM's own NemotronHConfig refuses it (AttributeError: property 'layers_block_type' "
+        f"has no setter){remote}; first release that can: vLLM {FIRST_TRANSFORMERS_5} "
+        "with transformers 5"
+    )
+
+
 def model_config_error(geometry: ModelGeometry, profile: Profile) -> str:
     """Why the release cannot build the model's config at all (``""`` when it can): the
     ``ModelArchConfigConvertor`` of 0.14-0.17 reads ``num_attention_heads``
@@ -831,6 +868,39 @@ def is_sm100(profile: Profile, gpu: Gpu | None) -> bool:
     return cap == (10, 0) if profile.blackwell_hd256_exact else cap[0] == 10
 
 
+def resolve_pipeline_stages(
+    geometry: ModelGeometry, settings: Settings, profile: Profile, trail: _Trail
+) -> None:
+    """Record ``--pipeline-parallel-size`` and where the release aligns each stage.
+
+    From vLLM 0.20 the alignment runs per stage, on the layers the stage built
+    (``Platform.update_block_size_for_backend``); before, once on the model config. The
+    stages themselves are :func:`kvalign.alignment.pp_stages`. A model whose config names
+    no per-layer pattern cannot be split: said in the notes.
+
+    Raises:
+        InvalidSettings: a pipeline size below 1, or a layer partition without PP.
+    """
+    pp = settings.pipeline_parallel_size
+    if pp < 1:
+        raise InvalidSettings(f"--pipeline-parallel-size must be >= 1, got {pp}")
+    if pp == 1:
+        if settings.pp_layer_partition is not None:
+            raise InvalidSettings("--pp-layer-partition needs --pipeline-parallel-size > 1")
+        return
+    site = (
+        "each stage aligns on the layers it owns (Platform.update_block_size_for_backend)"
+        if profile.alignment_site == "platform"
+        else "aligned once on the model config (HybridAttentionMambaModelConfig)"
+    )
+    trail.add("pipeline_parallel_size", str(pp), f"--pipeline-parallel-size {pp}: {site}")
+    if geometry.is_hybrid and not geometry.layer_kinds:
+        trail.notes.append(
+            f"--pipeline-parallel-size {pp}: the config names no per-layer pattern, so the "
+            "stages' layers are unknown; each stage is assumed to own an attention layer"
+        )
+
+
 def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineConfig:
     """Resolve ``settings`` for ``geometry`` once, as ``vllm serve`` would.
 
@@ -870,10 +940,13 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         trail.add("replayssm_ring", str(ring),
                   f"--use-replayssm --replayssm-buffer-len {settings.replayssm_buffer_len} "
                   f"--mamba-backend {settings.mamba_backend or 'triton'}")  # fmt: skip
-    config_error = model_config_error(geometry, profile)
+    config_error = model_config_error(geometry, profile) or transformers_config_error(
+        geometry, chosen.release, _transformers(settings)
+    )
     if settings.max_model_len is not None:
         trail.add("max_model_len", str(settings.max_model_len), "--max-model-len")
     hybrid_alignment = resolve_hybrid_alignment(geometry, profile, gpu, trail)
+    resolve_pipeline_stages(geometry, settings, profile, trail)
     return EngineConfig(
         settings=settings,
         profile=profile,

@@ -320,6 +320,59 @@ def _kernel_step(rank: RankResult, split: bool) -> Step:
     )
 
 
+def _group_steps(rank: RankResult) -> list[Step]:
+    """The KV-cache groups (:func:`kvalign.alignment.kv_cache_groups`) as one step."""
+    groups = rank.kv_cache_groups
+    if not groups:
+        return []
+    parts = [
+        f"{g.kind} {g.layers} layers, block "
+        + (str(g.block_size) if g.block_size is not None else "max_model_len")
+        for g in groups
+    ]
+    return [
+        Step(
+            "kv_cache_groups",
+            "KV-cache groups",
+            len(groups),
+            "",
+            "; ".join(parts),
+            ("layers = the config's per-layer pattern",),
+            "vllm/v1/core/kv_cache_planning.py _get_kv_cache_groups_uniform_page_size",
+        )
+    ]
+
+
+def _stage_steps(rank: RankResult) -> list[Step]:
+    """One step per pipeline stage (``--pipeline-parallel-size`` > 1): its layers and the
+    block it ends with (:func:`kvalign.alignment.pp_stages`)."""
+    steps = []
+    for stage in rank.pp_stages:
+        how = (
+            "aligned (owns an attention layer)"
+            if stage.aligned
+            else "keeps its block: no attention layer, no hybrid alignment"
+        )
+        formula = (
+            f"layers {stage.start}-{stage.end - 1}: {stage.attention_layers} attention, "
+            f"{stage.state_layers} state; {how}"
+        )
+        if stage.problem:
+            formula += f"; {stage.problem}"
+        steps.append(
+            Step(
+                f"pp_stage_{stage.rank}_block_size",
+                f"pipeline stage {stage.rank} block size",
+                stage.block_size,
+                "tokens",
+                formula,
+                ("layers = vllm/distributed/utils.py get_pp_indices",),
+                "vllm/platforms/interface.py Platform.update_block_size_for_backend",
+            )
+        )
+    return steps
+
+
 def explain(geometry: ModelGeometry, settings: Settings, tp: int) -> Explanation:
     """Step-by-step derivation of the block size of ``geometry`` at TP ``tp``.
 
@@ -329,7 +382,7 @@ def explain(geometry: ModelGeometry, settings: Settings, tp: int) -> Explanation
     """
     engine = create_engine_config(geometry, settings)
     rank = analyze_rank(geometry, engine, tp)
-    if not rank.usable:
+    if not rank.usable and not rank.stage_block_problem:
         raise InvalidSettings(f"{geometry.model_id}: invalid tensor parallel size {tp}: "
                               f"{rank.problem}")  # fmt: skip
     steps: list[Step] = []
@@ -339,6 +392,7 @@ def explain(geometry: ModelGeometry, settings: Settings, tp: int) -> Explanation
         steps += _state_steps(geometry, rank)
     if rank.derivation is not None:
         steps += _alignment_steps(geometry, engine, rank)
+        steps += _group_steps(rank) + _stage_steps(rank)
         steps.append(_kernel_step(rank, engine.profile.kernel_block_split))
         pad = rank.mamba_page_size_padded
         if pad is not None and rank.mamba_page_bytes:

@@ -253,7 +253,8 @@ def _prove_fix(
     # one line per invalid (model, TP), naming every pool that uses it
     invalid: dict[tuple[str, int, str, str], list[str]] = {}
     for pool, rank in zip(pools, own, strict=True):
-        if not rank.usable:
+        if not rank.usable and not rank.stage_block_problem:
+            # (a pipeline stage that keeps its block is fixed by the block size below)
             choices = ", ".join(map(str, valid_tps(pool.geometry, pool.engine))) or "none"
             key = (pool.geometry.model_id, pool.tp, rank.problem, choices)
             labels = invalid.setdefault(key, [])

@@ -15,6 +15,13 @@ Family = Literal["mamba1", "mamba2", "gdn", "kda", "shortconv", "linear_attentio
 
 FAMILIES: tuple[Family, ...] = ("mamba1", "mamba2", "gdn", "kda", "shortconv", "linear_attention")
 
+#: what one decoder layer holds: softmax ``attention``, recurrent ``state``, ``both``
+#: (Falcon-H1's parallel layers, Zamba2's hybrid layers), or ``none`` (an MLP/MoE layer
+#: of a Nemotron-H pattern).
+LayerKind = Literal["attention", "state", "both", "none"]
+
+LAYER_KINDS: tuple[LayerKind, ...] = ("attention", "state", "both", "none")
+
 
 @dataclass(frozen=True)
 class AttentionGeometry:
@@ -79,6 +86,14 @@ class ModelGeometry:
             ``quantization_config`` asks for (``fp8``, ``fp8_e4m3``, ``nvfp4``; ``auto`` for
             an unrecognised scheme), ``None`` when it names none. ``--kv-cache-dtype auto``
             resolves to it (:func:`kvalign.dtypes.checkpoint_kv_cache_dtype`).
+        layer_kinds: what each decoder layer holds, in vLLM's layer order (one entry per
+            ``num_hidden_layers``; :data:`LayerKind`), ``()`` when the config does not say.
+            Pipeline parallelism splits these layers across stages
+            (:func:`kvalign.alignment.pp_partition`).
+        transformers5_spelling: the config spells a field only transformers 5's config
+            class reads (Nemotron-H ``layers_block_type`` without
+            ``hybrid_override_pattern``): releases that run transformers 4 cannot load it.
+        auto_map: the config names remote code (``auto_map``), which kvalign never runs.
     """
 
     model_id: str
@@ -96,6 +111,9 @@ class ModelGeometry:
     mamba_chunk_size: int | None = None
     ssm_dtype_fallback: bool = False
     checkpoint_kv_cache_dtype: str | None = None
+    layer_kinds: tuple[LayerKind, ...] = ()
+    transformers5_spelling: bool = False
+    auto_map: bool = False
 
     @property
     def attention_free(self) -> bool:

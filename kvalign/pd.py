@@ -167,6 +167,51 @@ def economics_notes(ranks: dict[int, RankResult], engine: EngineConfig | None = 
     return notes
 
 
+def kv_cache_group_notes(ranks: dict[int, RankResult]) -> list[str]:
+    """One line per TP of a hybrid: how many KV-cache groups, their kinds, layers and block
+    sizes (:func:`kvalign.alignment.kv_cache_groups`)."""
+    notes = []
+    for tp, rank in sorted(ranks.items()):
+        groups = rank.kv_cache_groups
+        if not groups or not rank.usable:
+            continue
+        parts = []
+        for kind in dict.fromkeys(group.kind for group in groups):
+            mine = [group for group in groups if group.kind == kind]
+            blocks = {group.block_size for group in mine}
+            block = (
+                "block max_model_len"
+                if blocks == {None}
+                else "block " + "/".join(str(b) for b in sorted(b for b in blocks if b))
+            )
+            layers = "/".join(str(group.layers) for group in mine)
+            parts.append(f"{len(mine)} {kind} ({layers} layers, {block})")
+        notes.append(f"KV-cache groups at TP {tp}: {len(groups)}: " + ", ".join(parts))
+    return notes
+
+
+def pp_stage_notes(ranks: dict[int, RankResult]) -> list[str]:
+    """One line per TP with ``--pipeline-parallel-size`` > 1: each stage's layers and
+    block size (:func:`kvalign.alignment.pp_stages`), the stage that keeps its block named."""
+    notes = []
+    for tp, rank in sorted(ranks.items()):
+        if not rank.pp_stages:
+            continue
+        parts = []
+        for stage in rank.pp_stages:
+            what = (
+                f"block {stage.block_size}"
+                if stage.aligned
+                else f"no attention layer, keeps block {stage.block_size}"
+            )
+            parts.append(
+                f"stage {stage.rank} layers {stage.start}-{stage.end - 1} "
+                f"({stage.attention_layers} attention, {stage.state_layers} state): {what}"
+            )
+        notes.append(f"pipeline stages at TP {tp}: " + "; ".join(parts))
+    return notes
+
+
 def max_model_len_notes(ranks: dict[int, RankResult], engine: EngineConfig) -> list[str]:
     """Where ``--max-model-len`` is below one logical block: prefix caching can never hit
     there (vLLM caches whole blocks only, ``vllm/v1/core/kv_cache_utils.py`` block
@@ -361,6 +406,8 @@ def analyze(
         )
     notes += economics_notes(ranks, engine)
     notes += max_model_len_notes(ranks, engine)
+    notes += pp_stage_notes(ranks)
+    notes += kv_cache_group_notes(ranks)
     report = CheckReport(
         geometry=geometry,
         settings=settings,

@@ -41,7 +41,7 @@ from typing import Literal
 
 from kvalign.alignment import RankResult
 from kvalign.exitcodes import ExitCode
-from kvalign.versions import DEFAULT_PROFILE, PROFILES, Profile
+from kvalign.versions import DEFAULT_PROFILE, PROFILES, Profile, first_nixl_release
 
 Verdict = Literal["ok", "drift", "ratio", "split", "incompatible", "invalid", "nothing-to-align"]
 Level = Literal["error", "warning", "info"]
@@ -167,6 +167,16 @@ def first_release(*features: str) -> str | None:
     return found
 
 
+def _nixl_family_limited(profile: Profile, family: str) -> bool:
+    """The release's NIXL connector cannot split ``family`` state while a later release
+    can (:attr:`Profile.nixl_state_families`, :func:`first_nixl_release`). Families no
+    release read can split (KDA, short conv, linear attention) are not judged here."""
+    families = profile.nixl_state_families
+    if not family or families is None or family in families:
+        return False
+    return first_nixl_release(family) is not None
+
+
 def release_limit(
     profile: Profile, prefill: RankResult, decode: RankResult, p_kernel: int, d_kernel: int
 ) -> str:
@@ -181,6 +191,13 @@ def release_limit(
     name = profile.name
     if hybrid and not profile.nixl_hybrid:
         return f"vLLM {name}'s NIXL connector does not serve hybrid models (no SupportsHMA)"
+    if hybrid and _nixl_family_limited(profile, prefill.state_family):
+        families = profile.nixl_state_families or frozenset()
+        return (
+            f"vLLM {name}'s NIXL connector cannot transfer {prefill.state_family} state "
+            f"(derive_mamba_conv_split supports {', '.join(sorted(families))}: "
+            "NotImplementedError at start-up)"
+        )
     if hybrid and not profile.nixl_hetero_tp_mamba and prefill.tp != decode.tp:
         return f"vLLM {name}'s NIXL connector requires equal prefill/decode TP for Mamba hybrids"
     if p_kernel != d_kernel and (
@@ -211,6 +228,13 @@ def blocking_limit(profile: Profile, prefill: RankResult, decode: RankResult) ->
             f"vLLM {profile.name}'s NIXL connector does not serve hybrid models: upgrade to "
             f"vLLM {first} or later (the first release with {what}), then check again with "
             f"--vllm-version {first}: a common block size may still be needed there"
+        )
+    if hybrid and _nixl_family_limited(profile, prefill.state_family):
+        first_family = first_nixl_release(prefill.state_family)
+        return (
+            f"vLLM {profile.name}'s NIXL connector cannot transfer {prefill.state_family} "
+            f"state: upgrade to vLLM {first_family} or later (the first release whose NIXL "
+            f"connector does), then check again with --vllm-version {first_family}"
         )
     if hybrid and not profile.nixl_hetero_tp_mamba and prefill.tp != decode.tp:
         first = first_release("nixl_hetero_tp_mamba")

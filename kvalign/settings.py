@@ -48,6 +48,9 @@ class Settings:
         transformers_version: ``--transformers-version``: the transformers release the
             pool runs with, inside the vLLM release's declared range; ``None`` = what
             installing that vLLM release resolves (:func:`kvalign.versions.transformers_for`).
+        pipeline_parallel_size: ``--pipeline-parallel-size`` (stages; 1 = no PP).
+        pp_layer_partition: vLLM's ``VLLM_PP_LAYER_PARTITION`` (layers per stage, comma
+            separated, e.g. ``"24,28"``), ``None`` = vLLM's even split.
     """
 
     dtype: str = "auto"
@@ -69,3 +72,5 @@ class Settings:
     replayssm_buffer_len: int = 16
     mamba_backend: str | None = None
     transformers_version: str | None = None
+    pipeline_parallel_size: int = 1
+    pp_layer_partition: str | None = None

@@ -132,6 +132,17 @@ class Profile:
             config), or ``none`` (``MultipleOf(16)``).
         flashinfer_large_pages: FlashInfer advertises 128..1024-token kernel blocks for
             GQA models on Blackwell (from 0.24).
+        nixl_state_families: state families whose states NIXL P/D transfer can split
+            (``kv_connector/v1/ssm_conv_transfer_utils.py`` ``derive_mamba_conv_split``
+            raises ``NotImplementedError`` for any other ``mamba_type`` when a NIXL worker
+            starts): Mamba2 only in 0.20.0 and 0.21.0, Mamba1/Mamba2/GDN in 0.25.0–0.33.0
+            (0.22–0.24 not read; GDN came with vLLM PR 41869); ``None``: no such check
+            (0.18–0.19).
+        cpu_attn_kernel_multiple: ``CPU_ATTN`` kernel blocks are multiples of this
+            (``vllm/v1/attention/backends/cpu_attn.py``
+            ``get_supported_kernel_block_sizes``: ``MultipleOf(16)`` read in 0.21.0, 0.25.0,
+            0.26.0, 0.27.1; ``MultipleOf(32)`` in 0.33.0; 0.28–0.32 not read, 0.29 taken as
+            the first with 32).
         cpu_hybrid_alignment: the CPU platform aligns hybrid block sizes (0.20.0's
             ``CpuPlatform.update_block_size_for_backend`` is a no-op).
         mla_blackwell_backend: the MLA backend chosen first on SM100 when none is named.
@@ -190,6 +201,8 @@ class Profile:
     flash_attn_kernel_sizes: FlashAttnKernelRule = "none"
     flashinfer_large_pages: bool = True
     cpu_hybrid_alignment: bool = True
+    cpu_attn_kernel_multiple: int = 32
+    nixl_state_families: frozenset[str] | None = None
     mla_blackwell_backend: str = "FLASHINFER_MLA"
     kv_transfer_disables_hma: bool = False
     prefix_caching_forced_off: PrefixCachingForcedOff = "none"
@@ -320,11 +333,12 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
             "backend_preferred_block": True,
             "nemotron_ssm_fallback": "float32",
             "nixl_hetero_tp_mamba": True,
+            "nixl_state_families": frozenset({"mamba2"}),
             "spec_decode_align": True,
             "cpu_hybrid_alignment": False,
         },
     ),
-    ("0.21.0", ("0.21.0",), {"cpu_hybrid_alignment": True}),
+    ("0.21.0", ("0.21.0",), {"cpu_hybrid_alignment": True, "cpu_attn_kernel_multiple": 16}),
     (
         "0.22.0",
         ("0.22.0", "0.23.0"),
@@ -342,7 +356,11 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
     (
         "0.25.0",
         ("0.25.0", "0.26.0"),
-        {"flash_attn_kernel_sizes": "none", "config_hooks_normalise_arch": True},
+        {
+            "flash_attn_kernel_sizes": "none",
+            "config_hooks_normalise_arch": True,
+            "nixl_state_families": frozenset({"mamba1", "mamba2", "gdn"}),
+        },
     ),
     (
         "0.27.0",
@@ -354,7 +372,7 @@ _CHANGES: tuple[tuple[str, tuple[str, ...], dict[str, object]], ...] = (
         ("0.28.0",),
         {"hybrid_prefix_caching_default": True, "mamba_cache_mode_default_all": False},
     ),
-    ("0.29.0", ("0.29.0",), {"fa4_hd256_pages": True}),
+    ("0.29.0", ("0.29.0",), {"fa4_hd256_pages": True, "cpu_attn_kernel_multiple": 32}),
     ("0.30.0", ("0.30.0", "0.31.0"), {"kda_ssm_dtype_flag": True, "replayssm": 2}),
     (
         "0.32.0",
@@ -397,6 +415,18 @@ def _build() -> tuple[Profile, ...]:
 
 #: known profiles, oldest first. The newest is the default.
 PROFILES: tuple[Profile, ...] = _build()
+
+
+def first_nixl_release(family: str) -> str | None:
+    """The first release from which every profile's NIXL connector transfers ``family``
+    state (:attr:`Profile.nixl_state_families`), ``None`` when the newest cannot."""
+    found: str | None = None
+    for profile in PROFILES:
+        families = profile.nixl_state_families
+        ok = profile.nixl_hybrid and (families is None or family in families)
+        found = (found or profile.first) if ok else None
+    return found
+
 
 DEFAULT_PROFILE = PROFILES[-1]
 

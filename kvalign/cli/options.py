@@ -242,6 +242,26 @@ TransformersOpt = Annotated[
         show_default=False,
     ),
 ]
+PipelineOpt = Annotated[
+    int,
+    typer.Option(
+        "--pipeline-parallel-size",
+        "-pp",
+        min=1,
+        max=MAX_TP,
+        help="vLLM --pipeline-parallel-size: stages without an attention layer keep their "
+        "block size (vLLM ≥ 0.20; docs/fidelity.md).",
+    ),
+]
+PpPartitionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--pp-layer-partition",
+        help="vLLM's VLLM_PP_LAYER_PARTITION: layers per pipeline stage, e.g. 24,28 "
+        "(default: vLLM's even split).",
+        show_default=False,
+    ),
+]
 MaxModelLenOpt = Annotated[
     int | None,
     typer.Option(
@@ -321,6 +341,8 @@ for _annotation, _panel, _metavar in (
     (ReplayLenOpt, VLLM_PANEL, "N"),
     (MambaBackendOpt, VLLM_PANEL, None),
     (MaxModelLenOpt, VLLM_PANEL, "N"),
+    (PipelineOpt, VLLM_PANEL, "N"),
+    (PpPartitionOpt, VLLM_PANEL, "COUNTS"),
     (GpuOpt, VLLM_PANEL, "GPU"),
     (GdnOpt, VLLM_PANEL, None),
     (AlignOpt, VLLM_PANEL, None),
@@ -398,6 +420,8 @@ _SETTINGS_PARAMS = (
     _param("replayssm_buffer_len", ReplayLenOpt, 16),
     _param("mamba_backend", MambaBackendOpt, None),
     _param("transformers_version", TransformersOpt, None),
+    _param("pipeline_parallel_size", PipelineOpt, 1),
+    _param("pp_layer_partition", PpPartitionOpt, None),
 )
 #: how MODEL is loaded.
 _SOURCE_PARAMS = (

@@ -25,6 +25,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from kvalign.deploy.kustomize import remote_references
 from kvalign.deploy.model import Deployment, Location, Problem
 from kvalign.safeio import read_text
 
@@ -128,6 +129,15 @@ def render(root: Path, values: Path | None = None) -> tuple[str | None, Problem 
     what = "a Helm chart" if is_chart(root) else "a kustomize folder"
     if values is not None:
         what += f" with {values.name}"
+    if not is_chart(root):
+        remote = remote_references(root)
+        if remote:
+            more = f" (and {len(remote) - 1} more)" if len(remote) > 1 else ""
+            return None, Problem(
+                where, f"{what}: not rendered: it names the remote resource {remote[0]}"
+                f"{more}, which kustomize would fetch (kvalign reaches no network): render it "
+                f"and pipe the output: `{hint(root, values)}`",
+            )  # fmt: skip
     argv = command(root, values=values)
     if argv is None:
         tool = "helm" if is_chart(root) else "kustomize or kubectl"
@@ -142,7 +152,10 @@ def render(root: Path, values: Path | None = None) -> tuple[str | None, Problem 
             where, f"{what}: `{' '.join(argv)}` failed ({exc}); try `{hint(root, values)}`"
         )
     if done.returncode != 0:
-        first = next((ln for ln in done.stderr.splitlines() if ln.strip()), "no message")
+        lines = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
+        # kubectl's klog lines (``E1202 01:12:03 … err=<``) bury the cause: prefer "Error:"
+        first = next((ln for ln in lines if ln.startswith("Error:")), lines[0] if lines else "")
+        first = first or "no message"
         return None, Problem(
             where,
             f"{what}: `{Path(argv[0]).name} {' '.join(argv[1:])}` exited "

@@ -100,6 +100,8 @@ class VllmArgs:
         kv_transfer_config: ``--kv-transfer-config`` was given.
         use_replayssm, replayssm_buffer_len, mamba_backend: ``--use-replayssm``,
             ``--replayssm-buffer-len``, ``--mamba-backend``.
+        pp_layer_partition: the ``VLLM_PP_LAYER_PARTITION`` environment variable (layers
+            per pipeline stage), ``None`` when unset.
         unknown: flags kvalign does not read (for ``--verbose``).
         unresolved: references kvalign cannot resolve in values it reads, as written
             (``--model: $(MODEL_ID)``, ``argument: ${EXTRA_ARGS[@]}``), each once.
@@ -136,6 +138,7 @@ class VllmArgs:
     use_replayssm: bool | None = None
     replayssm_buffer_len: int | None = None
     mamba_backend: str | None = None
+    pp_layer_partition: str | None = None
     unknown: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = field(default=())
     unresolved_noted: tuple[str, ...] = ()
@@ -302,7 +305,8 @@ def parse_vllm_args(
         args: the words after ``vllm serve`` (a leading ``vllm serve`` is skipped).
         config_files: ``--config`` path → loaded YAML mapping; flags given on the command
             line override the file, as in vLLM.
-        env: the process environment (``VLLM_ATTENTION_BACKEND``, ``LMCACHE_CHUNK_SIZE``).
+        env: the process environment (``VLLM_ATTENTION_BACKEND``, ``LMCACHE_CHUNK_SIZE``,
+            ``VLLM_PP_LAYER_PARTITION``).
 
     Returns:
         A :class:`VllmArgs`; the last occurrence of a flag wins.
@@ -485,6 +489,7 @@ def _build(
         use_replayssm=values.get("use-replayssm"),
         replayssm_buffer_len=opt_int("replayssm-buffer-len"),
         mamba_backend=opt_str("mamba-backend"),
+        pp_layer_partition=env.get("VLLM_PP_LAYER_PARTITION") or None,
         unknown=unknown,
         unresolved=unres,
     )
@@ -494,9 +499,17 @@ def _build(
 #: deployment runs on (the GPU, the vLLM release of its image) and kvalign's own choices
 #: (``--alignment``; the GDN prefill backend, set through vLLM's ``additional_config``,
 #: which kvalign reads only from ``check --gdn-prefill-backend``; the transformers release
-#: the image installed, ``--transformers-version``).
+#: the image installed, ``--transformers-version``; the ``VLLM_PP_LAYER_PARTITION``
+#: environment variable, ``--pp-layer-partition``).
 NOT_SERVE_ARGUMENTS = frozenset(
-    {"gpu", "vllm_version", "alignment", "gdn_prefill_backend", "transformers_version"}
+    {
+        "gpu",
+        "vllm_version",
+        "alignment",
+        "gdn_prefill_backend",
+        "transformers_version",
+        "pp_layer_partition",
+    }
 )
 
 
@@ -536,4 +549,6 @@ def settings_from_args(
         use_replayssm=bool(args.use_replayssm),
         replayssm_buffer_len=args.replayssm_buffer_len or Settings.replayssm_buffer_len,
         mamba_backend=args.mamba_backend,
+        pipeline_parallel_size=args.pipeline_parallel_size or 1,
+        pp_layer_partition=args.pp_layer_partition,
     )

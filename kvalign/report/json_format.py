@@ -27,6 +27,29 @@ def _pct(value: float | None) -> float | None:
 
 
 def _deployment(role: str, rank: RankResult) -> dict[str, Any]:
+    data = _deployment_fields(role, rank)
+    if rank.kv_cache_groups:  # hybrids whose config names the per-layer pattern
+        data["kv_cache_groups"] = [
+            {"kind": group.kind, "layers": group.layers, "block_size": group.block_size}
+            for group in rank.kv_cache_groups
+        ]
+    if rank.pp_stages:  # only with --pipeline-parallel-size > 1
+        data["pp_stages"] = [
+            {
+                "rank": stage.rank,
+                "layers": [stage.start, stage.end],
+                "attention_layers": stage.attention_layers,
+                "state_layers": stage.state_layers,
+                "block_size": stage.block_size,
+                "aligned": stage.aligned,
+                "problem": stage.problem or None,
+            }
+            for stage in rank.pp_stages
+        ]
+    return data
+
+
+def _deployment_fields(role: str, rank: RankResult) -> dict[str, Any]:
     return {
         "role": role,
         "tp": rank.tp,
@@ -128,6 +151,8 @@ _OPTIONAL_SETTINGS = (
     "replayssm_buffer_len",
     "mamba_backend",
     "transformers_version",
+    "pipeline_parallel_size",
+    "pp_layer_partition",
 )
 
 

@@ -27,10 +27,20 @@ FIX = (
 
 def find(group: GroupResult) -> list[Finding]:
     """One finding per pool whose rank result is not valid; the fix names valid TPs
-    (:func:`kvalign.fixes.valid_tps`): no ``--block-size`` can help."""
+    (:func:`kvalign.fixes.valid_tps`): no ``--block-size`` can help, except where a
+    pipeline stage without attention keeps its block (``--block-size`` the aligned block)."""
     out: list[Finding] = []
     for r in group.pools:
         if r.rank.usable:
+            continue
+        if r.rank.stage_block_problem:  # a pipeline stage keeps its block: fixable
+            out.append(
+                Finding(
+                    CODE, SEVERITY, (r.pool.label,), r.pool.location,
+                    f"TP {r.pool.tp} fails for {r.pool.model}: {r.rank.problem}",
+                    f"--block-size {r.rank.block_size} (every pipeline stage then keeps it)",
+                )
+            )  # fmt: skip
             continue
         choices = ", ".join(map(str, valid_tps(r.geometry, r.engine))) or "none"
         out.append(

@@ -16,7 +16,7 @@ from typing import Any
 from kvalign.dtypes import checkpoint_kv_cache_dtype, normalize_model_dtype
 from kvalign.errors import InvalidConfig, KvalignError, UnsupportedModel
 from kvalign.families import MODEL_TYPES, WRAPPER_TYPES, IndivisibleTP, ModelSpec
-from kvalign.geometry import AttentionGeometry, ModelGeometry, StateGeometry
+from kvalign.geometry import AttentionGeometry, LayerKind, ModelGeometry, StateGeometry
 from kvalign.sources.fields import ConfigFields, check_config_sizes
 
 #: model types vLLM 0.33 parses with its own config classes
@@ -141,6 +141,64 @@ def _layer_kinds(text: ConfigFields) -> tuple[bool, bool] | None:
             names = {str(kind).lower() for kind in kinds}
             return bool(names & _ATTENTION_KINDS), bool(names & _STATE_KINDS)
     return None
+
+
+#: layer-type names of layers with neither attention nor state (Nemotron-H ``-``/``E``).
+_PLAIN_KINDS = frozenset({"mlp", "moe", "-", "e"})
+
+
+def _kind_of(name: str) -> LayerKind | None:
+    """One ``layer_types`` / ``layers_block_type`` entry as a :data:`LayerKind`."""
+    lowered = name.lower()
+    if lowered == "hybrid":  # Zamba2: a Mamba layer with the shared attention block
+        return "both"
+    if lowered in _ATTENTION_KINDS:
+        return "attention"
+    if lowered in _STATE_KINDS:
+        return "state"
+    return "none" if lowered in _PLAIN_KINDS else None
+
+
+def _layer_pattern(text: ConfigFields, spec: ModelSpec, model_type: str) -> tuple[LayerKind, ...]:
+    """What each of the ``num_hidden_layers`` decoder layers holds, in vLLM's order.
+
+    Read from ``linear_attn_config.full_attn_layers`` / ``kda_layers`` (Kimi-Linear;
+    1-based, as ``KimiLinearConfig.is_kda_layer`` reads them), ``layers_block_type`` or
+    ``layer_types`` (the transformers config classes derive them from e.g. Nemotron-H's
+    ``hybrid_override_pattern`` or Jamba's attention period); Falcon-H1 runs attention and
+    Mamba side by side in every layer (``FalconH1ParallelHybrid``). ``()`` when the
+    config does not say, or the list does not have one entry per layer.
+    """
+    layers = text.raw("num_hidden_layers")
+    if isinstance(layers, bool) or not isinstance(layers, int) or layers <= 0:
+        return ()
+    if spec.attention_free or model_type == "falcon_h1":
+        every: LayerKind = "state" if spec.attention_free else "both"
+        return (every,) * layers
+    if text.has("linear_attn_config.full_attn_layers"):
+        full = text.raw("linear_attn_config.full_attn_layers")
+        kda = text.raw("linear_attn_config.kda_layers")
+        if not isinstance(full, list) or not (kda is None or isinstance(kda, list)):
+            return ()
+        full_set = {i for i in full if isinstance(i, int)}
+        kda_set = (
+            {i for i in kda if isinstance(i, int)}
+            if kda is not None
+            else set(range(1, layers + 1)) - full_set
+        )
+        kinds: list[LayerKind] = []
+        for number in range(1, layers + 1):
+            attn, state = number in full_set, number in kda_set
+            kinds.append("both" if attn and state else "attention" if attn else
+                         "state" if state else "none")  # fmt: skip
+        return tuple(kinds)
+    for key in ("layers_block_type", "layer_types"):
+        names = text.raw(key)
+        if isinstance(names, (list, tuple)) and len(names) == layers:
+            found = [_kind_of(str(name)) for name in names]
+            if all(kind is not None for kind in found):
+                return tuple(kind for kind in found if kind is not None)
+    return ()
 
 
 def _attention_only(
@@ -358,6 +416,13 @@ def geometry_from_dict(
             spec.ssm_default == "nemotron_h" and as_written.raw("mamba_ssm_cache_dtype") is None
         ),
         checkpoint_kv_cache_dtype=checkpoint_kv_cache_dtype(raw.get("quantization_config")),
+        layer_kinds=_layer_pattern(text, spec, text_type),
+        transformers5_spelling=(
+            text_type == "nemotron_h"
+            and as_written.raw("layers_block_type") is not None
+            and as_written.raw("hybrid_override_pattern") is None
+        ),
+        auto_map="auto_map" in raw,
     )
 
 

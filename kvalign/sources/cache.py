@@ -36,10 +36,17 @@ from pathlib import Path
 from typing import Any
 
 from kvalign import __version__
-from kvalign.geometry import FAMILIES, AttentionGeometry, ModelGeometry, StateGeometry
+from kvalign.geometry import (
+    FAMILIES,
+    LAYER_KINDS,
+    AttentionGeometry,
+    LayerKind,
+    ModelGeometry,
+    StateGeometry,
+)
 
 #: cache layout version; bump when the JSON shape of an entry changes.
-FORMAT = 3
+FORMAT = 4
 #: largest cache entry read back (entries are ~2 KiB).
 _MAX_ENTRY_BYTES = 256 * 1024
 #: file next to the cache folder (``~/.cache/kvalign.key``) holding the per-user HMAC key.
@@ -110,6 +117,9 @@ def geometry_to_dict(geometry: ModelGeometry) -> dict[str, Any]:
         "mamba_chunk_size": geometry.mamba_chunk_size,
         "ssm_dtype_fallback": geometry.ssm_dtype_fallback,
         "checkpoint_kv_cache_dtype": geometry.checkpoint_kv_cache_dtype,
+        "layer_kinds": list(geometry.layer_kinds),
+        "transformers5_spelling": geometry.transformers5_spelling,
+        "auto_map": geometry.auto_map,
     }
 
 
@@ -222,6 +232,10 @@ def geometry_from_json(data: Any) -> ModelGeometry:
         chunk = data["mamba_chunk_size"]
         if not isinstance(provenance, dict) or not isinstance(notes, list):
             raise ValueError("bad provenance/notes")
+        kinds = data.get("layer_kinds", [])
+        if not isinstance(kinds, list) or not all(kind in LAYER_KINDS for kind in kinds):
+            raise ValueError("bad layer_kinds")
+        layer_kinds: tuple[LayerKind, ...] = tuple(kinds)
         return ModelGeometry(
             model_id=_str(data["model_id"]),
             model_type=_str(data["model_type"]),
@@ -238,6 +252,9 @@ def geometry_from_json(data: Any) -> ModelGeometry:
             mamba_chunk_size=None if chunk is None else _int(chunk),
             ssm_dtype_fallback=bool(data["ssm_dtype_fallback"]),
             checkpoint_kv_cache_dtype=_opt_str(data["checkpoint_kv_cache_dtype"]),
+            layer_kinds=layer_kinds,
+            transformers5_spelling=bool(data.get("transformers5_spelling", False)),
+            auto_map=bool(data.get("auto_map", False)),
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"corrupt entry ({type(exc).__name__})") from None

@@ -238,3 +238,284 @@ def test_0_19_1_nemotron_h_ssm_dtype_follows_transformers(
     rank = _rank(load_model("nvidia/Nemotron-H-56B-Base-8K"), settings, 1)
     assert rank.block_size == block
     assert rank.mamba_state_dtypes[1] == ("float32" if transformers is None else "float16")
+
+
+# ---- pipeline parallelism ----------------------------------------------------------------
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+#: releases measured by tests/golden/build_pp_vectors.py (pp-X.Y.Z.jsonl)
+PP_RELEASES = ("0.19.1", "0.20.0", "0.27.1", "0.33.0")
+
+
+def _vectors(prefix: str, releases: tuple[str, ...]) -> list[tuple[str, dict[str, object]]]:
+    """(release, vector) of every line of tests/golden/<prefix>-<release>.jsonl."""
+    return [
+        (release, json.loads(line))
+        for release in releases
+        for line in (GOLDEN / f"{prefix}-{release}.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+
+
+@pytest.mark.parametrize(("release", "vector"), _vectors("pp", PP_RELEASES))
+def test_pp_stages_match_the_measured_release(release: str, vector: dict) -> None:
+    # measured: each stage's layers from the release's get_pp_indices, its block from the
+    # release's Platform.update_block_size_for_backend on that stage's layers
+    settings = Settings(
+        vllm_version=release,
+        pipeline_parallel_size=vector["pp"],
+        enable_prefix_caching=vector["enable_prefix_caching"],
+        attention_backend="FLASH_ATTN",
+    )
+    rank = _rank(load_model(str(vector["model"])), settings, int(vector["tp"]))
+    measured = vector["stages"]
+    assert [[s.start, s.end] for s in rank.pp_stages] == [m["layers"] for m in measured]
+    assert [s.attention_layers > 0 for s in rank.pp_stages] == [m["attention"] for m in measured]
+    if vector["resolved_prefix_caching"]:
+        # the stage's Mamba group takes its block (cache mode align): what must agree
+        assert [s.block_size for s in rank.pp_stages] == [m["mamba_block_size"] for m in measured]
+    elif release != "0.19.1":
+        # 0.19.1 resets every hybrid stage to 16 in update_block_size_for_backend and
+        # restores the hook's block when page sizes are unified (kvalign.vllm_probe.releases)
+        assert [s.block_size for s in rank.pp_stages] == [m["block_size"] for m in measured]
+
+
+def test_pp_stage_without_attention_keeps_16_and_fails_with_prefix_caching() -> None:
+    # the measured 0.33.0 vector (pp-0.33.0.jsonl, PP 6): layers 44-51 of Nemotron-3-Nano
+    # are Mamba/MoE only, that stage keeps 16 while the others align to 2096; with prefix
+    # caching start-up fails (vllm issue 51752)
+    geometry = load_model(NANO)
+    rank = _rank(geometry, Settings(pipeline_parallel_size=6, enable_prefix_caching=True), 1)
+    last = rank.pp_stages[-1]
+    assert (last.rank, last.start, last.end, last.attention_layers) == (5, 44, 52, 0)
+    assert last.block_size == 16 and not last.aligned
+    assert not rank.usable and "stage 5" in rank.problem and "51752" in rank.problem
+    # prefix caching off: the stages boot (Mamba pages are padded when grouped)
+    off = _rank(geometry, Settings(pipeline_parallel_size=6, enable_prefix_caching=False), 1)
+    assert off.usable and off.pp_stages[-1].block_size == 16
+    # the user's block as large as the aligned one: every stage agrees
+    fixed = _rank(geometry, Settings(pipeline_parallel_size=6, block_size=2096), 1)
+    assert fixed.usable and {s.block_size for s in fixed.pp_stages} == {2096}
+
+
+def test_pp_layer_partition_moves_an_attention_layer_onto_the_stage() -> None:
+    # VLLM_PP_LAYER_PARTITION (get_pp_indices): 8 layers for each of the first five stages
+    # and 12 for the last puts layer 42 (an attention layer: pattern index of the last '*'
+    # in hybrid_override_pattern) on stage 5
+    geometry = load_model(NANO)
+    assert geometry.layer_kinds[42] == "attention"
+    assert "attention" not in geometry.layer_kinds[43:]
+    settings = Settings(pipeline_parallel_size=6, pp_layer_partition="8,8,8,8,8,12")
+    rank = _rank(geometry, settings, 1)
+    assert [(s.start, s.end) for s in rank.pp_stages][-1] == (40, 52)
+    assert rank.usable and {s.block_size for s in rank.pp_stages} == {2096}
+    with pytest.raises(InvalidSettings, match="sums to 51"):
+        _rank(geometry, Settings(pipeline_parallel_size=6, pp_layer_partition="8,8,8,8,8,11"), 1)
+
+
+def test_pp_check_reports_the_stage_in_json_and_exits_1() -> None:
+    done = runner.invoke(
+        app, ["check", NANO, "--pipeline-parallel-size", "6", "--enable-prefix-caching",
+              "--format", "json"],
+    )  # fmt: skip
+    assert done.exit_code == 1, done.output
+    data = json.loads(done.stdout)
+    stages = data["deployments"][0]["pp_stages"]
+    assert stages[-1]["layers"] == [44, 52] and stages[-1]["block_size"] == 16
+    assert "stage 5" in stages[-1]["problem"]
+    assert data["settings"]["pipeline_parallel_size"] == 6
+
+
+def test_pp_audit_reads_the_flag_and_the_partition(tmp_path: Path) -> None:
+    # audit reads --pipeline-parallel-size and VLLM_PP_LAYER_PARTITION (settings_from_args)
+    script = tmp_path / "serve.sh"
+    line = f"vllm serve {NANO} --pipeline-parallel-size 6 --enable-prefix-caching\n"
+    script.write_text("#!/bin/sh\n" + line, encoding="utf-8")
+    done = runner.invoke(app, ["audit", str(tmp_path)])
+    assert done.exit_code == 1, done.output
+    assert "pipeline stage 5 (layers 44-51)" in done.output
+    assert "fix: --block-size 2096" in done.output
+    script.write_text("#!/bin/sh\nVLLM_PP_LAYER_PARTITION=8,8,8,8,8,12 " + line, "utf-8")
+    done = runner.invoke(app, ["audit", str(tmp_path)])
+    assert done.exit_code == 0, done.output
+
+
+def test_pp_explain_names_where_the_stages_align() -> None:
+    done = runner.invoke(app, ["explain", NANO, "--tp", "1", "-pp", "6"])
+    assert done.exit_code == 0, done.output
+    assert "each stage aligns on the layers it owns" in done.output
+
+
+def test_pp_json_matches_the_check_schema() -> None:
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+    schema = json.loads(
+        (Path(__file__).resolve().parents[2] / "kvalign/schemas/check.json").read_text()
+    )
+    done = runner.invoke(app, ["check", NANO, "-pp", "6", "--format", "json"])
+    document = json.loads(done.stdout)
+    Draft202012Validator(schema).validate(document)
+    assert document["deployments"][0]["pp_stages"][-1]["aligned"] is False
+
+
+# ---- KV-cache groups -------------------------------------------------------------------
+GROUP_RELEASES = ("0.20.0", "0.27.1", "0.33.0")
+
+
+@pytest.mark.parametrize(("release", "vector"), _vectors("groups", GROUP_RELEASES))
+def test_kv_cache_groups_match_the_measured_release(release: str, vector: dict) -> None:
+    # measured: the release's own _get_kv_cache_groups_uniform_page_size over one spec
+    # per layer (tests/golden/build_group_vectors.py), default flags, FLASH_ATTN, TP 1
+    settings = Settings(vllm_version=release, attention_backend="FLASH_ATTN")
+    mamba = {g["block_size"] for g in vector["groups"] if g["kind"] == "mamba"}
+    if vector["mamba_cache_mode"] == "none":
+        # mode none: the Mamba groups' block is max_model_len, which vLLM takes from the
+        # config's context length when --max-model-len is not given (kvalign does not read
+        # it): pass it as the flag
+        settings = Settings(vllm_version=release, attention_backend="FLASH_ATTN",
+                            max_model_len=mamba.pop())  # fmt: skip
+    rank = _rank(load_model(str(vector["model"])), settings, 1)
+    assert rank.block_size == vector["block_size"]
+    got = [(g.kind, g.layers, g.block_size) for g in rank.kv_cache_groups]
+    assert got == [(g["kind"], g["layers"], g["block_size"]) for g in vector["groups"]]
+
+
+def test_jamba_like_one_attention_seven_mamba_layers_make_8_groups() -> None:
+    # vLLM PR 45575: Jamba-tiny-dev at TP 1 has 8 KV-cache groups (1 attention + 7 Mamba
+    # layers: group size 1, kv_cache_planning._get_kv_cache_groups_uniform_page_size);
+    # every group takes the logical block in cache mode align
+    from dataclasses import replace
+
+    from kvalign.alignment import kv_cache_groups
+
+    geometry = load_model(NANO)
+    engine = create_engine_config(geometry, Settings())
+    jamba_like = replace(geometry, layer_kinds=("state",) * 4 + ("attention",) + ("state",) * 3)
+    groups = kv_cache_groups(jamba_like, engine, 144)
+    assert [(g.kind, g.layers, g.block_size) for g in groups] == (
+        [("mamba", 1, 144)] * 7 + [("attention", 1, 144)]
+    )
+    # prefix caching off (mode none): the Mamba groups' block is max_model_len
+    off = create_engine_config(geometry, Settings(enable_prefix_caching=False, max_model_len=8192))
+    assert {g.block_size for g in kv_cache_groups(jamba_like, off, 144) if g.kind == "mamba"} == {
+        8192
+    }
+
+
+def test_kv_cache_groups_in_check_json_and_explain() -> None:
+    # groups-0.33.0.jsonl: Nemotron-3-Nano at TP 1, 4 Mamba groups (6/6/6/5 of 23 layers)
+    # and 1 attention group (6 layers), every block 2096
+    done = runner.invoke(app, ["check", NANO, "--format", "json"])
+    groups = json.loads(done.stdout)["deployments"][0]["kv_cache_groups"]
+    assert [(g["kind"], g["layers"], g["block_size"]) for g in groups] == (
+        [("mamba", 6, 2096)] * 3 + [("mamba", 5, 2096), ("attention", 6, 2096)]
+    )
+    done = runner.invoke(app, ["explain", NANO, "--tp", "1"])
+    assert "KV-cache groups: 5" in done.output
+
+
+# ---- 0.33's own vllm serve parser ------------------------------------------------------
+def test_0_33_serve_parser_choices_are_what_kvalign_accepts() -> None:
+    # measured: tests/golden/serve-parser-0.33.0.json (build_parser_vectors.py runs the
+    # release's make_arg_parser): --mamba-cache-mode takes align/none, refuses all (exit 2)
+    parser = json.loads((GOLDEN / "serve-parser-0.33.0.json").read_text(encoding="utf-8"))
+    flags = parser["flags"]
+    profile = resolve("0.33.0").profile
+    assert sorted(profile.mamba_cache_modes) == flags["--mamba-cache-mode"]["choices"]
+    assert sorted(profile.mamba_dtypes) == flags["--mamba-cache-dtype"]["choices"]
+    assert sorted(profile.mamba_dtypes) == flags["--mamba-ssm-cache-dtype"]["choices"]
+    geometry = load_model(NANO)
+    for probe in parser["probes"]:
+        if probe["argv"][0] != "--mamba-cache-mode":
+            continue
+        settings = Settings(vllm_version="0.33.0", mamba_cache_mode=probe["argv"][1])
+        if probe["accepted"]:
+            create_engine_config(geometry, settings)
+        else:
+            with pytest.raises(InvalidSettings, match="accepts only"):
+                create_engine_config(geometry, settings)
+
+
+# ---- CPU kernel block per release ------------------------------------------------------
+@pytest.mark.parametrize(("release", "block"), [("0.21.0", 784), ("0.27.1", 784), ("0.33.0", 800)])
+def test_cpu_attn_kernel_multiple_per_release(release: str, block: int) -> None:
+    # vllm/v1/attention/backends/cpu_attn.py get_supported_kernel_block_sizes:
+    # [MultipleOf(16)] in 0.21.0-0.27.1, [MultipleOf(32)] in 0.33.0. With --block-size 16
+    # the alignment unit is max(k_min, 16): 16 gives Qwen3.5-27B at TP 1 the block FLASH_ATTN
+    # (also MultipleOf(16)) gets on CUDA, 784 (measured: vllm-0.27.1.jsonl, H100); 32 gives
+    # 32 * ceil(784 / 32) = 800 (784 tokens needed: 768 < 784)
+    settings = Settings(vllm_version=release, gpu="CPU", block_size=16)
+    rank = _rank(load_model("Qwen/Qwen3.5-27B"), settings, 1)
+    assert rank.block_size == block
+
+
+# ---- transformers cannot load the config -----------------------------------------------
+LIGHTNING = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
+ULTRA = "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"
+
+
+def _not_measured(path: Path, model: str) -> str:
+    for line in path.read_text(encoding="utf-8").splitlines():
+        vector = json.loads(line)
+        if vector["model"] == model and "not_measured" in vector["expected"]:
+            return str(vector["expected"]["not_measured"])
+    return ""
+
+
+@pytest.mark.parametrize(
+    ("vectors", "release", "transformers"),
+    [
+        ("vllm-0.14.0.jsonl", "0.14.0", None),
+        ("vllm-0.17.0.jsonl", "0.17.0", None),
+        ("vllm-0.18.1.jsonl", "0.18.1", None),
+        ("fidelity-0.19.1-transformers-4.57.6.jsonl", "0.19.1", "4.57.6"),
+    ],
+)
+@pytest.mark.parametrize("model", [LIGHTNING, ULTRA])
+def test_transformers_5_spelling_is_refused_where_transformers_4_runs(
+    vectors: str, release: str, transformers: str | None, model: str
+) -> None:
+    # measured: the release's own NemotronHConfig raises AttributeError "property
+    # 'layers_block_type' ... has no setter" for these configs (vectors' not_measured)
+    assert "layers_block_type' of 'NemotronHConfig' object has no setter" in _not_measured(
+        GOLDEN / vectors, model
+    )
+    settings = Settings(vllm_version=release, transformers_version=transformers)
+    rank = _rank(load_model(model), settings, 1)
+    assert not rank.usable
+    assert "cannot load this config" in rank.problem and "vLLM 0.19.0" in rank.problem
+    assert ("auto_map" in rank.problem) and (("never runs it" in rank.problem) == (model == ULTRA))
+
+
+def test_transformers_5_spelling_loads_from_0_19_with_transformers_5() -> None:
+    # measured: fidelity-0.19.1.jsonl (the default install, transformers 5) sizes Lightning
+    # at TP 1 with --enable-prefix-caching on FLASH_ATTN (H100): 2176
+    assert not _not_measured(GOLDEN / "fidelity-0.19.1.jsonl", LIGHTNING)
+    settings = Settings(vllm_version="0.19.1", enable_prefix_caching=True,
+                        attention_backend="FLASH_ATTN", gpu="H100")  # fmt: skip
+    rank = _rank(load_model(LIGHTNING), settings, 1)
+    assert rank.usable and rank.block_size == 2176
+
+
+# ---- NIXL P/D support per state family -------------------------------------------------
+@pytest.mark.parametrize(
+    ("release", "model", "works"),
+    [
+        # kv_connector/v1/ssm_conv_transfer_utils.py derive_mamba_conv_split, called by
+        # every NIXL worker of a model with Mamba layers: 0.20.0/0.21.0 raise
+        # NotImplementedError unless mamba_type is mamba2; 0.25.0 and 0.33.0 accept
+        # MAMBA1, MAMBA2 and GDN_ATTN (GDN: vLLM PR 41869)
+        ("0.21.0", "Qwen/Qwen3.5-27B", False),
+        ("0.21.0", FALCON, True),
+        ("0.25.0", "Qwen/Qwen3.5-27B", True),
+        ("0.33.0", "Qwen/Qwen3.5-27B", True),
+    ],
+)
+def test_nixl_state_family_support(release: str, model: str, works: bool) -> None:
+    done = runner.invoke(app, ["check", model, "--vllm-version", release, "--format", "json"])
+    data = json.loads(done.stdout)
+    verdict = data["pairs"][0]["verdict"]
+    if works:
+        assert verdict == "ok", data["pairs"][0]["reason"]
+        return
+    assert verdict == "incompatible"
+    assert "cannot transfer gdn state" in data["pairs"][0]["reason"]
+    assert "upgrade to vLLM 0.25.0" in " ".join(data["fix"]["blockers"])

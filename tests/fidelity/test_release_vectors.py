@@ -34,16 +34,9 @@ from tests.release_vectors import FIELDS, command, compare, release_files, rows
 #: * 0.33.0 ``valid`` (116 vectors, ``--mamba-cache-mode all``): the probe builds
 #:   ``EngineArgs`` directly, which keeps ``all`` as a deprecated no-op; ``vllm serve``'s
 #:   argument parser refuses it (choices ``none``, ``align``), and so does kvalign.
-#: * 0.18.1 → 0.21.0 ``unknown_architecture`` (Qwen3.8's ``Qwen3_5MoeForCausalLM``):
-#:   those vectors were made by a probe that called any unregistered name unknown; vLLM's
-#:   registry normalises it to ``Qwen3_5MoeForConditionalGeneration``
-#:   (``_normalize_arch``), and kvalign now follows vLLM until the
-#:   vectors are re-measured with the fixed probe (0.17.0's and 0.25.0's are).
-_STAND_IN = frozenset({"unknown_architecture"})
+#: (Qwen3.8's ``Qwen3_5MoeForCausalLM`` on 0.18.1, 0.20.0 and 0.21.0 was re-measured with
+#: the probe that follows vLLM's ``_normalize_arch``: it now agrees.)
 KNOWN_DISAGREEMENTS: dict[str, frozenset[str]] = {
-    "0.18.1": _STAND_IN,
-    "0.20.0": _STAND_IN,
-    "0.21.0": _STAND_IN,
     "0.25.0": frozenset({"kernel_block_size"}),
     "0.27.1": frozenset({"kernel_block_size"}),
     "0.33.0": frozenset({"valid"}),
