@@ -17,21 +17,14 @@ from typer.testing import CliRunner
 
 from kvalign.cli import app
 from kvalign.shell.expand import MAX_SCRIPT_BYTES
+from tests.hostile.cases import GOOD_YAML
 
 ROOT = Path(__file__).resolve().parents[2]
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 NANO_CONFIG = ROOT / "configs" / "models" / NANO / "config.json"
 # prefill TP 8, decode TP 1 at --block-size 2096: `kvalign check` on these pools passes
 # (the NR corpus case tests/deploy_corpus/not-read/deploy/nano-pd.yaml, exit 0 alone)
-PAIR = """\
-model: {model}
-prefill:
-  tp: 8
-  args: --block-size 2096
-decode:
-  tp: 1
-  args: --block-size 2096
-"""
+PAIR = GOOD_YAML.replace(NANO, "{model}")
 runner = CliRunner()
 
 
