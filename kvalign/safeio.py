@@ -285,6 +285,25 @@ def decode_text(data: bytes, name: str) -> str:
         raise InvalidConfig(f"{name}: not UTF-8 text (byte {exc.start})") from None
 
 
+def read_head(path: Path, *, limit: int) -> bytes | None:
+    """At most the first ``limit`` bytes of a regular file, for sniffing what it is (a
+    larger file is not refused: only its head is read). Opened like :func:`read_bytes`
+    (read-only, ``O_NONBLOCK``, ``fstat`` on the descriptor), so a FIFO, device or socket
+    never blocks. ``None``: not a regular file, or it cannot be opened or read."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_text(path: Path, *, limit: int = MAX_FILE_BYTES) -> str:
     """:func:`read_bytes` then :func:`decode_text`. Raises what they raise."""
     return decode_text(read_bytes(path, limit=limit), str(path))

@@ -117,9 +117,9 @@ def audit(
         typer.Option(
             "--skip-unrelated",
             help="A named file with no vLLM pool is skipped with a note instead of exit 2, "
-            "and a vLLM launch with no prefill/decode role (an aggregated server) is "
-            "skipped with a warning instead of exit 3 (the pre-commit hook passes every "
-            "changed YAML).",
+            "and a scanned path no reader takes (a file that mentions vLLM, a symlink loop) "
+            "is listed as accepted instead of exit 3 (the pre-commit hook passes every "
+            "changed YAML). A vLLM launch that was found but not evaluated stays exit 3.",
         ),
     ] = False,
 ) -> None:

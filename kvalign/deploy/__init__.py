@@ -28,8 +28,9 @@ from kvalign.deploy.interface import Source
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
 from kvalign.deploy.registry import reader_for
 from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
-from kvalign.safeio import load_yaml_documents, read_stream
+from kvalign.safeio import load_yaml_documents, read_head, read_stream
 from kvalign.safeio import read_text as read_file_text
+from kvalign.shell.expand import ShellBudgetExceeded
 
 __all__ = ["INPUT_KINDS", "read_paths", "read_text", "refuse_output_over_input"]
 
@@ -109,7 +110,8 @@ def _read(
         ``vllm serve`` in its text): it is reported as not evaluated, never skipped.
 
     Raises:
-        InvalidConfig: a YAML file that does not parse; a kvalign-schema field of the wrong type.
+        InvalidConfig: a YAML file that does not parse; a kvalign-schema field of the wrong type;
+            a script over the shell budget (``FILE: shell budget exceeded: …``).
     """
     ignores, problems = ignores_in(text, file)
     source = Source(
@@ -118,7 +120,10 @@ def _read(
     reader = reader_for(source)
     if reader is None:
         return None
-    deployment = reader.read(source)
+    try:
+        deployment = reader.read(source)
+    except ShellBudgetExceeded as exc:  # the shell names the budget, not the file
+        raise ShellBudgetExceeded(f"{file}: {exc}") from None
     if not deployment.pools and not any(p.blocking for p in deployment.problems):
         if _only_configs(source):
             return None  # read through the files that name them (baseRefs)
@@ -238,35 +243,81 @@ def _unreadable(path: Path, exc: KvalignError) -> Deployment:
 MAX_FILES = 10_000
 
 
-def _scanned(
-    path: Path, unread: list[Problem] | None = None, notes: list[Problem] | None = None
-) -> list[Path]:
-    """The files a directory scan reads, sorted (:data:`SUFFIXES` and Justfiles, no hidden
-    paths).
+#: folders a scan never enters: version-control metadata and Python virtual environments
+#: (installed packages, never a deployment), told by name / by their ``pyvenv.cfg``.
+_NOT_SCANNED = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules"})
 
-    ``unread`` receives, with the reason, the entries that cannot be read as files: a
-    symbolic link that loops (whatever its name: a loop names no file to judge by), one
-    with those suffixes that dangles, a FIFO, socket or device. ``notes`` receives one
-    note per symbolic link to a folder, which is not followed (the scan lists real
-    folders only)."""
-    files: list[Path] = []
-    for child in sorted(path.rglob("*")):
-        if any(part.startswith(".") for part in child.relative_to(path).parts):
-            continue
-        if child.is_symlink() and child.is_dir():
+
+def _walk(path: Path, notes: list[Problem] | None) -> list[Path]:
+    """Every entry below ``path`` a scan looks at, sorted: hidden files and folders
+    included, symbolic links to folders followed (each real folder once: a link to a
+    folder already scanned, or one that loops back, is noted and not read twice), but not
+    :data:`_NOT_SCANNED` folders nor virtual environments."""
+    entries: list[Path] = []
+    seen: set[str] = set()
+    pending = [path]
+    while pending:
+        folder = pending.pop()
+        real = os.path.realpath(folder)
+        if real in seen:
             if notes is not None:
                 notes.append(
                     Problem(
-                        Location(str(child)),
-                        "a symbolic link to a folder: not followed (directory scans "
-                        "list real folders only)",
+                        Location(str(folder)),
+                        "a symbolic link to a folder this scan reads already (or a loop): "
+                        "its files are read once, through the real folder",
                         blocking=False,
                     )
                 )
             continue
+        seen.add(real)
+        links: list[Path] = []
+        for root, dirs, names in os.walk(folder):
+            here = Path(root)
+            kept = []
+            for name in dirs:
+                child = here / name
+                if name in _NOT_SCANNED or (child / "pyvenv.cfg").is_file():
+                    continue
+                if child.is_symlink():
+                    links.append(child)
+                else:
+                    kept.append(name)
+                    seen.add(os.path.realpath(child))
+            dirs[:] = kept
+            entries += (here / name for name in names)
+        pending += sorted(links, reverse=True)
+    return sorted(entries)
+
+
+#: documentation (a README with ``vllm serve`` in a code block): never sniffed as a launch.
+DOCUMENTATION = frozenset({".md", ".markdown", ".rst", ".adoc", ".html", ".htm"})
+
+
+def _scanned(
+    path: Path,
+    unread: list[Problem] | None = None,
+    notes: list[Problem] | None = None,
+    others: list[Path] | None = None,
+) -> list[Path]:
+    """The files a directory scan reads, sorted: those of :data:`SUFFIXES` (any case) and
+    Justfiles (:func:`_walk` says which folders are looked in).
+
+    ``others`` receives every other regular file but documentation (:data:`DOCUMENTATION`),
+    to be sniffed (:func:`_sniff`): one with a shell shebang is read as shell, one that
+    mentions vLLM is listed as not read.
+    ``unread`` receives, with the reason, the entries that cannot be read as files: a
+    symbolic link that loops (whatever its name: a loop names no file to judge by), one
+    with those suffixes that dangles, a FIFO, socket or device. ``notes`` receives one
+    note per symbolic link to a folder read already."""
+    files: list[Path] = []
+    for child in _walk(path, notes):
         loop = child.is_symlink() and _loops(child)
-        wanted = child.suffix in SUFFIXES or justfile.is_justfile(child.name)
+        wanted = child.suffix.lower() in SUFFIXES or justfile.is_justfile(child.name)
         if not wanted and not loop:
+            documentation = child.suffix.lower() in DOCUMENTATION
+            if others is not None and child.is_file() and not documentation:
+                others.append(child)
             continue
         if child.is_file():
             files.append(child)
@@ -290,6 +341,22 @@ def _scanned(
     return files
 
 
+#: bytes of a file of another name that are sniffed (:func:`_sniff`): the first
+#: :data:`_BINARY_BYTES` tell binary from text, at most :data:`_SNIFF_BYTES` are searched.
+_BINARY_BYTES = 8192
+_SNIFF_BYTES = 1024 * 1024
+
+
+def _sniff(child: Path) -> str | None:
+    """The text of a scanned file of no known suffix, as far as a scan looks at it (at
+    most :data:`_SNIFF_BYTES`, decoded leniently); ``None`` for a binary file (a NUL byte
+    in its head) or one that cannot be read."""
+    data = read_head(child, limit=_SNIFF_BYTES)
+    if data is None or b"\0" in data[:_BINARY_BYTES]:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
 def _loops(link: Path) -> bool:
     """Whether resolving the symbolic link ``link`` runs into a loop (``ELOOP``)."""
     try:
@@ -301,7 +368,7 @@ def _loops(link: Path) -> bool:
 
 #: text that says a file is about vLLM or its KV transfer (:func:`_mention`).
 _MENTION = re.compile(
-    r"\bvllm\b|kv[_-]transfer[_-]config|\b(?:Nixl|LMCache|P2pNccl|Mooncake|SharedStorage|"
+    r"\bvllm\b|kv[_-](?:transfer[_-]config|connector)|\b(?:Nixl|LMCache|P2pNccl|Mooncake|SharedStorage|"
     r"Multi|Offloading)Connector(?:V1)?\b",
     re.IGNORECASE,
 )
@@ -316,13 +383,14 @@ def _mention(text: str) -> tuple[int, str] | None:
 
 
 def _not_taken(
-    child: Path, text: str, others: Mapping[Path, list[tuple[Path, str]]]
+    child: Path, text: str, others: Mapping[Path, list[tuple[Path, str]]], sniffed: bool = False
 ) -> Problem | None:
     """A scanned file no reader takes although it mentions vLLM or a KV connector, as a
     path not read (with the reason); ``None`` when it mentions neither, or another file
     of its folder names it (a ``--config`` or ``LMCACHE_CONFIG_FILE`` file, looked up in
     the manifest's folder, is read through that file). ``others``: the scanned files and
-    their texts by folder."""
+    their texts by folder; ``sniffed``: a file of a name or type no reader reads (a
+    Dockerfile, ``*.py``, ``*.json``, ...), never given to one."""
     found = _mention(text)
     if found is None:
         return None
@@ -330,10 +398,15 @@ def _not_taken(
     if any(child.name in other for other in folder):
         return None
     line, words = found
+    layout = (
+        f"kvalign reads no file of this name or type ({child.suffix or child.name})"
+        if sniffed
+        else "no kvalign reader takes this layout"
+    )
     return Problem(
         Location(str(child), line),
-        f"mentions {words!r} but no kvalign reader takes this layout (docs/inputs.md lists "
-        "the layouts read): not read; --skip-unrelated accepts it",
+        f"mentions {words!r} but {layout} (docs/inputs.md lists the layouts read): not read; "
+        "--skip-unrelated accepts it",
     )
 
 
@@ -400,7 +473,8 @@ def read_paths(
     run_files = _run_files(paths)
     charts: set[Path] = set()
     #: scanned files no reader took, judged once every file of the run is read
-    pending: list[tuple[Path, str, dict[Path, list[tuple[Path, str]]]]] = []
+    #: (a file of no known name or type, only sniffed: True)
+    pending: list[tuple[Path, str, dict[Path, list[tuple[Path, str]]], bool]] = []
     for raw in paths:
         if raw == "-":
             text = stdin_text if stdin_text is not None else read_stream(sys.stdin)
@@ -419,9 +493,22 @@ def read_paths(
             texts: list[tuple[Path, str]] = []
             untaken: list[tuple[Path, str]] = []
             covered = _rendered(path, deployments, skipped, sink, references)
-            for child in _scanned(path, unread, sink):
+            others: list[Path] = []
+            scripts: list[Path] = []
+            mentions: list[tuple[Path, str]] = []
+            for child in _scanned(path, unread, sink, others):
                 if any(child.is_relative_to(folder) for folder in covered):
                     continue
+                scripts.append(child)
+            for child in others:
+                if any(child.is_relative_to(folder) for folder in covered):
+                    continue
+                sniffed = _sniff(child)
+                if sniffed is not None and cmdline.is_shell_script(sniffed):
+                    scripts.append(child)  # an extensionless script: read as shell
+                elif sniffed is not None and _mention(sniffed) is not None:
+                    mentions.append((child, sniffed))
+            for child in sorted(scripts):
                 try:
                     text = _read_file(child)
                     texts.append((child, text))
@@ -436,7 +523,8 @@ def read_paths(
             by_folder: dict[Path, list[tuple[Path, str]]] = {}
             for child, text in texts:  # grouped once: a scan of 10,000 files has many folders
                 by_folder.setdefault(child.parent, []).append((child, text))
-            pending += [(child, text, by_folder) for child, text in untaken]
+            pending += [(child, text, by_folder, False) for child, text in untaken]
+            pending += [(child, text, by_folder, True) for child, text in mentions]
             continue
         chart = next((c for c in path.parents if render.is_chart(c)), None)
         if chart is not None:  # a chart's file given by name: the chart is rendered, once
@@ -464,26 +552,19 @@ def read_paths(
             )
         deployments.append(found)
     read_through = _lmcache_files(deployments)  # once every file of the run is read
-    for child, text, by_folder in pending:
+    for child, text, by_folder, other_name in pending:
         if str(child) in read_through:  # an LMCACHE_CONFIG_FILE another file names
             skipped.append(str(child))
             continue
-        problem = _not_taken(child, text, by_folder) if _no_reader(child, text) else None
+        no_reader = other_name or _no_reader(child, text)
+        problem = _not_taken(child, text, by_folder, other_name) if no_reader else None
         if problem is not None and unread is not None:
             unread.append(problem)
         else:
             skipped.append(str(child))
-    deployments = _partnered_servers(deployments)
-    if skip_unrelated:
-        kept: list[Deployment] = []
-        for found in deployments:
-            if _launch_without_pool(found):
-                skipped.append(found.source)
-                sink.append(_skipped_launch(found))
-            else:
-                kept.append(found)
-        deployments = kept
-    return deployments, skipped
+    # a launch found but not understood (role unknown, ...) stays not evaluated even with
+    # skip_unrelated: that flag skips only files with no vLLM launch or connector
+    return _partnered_servers(deployments), skipped
 
 
 def _lmcache_files(deployments: list[Deployment]) -> set[str]:
@@ -497,21 +578,51 @@ def _lmcache_files(deployments: list[Deployment]) -> set[str]:
     }
 
 
+#: truthy spellings of an LMCache boolean variable (``LMCACHE_ENABLE_PD``)
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+
+def _transfers_kv(pool: Pool) -> bool:
+    """Whether ``pool``'s ``--kv-transfer-config`` connector can move KV caches between a
+    prefill and a decode instance. vLLM's ``OffloadingConnector``
+    (``vllm/distributed/kv_transfer/kv_connector/v1/offloading_connector.py``) offloads
+    this instance's blocks to CPU memory: never. ``LMCacheConnectorV1`` does P/D only in
+    LMCache's disaggregated mode (``enable_pd`` with a ``pd_role``): not when neither
+    ``LMCACHE_ENABLE_PD`` / ``LMCACHE_PD_ROLE`` nor an ``LMCACHE_CONFIG_FILE`` (which may
+    set ``enable_pd``) is given. Any other connector (NIXL, P2P NCCL, Mooncake, ...) can."""
+    connector = pool.args.kv_connector or ""
+    if connector == "OffloadingConnector":
+        return False
+    if connector.startswith("LMCacheConnector"):
+        enabled = (pool.env_value("LMCACHE_ENABLE_PD") or "").strip().lower() in _TRUE
+        return (
+            enabled
+            or pool.env_value("LMCACHE_PD_ROLE") is not None
+            or pool.env_value(lmcache.VAR) is not None
+        )
+    return True
+
+
 def _partnered_servers(deployments: list[Deployment]) -> list[Deployment]:
     """A ``kv_both`` launch with no role is a standalone server only when no other launch of
     its model in the run could be its partner; otherwise its role is unknown (blocking:
-    two ``kv_both`` NIXL servers of one model are a P/D pair whose roles are not named)."""
+    two ``kv_both`` NIXL servers of one model are a P/D pair whose roles are not named).
+    A launch whose connector cannot transfer between instances (:func:`_transfers_kv`:
+    CPU offloading) is a standalone server and nobody's partner."""
     launches: dict[str, int] = {}
     for deployment in deployments:
         for pool in deployment.pools:
-            if pool.role != "server" or pool.args.kv_transfer_config:
+            if pool.role != "server" or (pool.args.kv_transfer_config and _transfers_kv(pool)):
                 launches[pool.model] = launches.get(pool.model, 0) + 1
     out: list[Deployment] = []
     for deployment in deployments:
         ambiguous = [
             p
             for p in deployment.pools
-            if p.role == "server" and p.args.kv_transfer_config and launches[p.model] > 1
+            if p.role == "server"
+            and p.args.kv_transfer_config
+            and _transfers_kv(p)
+            and launches[p.model] > 1
         ]
         if not ambiguous:
             out.append(deployment)
@@ -596,23 +707,3 @@ def _no_reader(child: Path, text: str) -> bool:
         return reader_for(Source(text, str(child), child.parent)) is None
     except KvalignError:  # pragma: no cover - the file was read once already
         return False
-
-
-def _launch_without_pool(deployment: Deployment) -> bool:
-    """A file that launches vLLM but yields no pool only because no role could be
-    decided (an aggregated server): ``--skip-unrelated`` skips it with a warning."""
-    return (
-        not deployment.pools
-        and deployment.launches > 0
-        and all("role unknown" in p.message or not p.blocking for p in deployment.problems)
-    )
-
-
-def _skipped_launch(deployment: Deployment) -> Problem:
-    reason = next((p for p in deployment.problems if p.blocking), None)
-    where = reason.location if reason is not None else Location(deployment.source)
-    return Problem(
-        where,
-        f"{reason.message if reason else 'no pool'}: skipped (--skip-unrelated)",
-        blocking=False,
-    )

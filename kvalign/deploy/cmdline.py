@@ -294,6 +294,13 @@ def read(
 
 
 _SHELL_SUFFIXES = (".sh", ".bash")
+#: a first line naming a POSIX shell (``#!/bin/sh``, ``#!/usr/bin/env bash``, ``zsh``, ...)
+SHEBANG = re.compile(r"#![ \t]*+\S*/(?:env[ \t]++(?:-\S++[ \t]++)*+)?(?:ba|da|k|z)?sh\b")
+
+
+def is_shell_script(text: str) -> bool:
+    """Whether ``text`` opens with a shell shebang (an extensionless script is shell)."""
+    return SHEBANG.match(text) is not None
 
 
 class Reader:
@@ -303,9 +310,10 @@ class Reader:
     kind = KIND
 
     def matches(self, source: Source) -> bool:
-        """A ``.sh`` / ``.bash`` file, or text that launches vLLM (in a YAML file that holds
-        a mapping or a list, only a plain ``vllm serve`` / ``python -m`` launch counts)."""
-        if source.file.endswith(_SHELL_SUFFIXES):
+        """A ``.sh`` / ``.bash`` file (any case) or one opening with a shell shebang, or text
+        that launches vLLM (in a YAML file that holds a mapping or a list, only a plain
+        ``vllm serve`` / ``python -m`` launch counts)."""
+        if source.file.lower().endswith(_SHELL_SUFFIXES) or is_shell_script(source.text):
             return True
         structured = source.is_yaml and any(isinstance(d, (Mapping, list)) for d in source.values)
         return matches(source.text, strict=structured)

@@ -57,8 +57,9 @@ class Source:
 
     @property
     def is_yaml(self) -> bool:
-        """Whether the file is read as YAML (a ``.yaml`` / ``.yml`` name, or stdin)."""
-        return self.file == "-" or self.file.endswith(YAML_SUFFIXES)
+        """Whether the file is read as YAML (a ``.yaml`` / ``.yml`` name in any case, or
+        stdin)."""
+        return self.file == "-" or self.file.lower().endswith(YAML_SUFFIXES)
 
     @cached_property
     def documents(self) -> tuple[tuple[int, Any], ...]:

@@ -16,6 +16,7 @@ that is not in the run is reported by name.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -181,6 +182,38 @@ def _note(ctx: _Context, message: str) -> None:
     if message not in ctx.noted:
         ctx.noted.add(message)
         ctx.problems.append(Problem(ctx.where("envFrom:", 1), message, blocking=False))
+
+
+#: flags only vLLM's engine takes among the servers kvalign sees next to it (``vllm serve``
+#: ``--help``), that make a container's arguments a vLLM launch (:func:`_looks_like_vllm`).
+_VLLM_FLAGS = frozenset(
+    {"--kv-transfer-config", "--kv_transfer_config", "--tensor-parallel-size", "--block-size",
+     "--gpu-memory-utilization", "--max-model-len", "--enable-prefix-caching",
+     "--mamba-cache-dtype", "--mamba-ssm-cache-dtype", "--kv-cache-dtype",
+     "--served-model-name", "--data-parallel-size", "--pipeline-parallel-size"}
+)  # fmt: skip
+_SCRIPT = re.compile(r"(?:\.(?:sh|bash|py)|entrypoint[\w.-]*+)\Z", re.IGNORECASE)
+
+
+def _looks_like_vllm(container: Mapping[str, Any]) -> str | None:
+    """Why a container no launch form matched still launches vLLM, or ``None``: its
+    arguments give ``--kv-transfer-config``; or, with no ``command``, they are a model then
+    vLLM flags (:data:`_VLLM_FLAGS`, the image's entrypoint being ``vllm serve``); or its
+    ``command`` is an entrypoint script given vLLM flags."""
+    command = [str(w) for w in _list(container.get("command"))]
+    args = [str(w) for w in _list(container.get("args"))]
+    flags = [w.split("=", 1)[0] for w in (*command, *args) if w.startswith("--")]
+    if any(f in ("--kv-transfer-config", "--kv_transfer_config") for f in flags):
+        return "its arguments give --kv-transfer-config"
+    vllm = sorted({f for f in flags if f in _VLLM_FLAGS})
+    if not vllm:
+        return None
+    if not command and args and not args[0].startswith("-"):
+        return f"its args are a model then vLLM flags ({', '.join(vllm)})"
+    if command and _SCRIPT.search(command[0]):
+        listed = ", ".join(vllm)
+        return f"its command {command[0]!r} is an entrypoint script given vLLM flags ({listed})"
+    return None
 
 
 def _launch(
@@ -403,6 +436,19 @@ def _add_pool(
         alternatives = _launch(container, env, implied=implied and index == 0)
         image = str(container.get("image", ""))
         if not alternatives:
+            looks = _looks_like_vllm(container)
+            if looks is not None:  # a launch found but not followed: not evaluated
+                ctx.launches += 1
+                ctx.problems.append(
+                    Problem(
+                        ctx.where(needle or f"name: {name}", start),
+                        f"{name}: container {container.get('name', '?')!r}: {looks}, but its "
+                        f"image {image!r} is not a vllm image and kvalign cannot follow its "
+                        "command: use a vLLM image or command: [vllm, serve], or audit the "
+                        "launch script itself",
+                    )
+                )
+                continue
             if not container.get("command") and container.get("args"):
                 not_read.append(
                     Problem(

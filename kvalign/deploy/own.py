@@ -17,7 +17,9 @@ the same directory with the same ``name`` form one deployment under ``--pair-by 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from kvalign.backends import get_gpu
@@ -91,8 +93,22 @@ def _model(value: Any, field: str, file: str, what: str = "a model id or path") 
     return value.strip()
 
 
-def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
-    """Read one kvalign-schema document.
+def _located(model: str, base: Path | None) -> str:
+    """``model`` as a path relative to the YAML file's folder ``base`` when it is one: it
+    starts with ``./`` or ``../``, or names a folder or file that exists there (a local
+    path wins over a Hub id of the same spelling, as for ``vllm serve``'s working folder).
+    Absolute paths, Hub ids and stdin (``base`` ``None``) are left as written."""
+    if base is None or Path(model).is_absolute() or model.startswith("~"):
+        return model
+    tried = os.path.normpath(base / model)
+    if model.startswith(("./", "../")) or os.path.exists(tried):
+        return tried
+    return model
+
+
+def read(doc: Mapping[str, Any], text: str, file: str, base: Path | None = None) -> Deployment:
+    """Read one kvalign-schema document; ``base`` is its folder, against which a relative
+    ``model`` path is resolved (:func:`_located`; docs/inputs.md).
 
     Raises:
         InvalidConfig: a field has the wrong type (``model`` or ``name`` not a non-empty
@@ -103,7 +119,7 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
         key = DeploymentKey("kvalign name", _model(doc["name"], "name", file, "a name"))
     version = doc.get("vllm_version")
     version = None if version is None else str(version)
-    model = _model(doc["model"], "model", file)
+    model = _located(_model(doc["model"], "model", file), base)
     gpu = _gpu(doc.get("gpu"), "gpu", file)
     pools: list[Pool] = []
     problems: list[Problem] = _unknown(doc, TOP_KEYS, "", text, file)
@@ -131,7 +147,11 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
                 args=args if isinstance(args, str) else [str(a) for a in args],
                 location=Location(file, line_of(text, f"{role}:")),
                 env={str(k): str(v) for k, v in env.items()},
-                model=_model(entry["model"], f"{role}.model", file) if "model" in entry else model,
+                model=(
+                    _located(_model(entry["model"], f"{role}.model", file), base)
+                    if "model" in entry
+                    else model
+                ),
                 tp=_int(entry["tp"], f"{role}.tp", file) if "tp" in entry else None,
                 dp=_int(entry["dp"], f"{role}.dp", file) if "dp" in entry else None,
                 vllm_version=version,
@@ -175,4 +195,4 @@ class Reader:
 
     def read(self, source: Source) -> Deployment:
         """:func:`read` of the file's one document."""
-        return read(source.values[0], source.text, source.file)
+        return read(source.values[0], source.text, source.file, source.base)

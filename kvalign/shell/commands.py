@@ -5,6 +5,7 @@ could not resolve (:func:`unresolved`, :func:`shown`), and ``SHELL -c SCRIPT`` c
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -137,6 +138,46 @@ def remote_script(words: list[str] | tuple[str, ...]) -> str | None:
     if i + 1 >= len(words):  # no host, or no command: an interactive login
         return None
     return " ".join(words[i + 1 :])
+
+
+#: ``tmux new-session`` / ``new-window`` / ``split-window`` options that take a value
+#: (``tmux(1)``), and the spellings of those commands.
+_TMUX_VALUE_OPTIONS = frozenset("cefFlnpstxyL")
+_TMUX_COMMANDS = frozenset({"new", "new-session", "neww", "new-window", "splitw", "split-window"})
+#: ``screen(1)`` options that take a value (``-S NAME``, also last in a cluster: ``-dmS``)
+_SCREEN_VALUE_OPTIONS = frozenset("ScehpsTt")
+
+
+def session_script(words: list[str] | tuple[str, ...]) -> str | None:
+    """``tmux new [-d] [-s NAME] … COMMAND…`` or ``screen -dmS NAME COMMAND…`` (after
+    wrappers) → the command the session runs, as shell text: one word is a shell command
+    (tmux hands it to the shell), several are an argv run as given; ``None`` when
+    ``words`` is neither, or the session runs no command (an interactive shell)."""
+    i = _command_start(words)
+    if i >= len(words):
+        return None
+    program = words[i].rsplit("/", 1)[-1]
+    if program == "tmux":
+        i += 1
+        while i < len(words) and words[i].startswith("-"):  # tmux's own options
+            i += 2 if words[i][1:] in ("L", "S", "f", "T") else 1
+        if i >= len(words) or words[i] not in _TMUX_COMMANDS:
+            return None
+        values = _TMUX_VALUE_OPTIONS
+    elif program == "screen":
+        values = _SCREEN_VALUE_OPTIONS
+    else:
+        return None
+    i += 1
+    while i < len(words) and words[i].startswith("-") and words[i] != "--":
+        word = words[i]
+        i += 2 if len(word) > 1 and word[-1] in values else 1
+    if i < len(words) and words[i] == "--":
+        i += 1
+    if i >= len(words):
+        return None
+    # one word is shell text; several are argv, run as given (quoted back for the parser)
+    return words[i] if i + 1 == len(words) else shlex.join(words[i:])
 
 
 def shell_script(words: list[str] | tuple[str, ...]) -> tuple[str, list[str]] | None:

@@ -32,7 +32,16 @@ from typing import Any
 from tree_sitter import Node
 
 from kvalign.numbers import try_int
-from kvalign.shell.commands import ASSIGN, OPEN, Command, Script, remote_script, shell_script
+from kvalign.shell.commands import (
+    ASSIGN,
+    OPEN,
+    Command,
+    Script,
+    is_shell,
+    remote_script,
+    session_script,
+    shell_script,
+)
 from kvalign.shell.expand import (
     MAX_NESTING,
     MAX_SCRIPT_BYTES,
@@ -51,6 +60,12 @@ __all__ = ["MAX_ALTERNATIVES", "MAX_COMMANDS", "ContainerSplit", "evaluate"]
 #: evaluation paths kept before differing variables are merged into unresolved ones.
 MAX_ALTERNATIVES = 16
 _MAX_DEPTH = 8  # eval / bash -c / function nesting
+#: an argument with a default: ``${1:-prefill}``, ``"${2-decode}"``, ``${1:=x}``
+_ARG_DEFAULT = re.compile(r'"?\$\{[1-9]:?[-=]')
+#: a P/D role in a value (:meth:`_Evaluator._operand`)
+_ROLE_WORD = re.compile(r"prefill|decode|producer|consumer", re.IGNORECASE)
+#: a command substitution run for its launch (:meth:`_Evaluator._substituted`)
+_LAUNCH_TEXT = re.compile(r"\bvllm\s+serve\b|-m\s+(?:vllm\.entrypoints|dynamo\.vllm)\b")
 #: simple commands evaluated per file (loops and calls count each time): a script with
 #: more is not a deployment launcher; the rest is noted as not read (bounds the time).
 MAX_COMMANDS = 20_000
@@ -109,6 +124,9 @@ class _Evaluator(Expander):
                 node.named_children[0] if node.named_children else None
             )
             if body is not None and body.type not in _SKIP:
+                script = self._heredoc_script(node, body)
+                if script is not None and ctx.depth < _MAX_DEPTH:
+                    return self._run_heredoc(node, body, script, envs, ctx)
                 envs = self.run(body, envs, ctx)
             return envs
         if kind == "pipeline":
@@ -117,6 +135,8 @@ class _Evaluator(Expander):
             return envs
         if kind == "list":
             return self._list(node, envs, ctx)
+        if kind in ("variable_assignment", "declaration_command", "command"):
+            self._substituted(node, envs, ctx)
         if kind == "variable_assignment":
             for env in envs:
                 self._assign(node, env)
@@ -187,6 +207,10 @@ class _Evaluator(Expander):
         env.vars[name] = value
         if export:
             env.exported.add(name)
+        if value_node is not None and env.open_args and _ARG_DEFAULT.match(node_text(value_node)):
+            env.from_args = env.from_args | {name}
+        elif name in env.from_args:
+            env.from_args = env.from_args - {name}
 
     def _declare(self, node: Node, envs: list[Env]) -> list[Env]:
         keyword = node_text(node.children[0]) if node.children else ""
@@ -313,7 +337,16 @@ class _Evaluator(Expander):
             name = written[1:].strip("{}")
             if NAME.match(name) and name not in env.vars:
                 return "" if unset_empty else None
+            role_default = name in env.from_args or (
+                env.open_args and _ARG_DEFAULT.match(written) is not None
+            )
+        else:
+            role_default = False
         value = self.joined(node, env)
+        if role_default and _ROLE_WORD.search(value):
+            # `case "${1:-prefill}"` / `ROLE=${1:-prefill}; case "$ROLE"`: the default is
+            # the no-argument run, but a run with `decode` is as real: each branch is taken
+            return None
         return None if OPEN in value else value
 
     def _expr(self, node: Node, env: Env) -> bool | None:
@@ -639,6 +672,16 @@ class _Evaluator(Expander):
             return [env]
         if name in ("exit",):
             return []
+        if name in ("source", ".") and len(words) > 1:
+            # kvalign never reads or runs a sourced file: what it sets is unknown here
+            file = self.plain(words[1])
+            self.note(
+                line,
+                f"sources {file}, which kvalign does not read: variables it may set are not "
+                "known here (defaults written as ${V:-default} are used, each noted)",
+            )
+            env.sourced = (*env.sourced, file)
+            return [env]
         if name == "read":
             for word in words[1:]:
                 if NAME.match(word):
@@ -665,6 +708,21 @@ class _Evaluator(Expander):
             child = Env(positional=(), branch=env.branch)
             self.source(remote, [child], self._nested(node, line, ctx, "ssh"))
             return [env]
+        session = session_script(words)
+        if session is not None and ctx.depth < _MAX_DEPTH:
+            # `tmux new -d "vllm serve …"`, `screen -dmS NAME CMD…`: the session's shell
+            # runs the command with this one's exported variables
+            child = Env(
+                {k: v for k, v in env.vars.items() if k in env.exported or env.allexport},
+                set(env.exported),
+                (),
+                False,
+                env.branch,
+            )
+            child.vars.update(extra)
+            child.exported.update(extra)
+            self.source(session, [child], self._nested(node, line, ctx, "session"))
+            return [env]
         script = shell_script(words)
         if script is not None and ctx.depth < _MAX_DEPTH:
             child = Env(
@@ -680,6 +738,66 @@ class _Evaluator(Expander):
             return [env]
         self._record(node, words, env, extra, line, ctx)
         return [env]
+
+    def _substituted(self, node: Node, envs: list[Env], ctx: _Ctx) -> None:
+        """Run the commands of each ``$( … )`` / backquote substitution in ``node`` (not in
+        nested compound statements) that plainly launches vLLM (``X=$(vllm serve …) &``):
+        bash runs it, so its launch is recorded; the variable it sets stays a hole."""
+        stack = list(node.children)
+        while stack:
+            child = stack.pop()
+            if child.type != "command_substitution":
+                stack += child.children
+                continue
+            if _LAUNCH_TEXT.search(node_text(child)) is None or ctx.depth >= _MAX_DEPTH:
+                continue
+            inner = _Ctx(ctx.hints, ctx.line, ctx.depth + 1, ctx.in_function, ctx.site)
+            for env in envs:
+                copies = [env.copy()]
+                for part in child.named_children:
+                    copies = self.run(part, copies, inner)
+
+    def _heredoc_script(self, node: Node, body: Node) -> Node | None:
+        """The ``heredoc_body`` of ``SHELL [-options] <<DELIM`` (a here-document fed to a
+        shell that reads its commands from stdin), else ``None``."""
+        if body.type != "command":
+            return None
+        name = body.child_by_field_name("name")
+        if name is None or not is_shell(node_text(name)):
+            return None
+        arguments = [
+            c
+            for c in body.named_children
+            if not same_node(c, name) and c.type != "variable_assignment" and c.type not in _SKIP
+        ]
+        if any(not node_text(a).startswith("-") or "c" in node_text(a)[1:] for a in arguments):
+            return None  # a script file or `-c SCRIPT`: stdin is not the script
+        for redirect in node.named_children:
+            if redirect.type == "heredoc_redirect":
+                found = next((c for c in redirect.children if c.type == "heredoc_body"), None)
+                if found is not None:
+                    return found
+        return None
+
+    def _run_heredoc(
+        self, node: Node, body: Node, script: Node, envs: list[Env], ctx: _Ctx
+    ) -> list[Env]:
+        """``bash <<'X' … X``: the here-document is the child shell's script (with this
+        shell's exported variables; an unquoted delimiter expands the others first, so
+        then they are all seen)."""
+        start = next(
+            (c for r in node.named_children for c in r.children if c.type == "heredoc_start"),
+            None,
+        )
+        quoted = start is not None and node_text(start)[:1] in ("'", '"', "\\")
+        line = ctx.line or node.start_point[0] + 1
+        for env in envs:
+            seen = {k: v for k, v in env.vars.items()}
+            if quoted:
+                seen = {k: v for k, v in seen.items() if k in env.exported or env.allexport}
+            child = Env(seen, set(env.exported), (), False, env.branch)
+            self.source(node_text(script), [child], self._nested(body, line, ctx, "heredoc"))
+        return envs
 
     def _nested(self, node: Node, line: int, ctx: _Ctx, what: str) -> _Ctx:
         hints = (self.plain(node_text(node)), *self._comments_above(node.start_point[0] + 1))

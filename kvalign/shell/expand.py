@@ -110,6 +110,11 @@ class Env:
     #: ``$@`` empty, but a bare ``$1`` … is the argument the user is to pass (unresolved,
     #: named as written); ``${1:-d}`` is ``d``.
     open_args: bool = False
+    #: variables set from an argument's default in the no-argument run (``ROLE=${1:-prefill}``):
+    #: known here, but a run with that argument is as real (:meth:`_Evaluator._operand`)
+    from_args: frozenset[str] = frozenset()
+    #: files this path sourced (``. FILE``, ``source FILE``; never read), as written
+    sourced: tuple[str, ...] = ()
 
     def copy(self) -> Env:
         return Env(
@@ -119,6 +124,8 @@ class Env:
             self.allexport,
             self.branch,
             self.open_args,
+            self.from_args,
+            self.sourced,
         )
 
     def scalar(self, name: str) -> str | None:
@@ -280,6 +287,11 @@ class Expander:
         # re-parsed by eval / sh -c never splits them; decoded when a command is recorded
         self.holes: dict[str, int] = {}
         self.texts: list[str] = []
+
+    def note(self, line: int, text: str) -> None:
+        """Add a note (once) to the script's notes."""
+        if (line, text) not in self.script.notes:
+            self.script.notes.append((line, text))
 
     def hole(self, text: str) -> str:
         """``text`` (as written) marked unresolved, in its internal encoded form."""
@@ -518,6 +530,12 @@ class Expander:
                 self._emit(value, out, quoted, written)
                 return
             default = self._default(node, env, quoted)
+            if env.sourced and NAME.match(name):
+                self.note(
+                    node.start_point[0] + 1,
+                    f"{name} is not set here: its default {self.plain(default)!r} is used, but "
+                    f"{', '.join(env.sourced)} (sourced, not read) may set it",
+                )
             if operator.lstrip(":") == "=" and NAME.match(name):
                 env.vars[name] = default
             self._emit(default, out, quoted, written)

@@ -1,8 +1,8 @@
 """Defects a QA run found on main (task fixa), each pinned by a test that failed before.
 
 A. A folder scan reports a symbolic link loop as a path not read whatever its name (exit 3
-   unless ``--skip-unrelated``, docs/audit.md's exit-code table), and notes a symbolic link
-   to a folder it does not follow (docs/security.md: scans do not follow symlinked folders).
+   unless ``--skip-unrelated``, docs/audit.md's exit-code table), and follows a symbolic link
+   to a folder, reading each real folder once (docs/security.md).
 B. Input-derived text in the ``not evaluated`` / ``not read`` lines reaches stdout with its
    control characters escaped (docs/security.md), in the table, plain and GitHub formats.
 C. ``COLUMNS`` that is not positive is ignored like ``abc`` (200 columns); a tiny one is
@@ -47,23 +47,27 @@ def test_a_symlink_loop_without_suffix_is_a_path_not_read(tmp_path: Path) -> Non
     assert "(accepted)" in accepted.stdout
 
 
-def test_a_symlink_to_a_folder_is_noted_as_not_followed(tmp_path: Path) -> None:
+def test_a_symlink_to_a_folder_is_followed_and_each_real_folder_read_once(
+    tmp_path: Path,
+) -> None:
+    # a file under a symlinked folder is not skipped silently: the link is followed (the
+    # scan once listed real folders only and dropped other/more.yaml with a note)
     folder = _folder(tmp_path)
     (folder / "self").symlink_to(folder, target_is_directory=True)
     other = tmp_path / "other"
     other.mkdir()
     (other / "more.yaml").write_bytes(GOOD.read_bytes())
     (folder / "elsewhere").symlink_to(other, target_is_directory=True)
-    result = runner.invoke(app, ["audit", str(folder)])
+    result = runner.invoke(app, ["audit", str(folder), "--format", "json"])
     assert result.exit_code == 0, result.stderr
-    lines = result.stderr.splitlines()  # notes of the scan go to stderr, data to stdout
-    for name in ("self", "elsewhere"):
-        assert any(
-            line.startswith(f"kvalign: warning: {folder / name}: a symbolic link to a folder")
-            and "not followed" in line
-            for line in lines
-        ), result.stderr
-    assert str(other / "more.yaml") not in result.stdout  # not followed, so not read
+    files = [f["file"] for f in json.loads(result.stdout)["files"]]
+    # good.yaml once (not again through `self`), more.yaml through `elsewhere`
+    assert files == [str(folder / "elsewhere" / "more.yaml"), str(folder / "good.yaml")]
+    assert any(
+        line.startswith(f"kvalign: warning: {folder / 'self'}: a symbolic link to a folder")
+        and "read once" in line
+        for line in result.stderr.splitlines()
+    ), result.stderr
 
 
 #: a model id carrying a CSI "clear screen", an OSC "set title" and a BEL, as real bytes.

@@ -65,6 +65,14 @@ CLASSES = [
     "HC",  # Helm chart folders: rendered with `helm template`, or exit 3 naming it
     "KZ",  # kustomize bases and overlays: rendered with `kubectl kustomize`
     "HV",  # Helm values beside a chart folder: the chart rendered with each (`-f`)
+    "Q1",  # a scanned file of any name: upper-case suffixes and shebang scripts read, other
+    # files that mention vLLM listed as not read, hidden folders read
+    "Q2",  # launches in tmux/screen, $( … ), heredocs to bash: read; a container of
+    # another image given vLLM flags: not evaluated
+    "Q3",  # `ROLE=${1:-prefill}; case "$ROLE"`: each role branch evaluated; `source FILE`
+    # not read: named, and the defaults used after it noted
+    "Q4",  # --skip-unrelated skips files with no launch, never a launch not understood
+    "Q5",  # kv_both with a connector that cannot transfer (CPU offloading): a server
 ]
 #: a stand-in for ``helm`` (not installable here): ``helm template NAME CHART`` prints the
 #: fixed manifest ``CHART/helm-template.out`` (what helm prints for that chart, written by
@@ -201,7 +209,9 @@ def test_a_scan_of_the_whole_corpus_never_skips_a_vllm_launch() -> None:
         "lmcache-offload.yaml",
         "lmcache-offload.yaml",
         "lmcache-prefiller-config.yaml",
+        "service.yaml",  # skip-unrelated/deploy: a Service, no launch
         "sglang_launch.sh",
+        "tokenizer.yaml",  # launch-forms/other-quiet: another image's own args
         "values-split.yaml",  # helm-values/two-charts: beside two charts, no launch
     ]
     # a file no reader takes that mentions vLLM is listed as not read (exit 3),
@@ -209,6 +219,7 @@ def test_a_scan_of_the_whole_corpus_never_skips_a_vllm_launch() -> None:
     assert {Path(p["file"]).name for p in report["not_read"]} == {
         "expectations.yaml",
         "values.yaml",
+        "Dockerfile",  # scan-names/mentions: a file of a name no reader reads
     }
     unevaluated = {Path(p["file"]).name for p in report["unevaluated"]}
     assert {"serve.sh", "print_command.sh", "deploy-shell-script-file.yaml"} <= unevaluated
