@@ -276,15 +276,26 @@ def test_adapters_by_release() -> None:
     assert all(range_note(v).endswith("measured on") for v in TESTED_RELEASES)
 
 
+def _probe_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, package: str, module: str, source: str
+) -> None:
+    """A package ``package`` on ``sys.path`` holding ``module`` (``source``, dedented)."""
+    folder = tmp_path / package
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    (folder / f"{module}.py").write_text(textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
 def test_release_function_compiles_one_function_without_its_module(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    package = tmp_path / "probe_pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "heavy.py").write_text(
-        textwrap.dedent(
-            """
+    _probe_package(
+        tmp_path,
+        monkeypatch,
+        "probe_pkg",
+        "heavy",
+        """
             import math
             import module_that_does_not_exist_anywhere
 
@@ -292,10 +303,8 @@ def test_release_function_compiles_one_function_without_its_module(
                 @staticmethod
                 def pick(block: int, sizes: list[int]) -> int:
                     return max(s for s in sizes if block % s == 0) * math.prod([1])
-            """
-        )
+            """,
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
     pick = boot.release_function("probe_pkg.heavy", "Runner.pick")
     assert pick(96, [16, 32, 64]) == 32
     assert "probe_pkg.heavy" not in sys.modules
@@ -308,12 +317,12 @@ def test_backend_module_imports_without_flashinfer(
 ) -> None:
     import importlib.util
 
-    package = tmp_path / "probe_backends"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "fi.py").write_text(
-        textwrap.dedent(
-            """
+    _probe_package(
+        tmp_path,
+        monkeypatch,
+        "probe_backends",
+        "fi",
+        """
             from flashinfer import BatchPrefillWithPagedKVCacheWrapper
             from flashinfer.decode import trtllm_batch_decode_with_kv_cache
 
@@ -321,10 +330,8 @@ def test_backend_module_imports_without_flashinfer(
                 @staticmethod
                 def get_supported_kernel_block_sizes():
                     return [16, 32, 64]
-            """
-        )
+            """,
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
     assert importlib.util.find_spec("flashinfer") is None
     module = boot.import_backend_module("probe_backends.fi")
     assert module.Backend.get_supported_kernel_block_sizes() == [16, 32, 64]
