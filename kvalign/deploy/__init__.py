@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kvalign.deploy import cmdline, justfile, lmcache, render
+from kvalign.deploy import cmdline, justfile, kustomize, lmcache, render
 from kvalign.deploy.common import ignores_in
 from kvalign.deploy.interface import Source
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
@@ -686,7 +686,7 @@ def _render_one(
             Deployment(source=problem.location.file, kind=kind, problems=(problem,), launches=1)
         )
         return
-    file = str(root / "Chart.yaml") if render.is_chart(root) else str(render.kustomization(root))
+    file = str(root / "Chart.yaml") if render.is_chart(root) else str(kustomize.kustomization(root))
     if values is not None:
         file = str(values)
     try:

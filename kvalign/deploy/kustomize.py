@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kvalign.safeio import read_text
 
-#: file names that make a folder a kustomize root (as kvalign.deploy.render).
+#: file names that make a folder a kustomize root.
 KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 #: most kustomization files followed through local bases.
 MAX_FILES = 200
@@ -27,8 +27,15 @@ _REPO = re.compile(r"^[ \t]*(?:-[ \t]*)?repo:[ \t]*['\"]?([^'\"#\s]+)", re.MULTI
 _REMOTE = re.compile(r"\A(?:[A-Za-z][A-Za-z0-9+.-]*://|git@|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+/)")
 
 
-def _file(folder: Path) -> Path | None:
+def kustomization(folder: Path) -> Path | None:
+    """The folder's kustomization file, if it is a kustomize root."""
     return next((folder / n for n in KUSTOMIZATIONS if (folder / n).is_file()), None)
+
+
+def entries(text: str) -> list[str]:
+    """The list entries of a kustomization's text (``resources``, ``bases``,
+    ``components``, …: ``- path`` / ``- "path"``), in order; linear in the text."""
+    return _ENTRY.findall(text)
 
 
 def remote_references(root: Path) -> list[str]:
@@ -46,13 +53,13 @@ def remote_references(root: Path) -> list[str]:
     queue = [root]
     while queue and len(seen) < MAX_FILES:
         folder = queue.pop(0)
-        file = _file(folder)
+        file = kustomization(folder)
         key = folder.resolve()
         if file is None or key in seen:
             continue
         seen.add(key)
         text = read_text(file)
-        for entry in _ENTRY.findall(text):
+        for entry in entries(text):
             local = folder / entry
             if local.exists():
                 if local.is_dir():

@@ -25,12 +25,10 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from kvalign.deploy.kustomize import remote_references
+from kvalign.deploy.kustomize import entries, kustomization, remote_references
 from kvalign.deploy.model import Deployment, Location, Problem
 from kvalign.safeio import read_text
 
-#: file names that make a folder a kustomize root.
-KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 #: seconds a renderer may take.
 TIMEOUT = 120
 
@@ -38,11 +36,6 @@ TIMEOUT = 120
 def is_chart(folder: Path) -> bool:
     """A Helm chart folder: ``Chart.yaml`` and a ``templates/`` folder."""
     return (folder / "Chart.yaml").is_file() and (folder / "templates").is_dir()
-
-
-def kustomization(folder: Path) -> Path | None:
-    """The folder's kustomization file, if it is a kustomize root."""
-    return next((folder / n for n in KUSTOMIZATIONS if (folder / n).is_file()), None)
 
 
 def roots(path: Path) -> list[Path]:
@@ -65,7 +58,7 @@ def referenced(root: Path) -> set[Path]:
     file = kustomization(root)
     if file is None:
         return set()
-    names = re.findall(r"^\s*-\s*['\"]?([^'\"#\s]+)", read_text(file), re.MULTILINE)
+    names = entries(read_text(file))
     return {(root / n).resolve() for n in names if (root / n).is_dir()}
 
 
