@@ -297,6 +297,30 @@ def padding_pct(block: int, attn_page_per_token: int, mamba_page_bytes: int) -> 
     return 100.0 * (block * attn_page_per_token - mamba_page_bytes) / mamba_page_bytes
 
 
+def skip_layer_block_size(
+    block: int,
+    attn_page_per_token: int,
+    skip_page_per_token: int,
+    min_kernel_block: int,
+    mamba_page_padded: int | None = None,
+) -> int:
+    """The block (tokens) once ``--kv-cache-dtype-skip-layers`` layers share the pool.
+
+    The skip layers keep the model dtype, so their page per token (``skip_page_per_token``)
+    is larger than the quantized one (``attn_page_per_token``). vLLM raises the block to
+    ``u * ceil(r / (u * a))`` with ``u = max(k, block)`` (``k`` the backend's smallest
+    kernel block) and ``r = max(skip * k, padded Mamba page)``, never lowering it; equal
+    pages change nothing. Mirrors ``Platform._align_heterogeneous_kv_block_size``
+    (``vllm/platforms/interface.py``, read in 0.25.0 → 0.33.0). Bytes per token and per
+    layer on one rank; ``mamba_page_padded`` in bytes, ``None`` when not padded.
+    """
+    if skip_page_per_token <= attn_page_per_token:
+        return block
+    unit = max(min_kernel_block, block)
+    required = max(skip_page_per_token * min_kernel_block, mamba_page_padded or 0)
+    return max(block, unit * cdiv(required, unit * attn_page_per_token))
+
+
 def pp_partition(
     num_layers: int, pp_size: int, partition: str | None = None
 ) -> tuple[tuple[int, int], ...]:
@@ -428,7 +452,9 @@ class KvCacheGroup:
     """One KV-cache group: layers of one kind sharing a block table.
 
     Attributes:
-        kind: ``attention`` or ``mamba`` (every recurrent-state family).
+        kind: ``attention``, ``attention-skip`` (layers ``--kv-cache-dtype-skip-layers``
+            keeps in the model dtype, with a quantized KV cache) or ``mamba`` (every
+            recurrent-state family).
         layers: the model's layers in the group (vLLM pads the group to the group size).
         block_size: the group's block (tokens): the logical block for attention and for
             Mamba in cache modes ``align`` / ``all``; for Mamba in mode ``none`` vLLM's
@@ -442,7 +468,7 @@ class KvCacheGroup:
 
 
 def kv_cache_groups(
-    geometry: ModelGeometry, engine: EngineConfig, block: int
+    geometry: ModelGeometry, engine: EngineConfig, block: int, mamba_block: int | None = None
 ) -> tuple[KvCacheGroup, ...]:
     """The KV-cache groups of a hybrid model and each group's block size.
 
@@ -456,31 +482,50 @@ def kv_cache_groups(
     groups' block is ``mamba_block_size``: the block in cache mode ``align`` (and the
     chunk-aligned block in ``all``), ``max_model_len`` in mode ``none``.
 
+    Attention layers that ``--kv-cache-dtype-skip-layers`` keeps in the model dtype
+    (with a quantized KV cache) are a bucket of their own (kind ``attention-skip``): their
+    page is ``n = model dtype bytes / KV bytes`` times the others', so
+    ``unify_kv_cache_spec_page_size`` gives the quantized attention groups ``n × block``
+    and pads the Mamba pages, whose block stays ``mamba_block``.
+
     Args:
         geometry: the model (:attr:`~kvalign.geometry.ModelGeometry.layer_kinds`).
-        engine: the resolved pool (Mamba cache mode, ``--max-model-len``).
+        engine: the resolved pool (Mamba cache mode, ``--max-model-len``, skip layers).
         block: the logical block size (tokens) at this TP.
+        mamba_block: the block the Mamba cache mode ``align`` took before the skip
+            layers' block step (:func:`skip_layer_block_size`), ``None`` = ``block``.
     """
     kinds = geometry.layer_kinds
     if not kinds or not geometry.is_hybrid:
         return ()
     buckets: dict[str, int] = {}
-    for kind in kinds:
+    split = engine.skip_kv_bytes is not None and engine.kv_bytes is not None
+    skipped = set(engine.skip_layers) if split else set()
+    for index, kind in enumerate(kinds):
         if kind in ("attention", "both"):
-            buckets["attention"] = buckets.get("attention", 0) + 1
+            name = "attention-skip" if index in skipped else "attention"
+            buckets[name] = buckets.get(name, 0) + 1
         if kind in ("state", "both"):
             buckets["mamba"] = buckets.get("mamba", 0) + 1
     if not buckets:
         return ()
     smallest, largest = min(buckets.values()), max(buckets.values())
     size = largest if largest < smallest * 1.5 else smallest
-    mamba_block = engine.max_model_len if engine.mamba_cache_mode == "none" else block
+    aligned = block if mamba_block is None else mamba_block
+    blocks: dict[str, int | None] = {
+        "attention": block,
+        "attention-skip": block,
+        "mamba": engine.max_model_len if engine.mamba_cache_mode == "none" else aligned,
+    }
+    if "attention-skip" in buckets:
+        assert engine.skip_kv_bytes is not None and engine.kv_bytes is not None
+        blocks["attention"] = block * (engine.skip_kv_bytes // engine.kv_bytes)
     groups = []
     for name, count in buckets.items():
         num_groups = cdiv(count, size)
         for index in range(num_groups):  # group i takes layers i, i + n, i + 2n, ...
             layers = len(range(index, count, num_groups))
-            groups.append(KvCacheGroup(name, layers, block if name == "attention" else mamba_block))
+            groups.append(KvCacheGroup(name, layers, blocks[name]))
     return tuple(groups)
 
 
@@ -495,6 +540,9 @@ class RankResult:
     divide by TP: what ``VllmConfig`` checks, and what the golden vectors record).
     ``state_family``: the model's state family (``mamba2``, ``gdn``, ...; ``""`` without
     state layers), for the NIXL support per family.
+    ``skip_block_size``: the block after the ``--kv-cache-dtype-skip-layers`` block step
+    when that step raised it (:func:`skip_layer_block_size`; ``derivation`` holds the
+    hybrid alignment before it), else ``None``.
     ``kv_cache_groups``: the KV-cache groups the hybrid allocator forms
     (:func:`kv_cache_groups`), ``()`` when the layer pattern is unknown.
     ``pp_stages``: one :class:`StageResult` per pipeline stage with
@@ -533,6 +581,7 @@ class RankResult:
     pp_stages: tuple[StageResult, ...] = ()
     kv_cache_groups: tuple[KvCacheGroup, ...] = ()
     state_family: str = ""
+    skip_block_size: int | None = None
 
     @property
     def usable(self) -> bool:
@@ -711,7 +760,7 @@ def analyze_rank(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> Rank
     }
     if state_page is None or state_page.page_bytes == 0 or not engine.hybrid_alignment:
         # no state, or a platform that does no hybrid alignment (vLLM 0.20.0 on CPU)
-        block = engine.base_block
+        block = _skip_block(engine.base_block, a, None, engine, attention, tp)
         kernel = kernel_for(block, engine)
         state: dict[str, object] = {}
         if state_page is not None and state_page.page_bytes:
@@ -731,7 +780,7 @@ def analyze_rank(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> Rank
 
     m = state_page.page_bytes
     derivation = _derive(a, m, engine, attention)
-    block = derivation.block
+    block = _skip_block(derivation.block, a, m, engine, attention, tp)
     if engine.backend.exact_only and not engine.backend.supports_block_size(block):
         # Platform._check_aligned_block_size: the backend accepts only its listed sizes
         raise InvalidSettings(
@@ -740,11 +789,12 @@ def analyze_rank(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> Rank
             f"{', '.join(map(str, engine.backend.sizes))} tokens)"
         )
     stable, grown = tp_stable_block_size(geometry, engine, tp)
+    stable = _skip_block(stable, a, m, engine, attention, tp)
     user_block = engine.settings.block_size
     if not load_error:
         common["load_error"] = _speculative_rows_problem(geometry, engine, tp, block * a)
     stages = pp_stages(geometry, engine, block)
-    common["kv_cache_groups"] = kv_cache_groups(geometry, engine, block)
+    common["kv_cache_groups"] = kv_cache_groups(geometry, engine, block, derivation.block)
     if not common["load_error"]:
         common["load_error"] = next((st.problem for st in stages if st.problem), "")
     return RankResult(
@@ -763,7 +813,27 @@ def analyze_rank(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> Rank
         tp_stable_padding_pct=padding_pct(stable, a, m),
         tp_stable_grown=grown,
         derivation=derivation,
+        skip_block_size=block if block != derivation.block else None,
     )
+
+
+def _skip_block(
+    block: int,
+    a: int,
+    m: int | None,
+    engine: EngineConfig,
+    attention: AttentionGeometry,
+    tp: int,
+) -> int:
+    """``block`` after the skip layers' block step (:func:`skip_layer_block_size`) where
+    the release has it and ``--kv-cache-dtype-skip-layers`` keeps layers out of a quantized
+    KV cache; ``a`` the quantized page per token, ``m`` the Mamba page (bytes)."""
+    if engine.skip_kv_bytes is None or not engine.skip_aligns_block:
+        return block
+    assert engine.backend is not None
+    skip = attention_page_bytes_per_token(attention, tp, engine.skip_kv_bytes)
+    padded = block * a if m is not None and block * a != m else None
+    return skip_layer_block_size(block, a, skip, engine.backend.min_block, padded)
 
 
 def _speculative_rows_problem(

@@ -29,15 +29,17 @@ from kvalign.errors import InvalidSettings, KvalignError, NotModelled, Unsupport
 from kvalign.families import kda
 from kvalign.geometry import AttentionGeometry, ModelGeometry
 from kvalign.settings import Settings
-from kvalign.startup import mamba_block_size_problem, stand_in_problem
+from kvalign.startup import mamba_block_size_problem, skip_layers_mamba_problem, stand_in_problem
 from kvalign.versions import (
     ARCHITECTURE_RELEASES,
+    SKIP_LAYER_RELEASES,
     Profile,
     Resolved,
     TransformersChoice,
     architecture_problem,
     architecture_stand_in,
     resolve,
+    skip_layer_rules,
     transformers_for,
 )
 
@@ -109,6 +111,13 @@ class EngineConfig:
             every TP is unusable.
         state_spec_tokens: speculative rows in the conv state (``num_speculative_tokens``,
             or 0 for Mamba2 layers before vLLM 0.17).
+        skip_layers: attention layers (0-based layer indices) that
+            ``--kv-cache-dtype-skip-layers`` keeps in the model dtype.
+        skip_kv_bytes: bytes per KV-cache element of those layers when they differ from
+            ``kv_bytes`` (a quantized KV cache), else ``None``: the skip list then moves
+            nothing.
+        skip_aligns_block: the release raises the block for the skip layers' page
+            (:class:`kvalign.versions.SkipLayerRules` ``aligns_block``).
         resolutions: each resolved input with its source, in resolution order.
         notes: remarks to show with any result computed from this config.
     """
@@ -138,6 +147,9 @@ class EngineConfig:
     replay_padded: bool = False
     config_error: str = ""
     startup_error: str = ""
+    skip_layers: tuple[int, ...] = ()
+    skip_kv_bytes: int | None = None
+    skip_aligns_block: bool = False
     resolutions: tuple[Resolution, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -660,6 +672,104 @@ def resolve_attention(
     return _Attention(backend, kv_dtype, kv_bytes, base_block)
 
 
+@dataclass(frozen=True)
+class _SkipLayers:
+    """What ``--kv-cache-dtype-skip-layers`` resolved to (see :class:`EngineConfig`)."""
+
+    layers: tuple[int, ...] = ()
+    kv_bytes: int | None = None
+    aligns_block: bool = False
+
+
+#: the attention type ``--kv-cache-dtype-skip-layers`` may name besides layer indices.
+SKIP_SLIDING_WINDOW = "sliding_window"
+
+
+def _skip_entry(entry: str) -> str:
+    """A ``--kv-cache-dtype-skip-layers`` entry for a message: as written when it is a
+    layer index or ``sliding_window``, else escaped (``repr``)."""
+    return entry if entry.isdigit() or entry == SKIP_SLIDING_WINDOW else repr(entry)
+
+
+def resolve_kv_skip_layers(
+    geometry: ModelGeometry,
+    settings: Settings,
+    chosen: Resolved,
+    attention: _Attention,
+    model_dtype: str,
+    trail: _Trail,
+) -> _SkipLayers:
+    """The attention layers ``--kv-cache-dtype-skip-layers`` keeps in the model dtype.
+
+    vLLM compares each attention layer's index (``extract_layer_index`` of its name, as
+    text) and, for sliding-window layers, ``sliding_window`` with the list
+    (``Attention.__init__``, ``vllm/model_executor/layers/attention/attention.py``); a
+    matched layer's KV cache is ``auto`` (the model dtype). The platform's block step runs
+    whenever the list is not empty (``Platform.update_block_size_for_backend``, 0.25+).
+    No model kvalign sizes has sliding-window layers, so ``sliding_window`` matches none.
+
+    Raises:
+        InvalidSettings: the release has no such flag (before 0.19).
+        NotModelled: an MLA model with a quantized KV cache (its skip page is priced by
+            the MLA spec, which kvalign does not follow here).
+    """
+    entries = (e.strip() for e in settings.kv_cache_dtype_skip_layers)
+    wanted = tuple(dict.fromkeys(e for e in entries if e))
+    if not wanted:
+        return _SkipLayers()
+    rules = skip_layer_rules(chosen.release)
+    if not rules.flag:
+        raise InvalidSettings(
+            f"--kv-cache-dtype-skip-layers: vLLM {chosen.profile.name} has no such flag "
+            "(it exists from 0.19)"
+        )
+    shown = ",".join(_skip_entry(e) for e in wanted)
+    layer_attention = geometry.attention
+    if layer_attention is None or attention.kv_bytes is None:
+        trail.notes.append(
+            f"--kv-cache-dtype-skip-layers {shown}: the model has no attention layer"
+        )
+        return _SkipLayers()
+    kinds = geometry.layer_kinds
+    attention_layers = [i for i, kind in enumerate(kinds) if kind in ("attention", "both")]
+    matched = tuple(i for i in attention_layers if str(i) in wanted)
+    unmatched = [_skip_entry(e) for e in wanted if e not in map(str, attention_layers)]
+    model_bytes = DTYPE_BYTES[model_dtype]
+    quantized = attention.kv_bytes < model_bytes
+    if quantized and layer_attention.use_mla:
+        raise NotModelled(
+            f"--kv-cache-dtype-skip-layers with a {attention.kv_dtype} KV cache on an MLA "
+            "model: the skipped layers' MLA page is not modelled by kvalign"
+        )
+    if not kinds and geometry.is_hybrid:
+        trail.notes.append(
+            f"--kv-cache-dtype-skip-layers {shown}: the config names no per-layer pattern, "
+            "so which attention layers it names is unknown; taken as none"
+        )
+    elif unmatched:
+        trail.notes.append(
+            f"--kv-cache-dtype-skip-layers: {', '.join(unmatched)} names no attention layer "
+            f"of this model (attention layers: {', '.join(map(str, attention_layers)) or 'none'})"
+        )
+    if not quantized:
+        why = f"the KV cache is already in the model dtype ({model_dtype}): no effect"
+        trail.add("kv_cache_dtype_skip_layers", shown, why)
+        return _SkipLayers(layers=matched)
+    layers_text = ", ".join(map(str, matched)) or "none"
+    value = f"layers {layers_text} in {model_dtype} ({model_bytes} B)"
+    why = f"--kv-cache-dtype-skip-layers {shown} (the others {attention.kv_dtype})"
+    trail.add("kv_cache_dtype_skip_layers", value, why)
+    if matched and geometry.state is not None and not rules.pads_mamba:
+        trail.startup_errors.append(
+            skip_layers_mamba_problem(
+                chosen.profile.name,
+                model_bytes // attention.kv_bytes,
+                SKIP_LAYER_RELEASES["pads_mamba"],
+            )
+        )
+    return _SkipLayers(matched, model_bytes, rules.aligns_block)
+
+
 def resolve_mamba_state(
     geometry: ModelGeometry,
     settings: Settings,
@@ -927,6 +1037,7 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
     prefix_caching = resolve_prefix_caching(geometry, settings, profile, trail)
     gpu = get_gpu(settings.gpu)
     attention = resolve_attention(geometry, settings, profile, gpu, model_dtype, trail)
+    skip = resolve_kv_skip_layers(geometry, settings, chosen, attention, model_dtype, trail)
     conv, ssm, backend = resolve_mamba_state(
         geometry, settings, profile, gpu, model_dtype, attention.backend, trail
     )
@@ -973,6 +1084,9 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         replay_padded=profile.replayssm >= 4,
         config_error=config_error,
         startup_error="; ".join(trail.startup_errors),
+        skip_layers=skip.layers,
+        skip_kv_bytes=skip.kv_bytes,
+        skip_aligns_block=skip.aligns_block,
         resolutions=tuple(trail.steps),
         notes=tuple(trail.notes),
     )

@@ -14,6 +14,16 @@ MAX_BLOCK_SIZE = 1 << 20
 MAX_SPEC_TOKENS = 1024
 
 Alignment = Literal["vllm", "tp-stable"]
+
+
+def skip_layer_entries(text: str | None) -> tuple[str, ...]:
+    """``--kv-cache-dtype-skip-layers`` as kvalign's options spell it (``0,5`` or
+    ``"0 5"``) → its entries, in order (``()`` for ``None`` or nothing)."""
+    if not text:
+        return ()
+    return tuple(part for part in text.replace(",", " ").split() if part)
+
+
 GdnPrefillBackend = Literal["auto", "triton", "flashinfer"]
 
 
@@ -51,6 +61,9 @@ class Settings:
         pipeline_parallel_size: ``--pipeline-parallel-size`` (stages; 1 = no PP).
         pp_layer_partition: vLLM's ``VLLM_PP_LAYER_PARTITION`` (layers per stage, comma
             separated, e.g. ``"24,28"``), ``None`` = vLLM's even split.
+        kv_cache_dtype_skip_layers: ``--kv-cache-dtype-skip-layers``: layer indices
+            (``"5"``) or attention types (``"sliding_window"``) whose attention layers keep
+            the model dtype instead of ``--kv-cache-dtype`` (vLLM 0.32+), ``()`` = none.
     """
 
     dtype: str = "auto"
@@ -74,3 +87,4 @@ class Settings:
     transformers_version: str | None = None
     pipeline_parallel_size: int = 1
     pp_layer_partition: str | None = None
+    kv_cache_dtype_skip_layers: tuple[str, ...] = ()

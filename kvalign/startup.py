@@ -107,3 +107,22 @@ def speculative_page_problem(
         f"block for ({padded_page_bytes:,} B padded): AssertionError page_size_padded >= "
         "page_size (vLLM issues 57721, 47635; fixed in 0.32)"
     )
+
+
+def skip_layers_mamba_problem(release: str, ratio: int, first_release: str) -> str:
+    """The start-up failure of a hybrid whose ``--kv-cache-dtype-skip-layers`` layers keep
+    the model dtype next to a quantized KV cache, on releases before ``first_release``.
+
+    The skipped layers' page is ``ratio`` times the quantized attention page that the
+    Mamba page was padded to, so the KV-cache grouping must bring every page up to it.
+    ``unify_kv_cache_spec_page_size`` (``vllm/v1/core/kv_cache_utils.py``, read in 0.19.1,
+    0.20.0, 0.24.0 and 0.25.0) does that by multiplying each smaller spec's block size,
+    which leaves a Mamba page as it was, and its own ``assert new_spec.page_size_bytes ==
+    max_page_size`` fails; 0.26.0 pads the Mamba page instead.
+    """
+    return (
+        f"vLLM {release} fails at start-up: the --kv-cache-dtype-skip-layers layers keep "
+        f"the model dtype, a page {ratio}x the quantized attention page the Mamba page "
+        "was padded to, and its unify_kv_cache_spec_page_size cannot pad a Mamba page "
+        f"(AssertionError): drop the flag or upgrade to vLLM {first_release}"
+    )

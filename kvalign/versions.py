@@ -450,6 +450,48 @@ ARCHITECTURE_RELEASES: dict[str, tuple[str | None, str | None]] = {
 }
 
 
+@dataclass(frozen=True)
+class SkipLayerRules:
+    """How a release treats ``--kv-cache-dtype-skip-layers`` (the attention layers it names
+    keep the model dtype while the others take ``--kv-cache-dtype``).
+
+    Attributes:
+        flag: the release has the flag (``CacheConfig.kv_cache_dtype_skip_layers``; the
+            layers read it in ``Attention.__init__``,
+            ``vllm/model_executor/layers/attention/attention.py``).
+        aligns_block: the platform raises the block so the quantized page covers the skip
+            layers' page at the smallest kernel block
+            (``Platform._align_heterogeneous_kv_block_size``, ``vllm/platforms/interface.py``).
+        pads_mamba: ``unify_kv_cache_spec_page_size`` pads a Mamba page up to the larger
+            page of the skipped layers; before, it scales the Mamba spec's block size,
+            which leaves its page as it was, and its own assertion fails at start-up.
+    """
+
+    flag: bool
+    aligns_block: bool
+    pads_mamba: bool
+
+
+#: first release of each :class:`SkipLayerRules` field. Read in each release's
+#: ``vllm/engine/arg_utils.py``, ``vllm/platforms/interface.py`` and
+#: ``vllm/v1/core/kv_cache_utils.py`` (``kv_cache_planning.py`` in 0.33): the flag absent
+#: in 0.18.1 and present in 0.19.0; the block alignment absent in 0.24.0, present in
+#: 0.25.0; the Mamba padding absent in 0.25.0, present in 0.26.0; all three unchanged
+#: through 0.33.0.
+SKIP_LAYER_RELEASES: dict[str, str] = {
+    "flag": "0.19.0",
+    "aligns_block": "0.25.0",
+    "pads_mamba": "0.26.0",
+}
+
+
+def skip_layer_rules(release: str) -> SkipLayerRules:
+    """The :class:`SkipLayerRules` of vLLM ``release`` (a version such as ``0.27.1``)."""
+    wanted = Version(release)
+    on = {name: wanted >= Version(first) for name, first in SKIP_LAYER_RELEASES.items()}
+    return SkipLayerRules(**on)
+
+
 #: the transformers range each vLLM release declares (``Requires-Dist: transformers`` in its
 #: wheel's METADATA), as a chain: (first release, specifier, releases read). A release takes
 #: the row of the newest ``first`` at or below it. Read in the published wheels.

@@ -67,6 +67,7 @@ SETTINGS_OPTIONS: dict[str, tuple[Any, dict[str, Kind]]] = {
         {"--pipeline-parallel-size": (1, MAX_TP), "-pp": (1, MAX_TP)},
     ),
     "pp_layer_partition": (None, {"--pp-layer-partition": str}),
+    "kv_cache_dtype_skip_layers": (None, {"--kv-cache-dtype-skip-layers": str}),
 }
 #: how MODEL is loaded (``ModelSource``).
 SOURCE_OPTIONS: dict[str, tuple[Any, dict[str, Kind]]] = {

@@ -207,6 +207,15 @@ PpPartitionOpt = Annotated[
         show_default=False,
     ),
 ]
+SkipLayersOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kv-cache-dtype-skip-layers",
+        help="vLLM --kv-cache-dtype-skip-layers: attention layer indices (e.g. 0,5) that "
+        "keep the model dtype next to a quantized --kv-cache-dtype (vLLM ≥ 0.19).",
+        show_default=False,
+    ),
+]
 MaxModelLenOpt = Annotated[
     int | None,
     typer.Option(
@@ -288,6 +297,7 @@ for _annotation, _panel, _metavar in (
     (MaxModelLenOpt, VLLM_PANEL, "N"),
     (PipelineOpt, VLLM_PANEL, "N"),
     (PpPartitionOpt, VLLM_PANEL, "COUNTS"),
+    (SkipLayersOpt, VLLM_PANEL, "LAYERS"),
     (GpuOpt, VLLM_PANEL, "GPU"),
     (GdnOpt, VLLM_PANEL, None),
     (AlignOpt, VLLM_PANEL, None),
@@ -329,6 +339,7 @@ _SETTINGS_PARAMS = (
     _param("transformers_version", TransformersOpt, None),
     _param("pipeline_parallel_size", PipelineOpt, 1),
     _param("pp_layer_partition", PpPartitionOpt, None),
+    _param("kv_cache_dtype_skip_layers", SkipLayersOpt, None),
 )
 #: how MODEL is loaded.
 _SOURCE_PARAMS = (

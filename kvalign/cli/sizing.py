@@ -16,7 +16,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from kvalign.errors import InvalidSettings
-from kvalign.settings import MAX_TP, Settings
+from kvalign.settings import MAX_TP, Settings, skip_layer_entries
 
 if TYPE_CHECKING:
     from kvalign.geometry import ModelGeometry
@@ -144,7 +144,12 @@ def warn_beyond_newest(version: str | None) -> None:
 def settings_from_flags(flags: Mapping[str, Any]) -> Settings:
     """``Settings`` from the ``vllm serve``-named options (enum members by their value),
     after the ``--vllm-version`` warning (:func:`warn_beyond_newest`)."""
-    settings = Settings(**{k: v.value if isinstance(v, Enum) else v for k, v in flags.items()})
+    values = {k: v.value if isinstance(v, Enum) else v for k, v in flags.items()}
+    if "kv_cache_dtype_skip_layers" in values:
+        values["kv_cache_dtype_skip_layers"] = skip_layer_entries(
+            values["kv_cache_dtype_skip_layers"]
+        )
+    settings = Settings(**values)
     warn_beyond_newest(settings.vllm_version)
     return settings
 

@@ -45,14 +45,19 @@ KNOWN: frozenset[str] = frozenset(
      "max-model-len", "revision", "config", "quantization", "disaggregation-mode",
      "is-prefill-worker", "is-decode-worker", "kv-cache-block-size", "hf-overrides",
      "mamba-cache-mode", "mamba-block-size", "disable-hybrid-kv-cache-manager",
-     "use-replayssm", "replayssm-buffer-len", "mamba-backend"}
+     "use-replayssm", "replayssm-buffer-len", "mamba-backend", "kv-cache-dtype-skip-layers"}
 )  # fmt: skip
+#: flags that take one or more values (``nargs="+"`` in ``EngineArgs.add_cli_args``: a
+#: ``list`` field of its config class): every word up to the next flag is a value.
+LIST_FLAGS: frozenset[str] = frozenset({"kv-cache-dtype-skip-layers"})
 #: an expansion kvalign could not resolve: Kubernetes ``$(VAR)`` left as written, or a
 #: shell expansion :mod:`kvalign.shell` marked unresolved (``$1``, ``${A[@]}``, …).
 _VAR = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_]*\)|\ue000[^\ue000\ue001]*\ue001")
 #: ``--kv-transfer-config`` fields that move sizing or the role; an unresolved value
 #: anywhere else in it (``kv_ip``, ``kv_port``, buffer sizes) is noted, not fatal.
 _TRANSFER_FIELDS = frozenset({"kv_role", "kv_connector", "chunk_size"})
+#: joins the values of one :data:`LIST_FLAGS` occurrence into one token value.
+LIST_SEPARATOR = "\n"
 #: placeholder for an unresolved piece while a JSON value is parsed.
 _HOLE = "\ue002"
 
@@ -100,6 +105,8 @@ class VllmArgs:
         kv_transfer_config: ``--kv-transfer-config`` was given.
         use_replayssm, replayssm_buffer_len, mamba_backend: ``--use-replayssm``,
             ``--replayssm-buffer-len``, ``--mamba-backend``.
+        kv_cache_dtype_skip_layers: ``--kv-cache-dtype-skip-layers`` entries (layer
+            indices, ``sliding_window``).
         pp_layer_partition: the ``VLLM_PP_LAYER_PARTITION`` environment variable (layers
             per pipeline stage), ``None`` when unset.
         unknown: flags kvalign does not read (for ``--verbose``).
@@ -139,6 +146,7 @@ class VllmArgs:
     replayssm_buffer_len: int | None = None
     mamba_backend: str | None = None
     pp_layer_partition: str | None = None
+    kv_cache_dtype_skip_layers: tuple[str, ...] | None = None
     unknown: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = field(default=())
     unresolved_noted: tuple[str, ...] = ()
@@ -191,13 +199,17 @@ def serve_arguments(words: Sequence[str]) -> list[str] | None:
 def config_to_args(config: Mapping[str, Any]) -> list[str]:
     """vLLM ``--config`` YAML (long-form keys) → argument words, as
     ``FlexibleArgumentParser.load_config_file`` does (``true`` → ``--k``,
-    ``false`` → ``--no-k``, mappings → JSON)."""
+    ``false`` → ``--no-k``, a list → ``--k`` then each item, an empty list → nothing,
+    mappings → JSON)."""
     words: list[str] = []
     for key, value in config.items():
         flag = "--" + str(key)
         if isinstance(value, bool):
             words.append(flag if value else "--no-" + str(key))
-        elif isinstance(value, (dict, list)):
+        elif isinstance(value, list):
+            if value:
+                words += [flag, *(str(item) for item in value)]
+        elif isinstance(value, dict):
             words += [flag, json.dumps(value)]
         elif value is not None:
             words += [flag, str(value)]
@@ -267,7 +279,13 @@ def _tokens(words: Sequence[str]) -> list[tuple[str, str | None]]:
                 bare = key.removeprefix("no-")
                 takes_value = bare not in BOOLEAN_FLAGS and not key.startswith("no-")
                 nxt = words[i + 1] if i + 1 < len(words) else None
-                if takes_value and nxt is not None and not _is_flag(nxt):
+                if key in LIST_FLAGS:
+                    values = []
+                    while i + 1 < len(words) and not _is_flag(words[i + 1]):
+                        values.append(words[i + 1])
+                        i += 1
+                    out.append((key, LIST_SEPARATOR.join(values) if values else None))
+                elif takes_value and nxt is not None and not _is_flag(nxt):
                     out.append((key, nxt))
                     i += 1
                 else:
@@ -490,6 +508,11 @@ def _build(
         replayssm_buffer_len=opt_int("replayssm-buffer-len"),
         mamba_backend=opt_str("mamba-backend"),
         pp_layer_partition=env.get("VLLM_PP_LAYER_PARTITION") or None,
+        kv_cache_dtype_skip_layers=(
+            tuple(str(values["kv-cache-dtype-skip-layers"]).split(LIST_SEPARATOR))
+            if values.get("kv-cache-dtype-skip-layers") is not None
+            else None
+        ),
         unknown=unknown,
         unresolved=unres,
     )
@@ -551,4 +574,5 @@ def settings_from_args(
         mamba_backend=args.mamba_backend,
         pipeline_parallel_size=args.pipeline_parallel_size or 1,
         pp_layer_partition=args.pp_layer_partition,
+        kv_cache_dtype_skip_layers=args.kv_cache_dtype_skip_layers or (),
     )

@@ -153,6 +153,7 @@ _OPTIONAL_SETTINGS = (
     "transformers_version",
     "pipeline_parallel_size",
     "pp_layer_partition",
+    "kv_cache_dtype_skip_layers",
 )
 
 
