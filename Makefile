@@ -82,12 +82,19 @@ tests/golden/groups-%.jsonl: tests/golden/build_group_vectors.py kvalign/vllm_pr
 	VLLM_PLUGINS="" VLLM_LOGGING_LEVEL=ERROR HF_HUB_OFFLINE=1 PYTHONPATH=$(VLLM_ENV)/$* \
 		$(VLLM_ENV)/venv/bin/python tests/golden/build_group_vectors.py --out $@.tmp && mv $@.tmp $@
 
+# --kv-cache-dtype-skip-layers (build_skip_layer_vectors.py)
+SKIP_RELEASES ?= 0.25.0 0.27.1 0.33.0
+
+tests/golden/skip-layers-%.jsonl: tests/golden/build_skip_layer_vectors.py tests/golden/build_group_vectors.py kvalign/vllm_probe/*.py
+	VLLM_PLUGINS="" VLLM_LOGGING_LEVEL=ERROR HF_HUB_OFFLINE=1 PYTHONPATH=$(VLLM_ENV)/$* \
+		$(VLLM_ENV)/venv/bin/python tests/golden/build_skip_layer_vectors.py --out $@.tmp && mv $@.tmp $@
+
 # what 0.33's own `vllm serve` parser accepts (build_parser_vectors.py)
 tests/golden/serve-parser-%.json: tests/golden/build_parser_vectors.py
 	VLLM_PLUGINS="" VLLM_LOGGING_LEVEL=ERROR HF_HUB_OFFLINE=1 PYTHONPATH=$(VLLM_ENV)/$* \
 		$(VLLM_ENV)/venv/bin/python tests/golden/build_parser_vectors.py --out $@.tmp && mv $@.tmp $@
 
-verify-releases:  ## rebuild tests/golden/vllm-X.Y.Z.jsonl, fidelity-X.Y.Z.jsonl, pp-X.Y.Z.jsonl and groups-X.Y.Z.jsonl with each release's own code (make -j2 ok)
+verify-releases:  ## rebuild tests/golden/vllm-X.Y.Z.jsonl, fidelity-X.Y.Z.jsonl, pp-X.Y.Z.jsonl, groups-X.Y.Z.jsonl and skip-layers-X.Y.Z.jsonl with each release's own code (make -j2 ok)
 	@test -x $(VLLM_ENV)/venv/bin/python || { echo "no $(VLLM_ENV): run ../shared/tools/vllm-release-env.sh $(VLLM_ENV) $(VLLM_RELEASES)"; exit 2; }
 	$(VLLM_ENV)/venv/bin/python -m pip install --quiet --no-deps -e .
 	$(MAKE) $(foreach v,$(VLLM_RELEASES),tests/golden/vllm-$(v).jsonl)
@@ -95,6 +102,7 @@ verify-releases:  ## rebuild tests/golden/vllm-X.Y.Z.jsonl, fidelity-X.Y.Z.jsonl
 		tests/golden/fidelity-0.19.1-transformers-4.57.6.jsonl
 	$(MAKE) $(foreach v,$(PP_RELEASES),tests/golden/pp-$(v).jsonl)
 	$(MAKE) $(foreach v,$(GROUP_RELEASES),tests/golden/groups-$(v).jsonl)
+	$(MAKE) $(foreach v,$(SKIP_RELEASES),tests/golden/skip-layers-$(v).jsonl)
 	$(MAKE) tests/golden/serve-parser-0.33.0.json
 
 DISAGREEMENTS ?= /work/notes/release-disagreements.md

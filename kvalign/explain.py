@@ -299,6 +299,26 @@ def _alignment_steps(geometry: ModelGeometry, engine: EngineConfig, rank: RankRe
     return steps
 
 
+def _skip_block_steps(rank: RankResult) -> list[Step]:
+    """The ``--kv-cache-dtype-skip-layers`` block step when it raised the block
+    (:func:`kvalign.alignment.skip_layer_block_size`)."""
+    if rank.skip_block_size is None or rank.derivation is None:
+        return []
+    before = rank.derivation.block
+    return [
+        Step(
+            "skip_layer_block_size",
+            "block raised for the skip layers' page",
+            rank.skip_block_size,
+            "tokens",
+            f"{before} → {rank.skip_block_size}: the quantized page covers the skipped "
+            "layers' model-dtype page at the smallest kernel block",
+            ("--kv-cache-dtype-skip-layers",),
+            "vllm/platforms/interface.py Platform._align_heterogeneous_kv_block_size",
+        )
+    ]
+
+
 def _kernel_step(rank: RankResult, split: bool) -> Step:
     block, kernel = rank.block_size, rank.kernel_block_size
     if not split:
@@ -392,6 +412,7 @@ def explain(geometry: ModelGeometry, settings: Settings, tp: int) -> Explanation
         steps += _state_steps(geometry, rank)
     if rank.derivation is not None:
         steps += _alignment_steps(geometry, engine, rank)
+        steps += _skip_block_steps(rank)
         steps += _group_steps(rank) + _stage_steps(rank)
         steps.append(_kernel_step(rank, engine.profile.kernel_block_split))
         pad = rank.mamba_page_size_padded

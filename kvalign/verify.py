@@ -229,6 +229,7 @@ def _request(
         num_speculative_tokens=settings.num_speculative_tokens,
         hf_overrides=hf_overrides,
         gpu=settings.gpu,
+        kv_cache_dtype_skip_layers=settings.kv_cache_dtype_skip_layers,
     )
 
 

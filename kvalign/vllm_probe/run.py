@@ -126,6 +126,8 @@ def _engine_kwargs(
         if not mamba_cache_mode:
             raise ValueError("this release has no --mamba-cache-mode")
         kwargs["mamba_cache_mode"] = request.mamba_cache_mode
+    if request.kv_cache_dtype_skip_layers:
+        kwargs["kv_cache_dtype_skip_layers"] = list(request.kv_cache_dtype_skip_layers)
     if request.num_speculative_tokens:
         kwargs["speculative_config"] = {
             "method": "ngram",

@@ -28,6 +28,8 @@ class ProbeRequest:
         num_speculative_tokens: speculative tokens (``--speculative-config`` with the
             ``ngram`` method, which needs no draft model); 0 = no speculative decoding.
         hf_overrides: ``--hf-overrides``, ``None`` when not given.
+        kv_cache_dtype_skip_layers: ``--kv-cache-dtype-skip-layers`` entries (releases
+            without the flag refuse a value), ``()`` when not given.
         gpu: kvalign GPU name whose capability the probe platform reports (``None``:
             the probe's default, H100).
     """
@@ -45,6 +47,7 @@ class ProbeRequest:
     num_speculative_tokens: int = 0
     hf_overrides: Mapping[str, object] | None = None
     gpu: str | None = None
+    kv_cache_dtype_skip_layers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

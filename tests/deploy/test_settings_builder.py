@@ -50,7 +50,8 @@ def test_every_serve_argument_reaches_the_settings() -> None:
         "--mamba-ssm-cache-dtype float16 --speculative-config "
         """'{"method":"mtp","num_speculative_tokens":2}' --attention-backend flashinfer """
         "--mamba-cache-mode align --mamba-block-size 256 --max-model-len 32768 "
-        "--use-replayssm --replayssm-buffer-len 8 --mamba-backend flashinfer"
+        "--use-replayssm --replayssm-buffer-len 8 --mamba-backend flashinfer "
+        "--kv-cache-dtype-skip-layers 5 12"
     )
     assert settings_from_args(args, gpu="H100", vllm_version="0.31.0") == Settings(
         dtype="float16",
@@ -69,6 +70,7 @@ def test_every_serve_argument_reaches_the_settings() -> None:
         use_replayssm=True,
         replayssm_buffer_len=8,
         mamba_backend="flashinfer",
+        kv_cache_dtype_skip_layers=("5", "12"),
     )
 
 

@@ -519,3 +519,69 @@ def test_nixl_state_family_support(release: str, model: str, works: bool) -> Non
     assert verdict == "incompatible"
     assert "cannot transfer gdn state" in data["pairs"][0]["reason"]
     assert "upgrade to vLLM 0.25.0" in " ".join(data["fix"]["blockers"])
+
+
+# ---- --kv-cache-dtype-skip-layers ------------------------------------------------------
+SKIP_RELEASES = ("0.25.0", "0.27.1", "0.33.0")
+
+
+@pytest.mark.parametrize(("release", "vector"), _vectors("skip-layers", SKIP_RELEASES))
+def test_kv_cache_dtype_skip_layers_match_the_measured_release(release: str, vector: dict) -> None:
+    # measured: tests/golden/build_skip_layer_vectors.py (the probe with the flag, then the
+    # release's own unify_kv_cache_spec_page_size and grouping over one spec per layer,
+    # the named attention layers in the model dtype); an "error" is vLLM's start-up failure
+    none = vector["mamba_cache_mode"] == "none"
+    settings = Settings(
+        vllm_version=release,
+        attention_backend="FLASH_ATTN",
+        kv_cache_dtype=vector["kv_cache_dtype"],
+        kv_cache_dtype_skip_layers=tuple(vector["kv_cache_dtype_skip_layers"]),
+        # mode none: the Mamba groups' block is the config's max_model_len (see above)
+        max_model_len=vector["mamba_block_size"] if none else None,
+    )
+    rank = _rank(load_model(str(vector["model"])), settings, vector["tp"])
+    assert rank.block_size == vector["block_size"]
+    assert rank.kernel_block_size == vector["kernel_block_size"]
+    assert rank.mamba_page_size_padded == vector["mamba_page_size_padded"]
+    if "error" in vector:
+        # 0.25.0: unify_kv_cache_spec_page_size's assertion (it cannot pad a Mamba page)
+        assert "AssertionError" in vector["error"]
+        assert not rank.usable and "AssertionError" in rank.problem
+        return
+    assert rank.usable, rank.problem
+    got = [(g.kind, g.layers, g.block_size) for g in rank.kv_cache_groups]
+    assert got == [(g["kind"], g["layers"], g["block_size"]) for g in vector["groups"]]
+
+
+def test_kv_cache_dtype_skip_layers_is_refused_before_0_19() -> None:
+    # EngineArgs has no kv_cache_dtype_skip_layers in 0.18.1 (vllm/engine/arg_utils.py);
+    # 0.19.0 adds it: argparse refuses an unknown flag, kvalign says so (exit 2)
+    geometry = load_model(LFM2)
+    old = Settings(vllm_version="0.18.1", kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("2",))
+    with pytest.raises(InvalidSettings, match="no such flag"):
+        create_engine_config(geometry, old)
+    create_engine_config(geometry, Settings(vllm_version="0.19.1", kv_cache_dtype="fp8",
+                                            kv_cache_dtype_skip_layers=("2",)))  # fmt: skip
+
+
+def test_kv_cache_dtype_skip_layers_from_a_launch_line_check_and_explain() -> None:
+    # vLLM's flag takes several values (nargs "+", a list field of CacheConfig); a
+    # --config YAML list expands to the flag and its items (FlexibleArgumentParser)
+    from kvalign.deploy.vllm_args import config_to_args, parse_vllm_args
+
+    args = parse_vllm_args("vllm serve M --kv-cache-dtype-skip-layers 2 5 --block-size 16")
+    assert (args.kv_cache_dtype_skip_layers, args.block_size, args.unknown) == (("2", "5"), 16, ())
+    assert config_to_args({"kv-cache-dtype-skip-layers": [2, 5]}) == [
+        "--kv-cache-dtype-skip-layers", "2", "5",
+    ]  # fmt: skip
+    # skip-layers-0.33.0.jsonl: LFM2-1.2B, fp8, layer 2 kept in bf16: block 32, 16 groups,
+    # the skipped layer's group at 32, the fp8 attention groups at 64, Mamba at 16
+    flags = ["--kv-cache-dtype", "fp8", "--kv-cache-dtype-skip-layers", "2"]
+    done = runner.invoke(app, ["check", LFM2, *flags, "--format", "json"])
+    assert done.exit_code == 0, done.output
+    deployment = json.loads(done.stdout)["deployments"][0]
+    assert deployment["block_size"] == 32
+    kinds = {(g["kind"], g["block_size"]) for g in deployment["kv_cache_groups"]}
+    assert kinds == {("mamba", 16), ("attention-skip", 32), ("attention", 64)}
+    done = runner.invoke(app, ["explain", LFM2, "--tp", "1", *flags])
+    assert "block raised for the skip layers' page: 32 tokens" in done.output
