@@ -89,6 +89,13 @@ tests/golden/skip-layers-%.jsonl: tests/golden/build_skip_layer_vectors.py tests
 	VLLM_PLUGINS="" VLLM_LOGGING_LEVEL=ERROR HF_HUB_OFFLINE=1 PYTHONPATH=$(VLLM_ENV)/$* \
 		$(VLLM_ENV)/venv/bin/python tests/golden/build_skip_layer_vectors.py --out $@.tmp && mv $@.tmp $@
 
+# the extract_hidden_states hidden-state group (build_skip_layer_vectors.py --hidden-states)
+HIDDEN_RELEASES ?= 0.25.0 0.27.1 0.28.0 0.33.0
+
+tests/golden/hidden-state-%.jsonl: tests/golden/build_skip_layer_vectors.py tests/golden/build_group_vectors.py kvalign/vllm_probe/*.py
+	VLLM_PLUGINS="" VLLM_LOGGING_LEVEL=ERROR HF_HUB_OFFLINE=1 PYTHONPATH=$(VLLM_ENV)/$* \
+		$(VLLM_ENV)/venv/bin/python tests/golden/build_skip_layer_vectors.py --hidden-states --out $@.tmp && mv $@.tmp $@
+
 # what 0.33's own `vllm serve` parser accepts (build_parser_vectors.py)
 tests/golden/serve-parser-%.json: tests/golden/build_parser_vectors.py
 	VLLM_PLUGINS="" VLLM_LOGGING_LEVEL=ERROR HF_HUB_OFFLINE=1 PYTHONPATH=$(VLLM_ENV)/$* \
@@ -103,6 +110,7 @@ verify-releases:  ## rebuild tests/golden/vllm-X.Y.Z.jsonl, fidelity-X.Y.Z.jsonl
 	$(MAKE) $(foreach v,$(PP_RELEASES),tests/golden/pp-$(v).jsonl)
 	$(MAKE) $(foreach v,$(GROUP_RELEASES),tests/golden/groups-$(v).jsonl)
 	$(MAKE) $(foreach v,$(SKIP_RELEASES),tests/golden/skip-layers-$(v).jsonl)
+	$(MAKE) $(foreach v,$(HIDDEN_RELEASES),tests/golden/hidden-state-$(v).jsonl)
 	$(MAKE) tests/golden/serve-parser-0.33.0.json
 
 DISAGREEMENTS ?= /work/notes/release-disagreements.md

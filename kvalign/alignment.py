@@ -453,8 +453,9 @@ class KvCacheGroup:
 
     Attributes:
         kind: ``attention``, ``attention-skip`` (layers ``--kv-cache-dtype-skip-layers``
-            keeps in the model dtype, with a quantized KV cache) or ``mamba`` (every
-            recurrent-state family).
+            keeps in the model dtype, with a quantized KV cache), ``mamba`` (every
+            recurrent-state family) or ``hidden-state`` (the ``extract_hidden_states``
+            speculative method's cache-only layer, :func:`hidden_state_group`).
         layers: the model's layers in the group (vLLM pads the group to the group size).
         block_size: the group's block (tokens): the logical block for attention and for
             Mamba in cache modes ``align`` / ``all``; for Mamba in mode ``none`` vLLM's
@@ -527,6 +528,59 @@ def kv_cache_groups(
             layers = len(range(index, count, num_groups))
             groups.append(KvCacheGroup(name, layers, blocks[name]))
     return tuple(groups)
+
+
+def _largest_divisor_at_most(value: int, limit: int) -> int:
+    return next((c for c in range(min(value, limit), 0, -1) if value % c == 0), 1)
+
+
+def hidden_state_group(
+    groups: tuple[KvCacheGroup, ...],
+    common_page: int,
+    per_token: int,
+    rule: int,
+    release: str,
+) -> tuple[tuple[KvCacheGroup, ...], str]:
+    """``groups`` with the ``extract_hidden_states`` hidden-state group appended (kind
+    ``hidden-state``, one layer), and why vLLM fails at start-up (``""`` when it starts).
+
+    The hidden-state layer (``per_token`` bytes per token) stays out of the grouping and
+    joins afterwards with its page padded to the groups' ``common_page`` (bytes). Its block:
+    rule 1 ``max(common // per_token, 1)``; rule 2 the largest divisor of the groups' gcd
+    block not above that; rule 3 as 2, after every group's block is multiplied by
+    ``ceil(per_token / common)`` when one token does not fit. Under rules 1-2 a token that
+    does not fit leaves a padded page below the real one, and the spec's assertion fails.
+    Mirrors ``get_kv_cache_groups`` / ``_ensure_min_page_size`` / ``_largest_divisor_at_most``
+    (``vllm/v1/core/kv_cache_utils.py``; ``kv_cache_planning.py`` in 0.33;
+    :data:`kvalign.versions.HIDDEN_STATE_RULES`).
+    """
+    problem = ""
+    if per_token > common_page:
+        if rule >= 3:
+            scale = cdiv(per_token, common_page)
+            common_page *= scale
+            groups = tuple(
+                dataclasses.replace(
+                    g, block_size=None if g.block_size is None else g.block_size * scale
+                )
+                for g in groups
+            )
+        else:
+            problem = (
+                f"vLLM {release} fails at start-up: one token of the extract_hidden_states "
+                f"hidden-state layer ({per_token:,} B) does not fit the KV-cache groups' page "
+                f"({common_page:,} B) it is padded to (AssertionError: page_size_padded >= "
+                "page size)"
+            )
+    most = max(common_page // per_token, 1)
+    blocks = [g.block_size for g in groups]
+    if rule == 1:
+        block: int | None = most
+    elif None in blocks or not blocks:
+        block = None  # a Mamba group of max_model_len tokens that kvalign does not know
+    else:
+        block = _largest_divisor_at_most(math.gcd(*(b for b in blocks if b)), most)
+    return (*groups, KvCacheGroup("hidden-state", 1, block)), problem
 
 
 @dataclass(frozen=True)
@@ -794,7 +848,19 @@ def analyze_rank(geometry: ModelGeometry, engine: EngineConfig, tp: int) -> Rank
     if not load_error:
         common["load_error"] = _speculative_rows_problem(geometry, engine, tp, block * a)
     stages = pp_stages(geometry, engine, block)
-    common["kv_cache_groups"] = kv_cache_groups(geometry, engine, block, derivation.block)
+    groups = kv_cache_groups(geometry, engine, block, derivation.block)
+    if groups and engine.hidden_state_bytes is not None:
+        page = a
+        if any(g.kind == "attention-skip" for g in groups):
+            assert engine.skip_kv_bytes is not None
+            page = attention_page_bytes_per_token(attention, tp, engine.skip_kv_bytes)
+        groups, hidden_problem = hidden_state_group(
+            groups, block * page, engine.hidden_state_bytes, engine.hidden_state_rule,
+            engine.profile.name,
+        )  # fmt: skip
+        if not common["load_error"]:
+            common["load_error"] = hidden_problem
+    common["kv_cache_groups"] = groups
     if not common["load_error"]:
         common["load_error"] = next((st.problem for st in stages if st.problem), "")
     return RankResult(

@@ -38,6 +38,7 @@ from kvalign.versions import (
     TransformersChoice,
     architecture_problem,
     architecture_stand_in,
+    hidden_state_rule,
     resolve,
     skip_layer_rules,
     transformers_for,
@@ -118,6 +119,10 @@ class EngineConfig:
             nothing.
         skip_aligns_block: the release raises the block for the skip layers' page
             (:class:`kvalign.versions.SkipLayerRules` ``aligns_block``).
+        hidden_state_bytes: bytes per token of the ``extract_hidden_states`` speculative
+            method's hidden-state layer (its own KV-cache group), ``None`` without it;
+            ``hidden_state_rule``: how the release sizes that group
+            (:data:`kvalign.versions.HIDDEN_STATE_RULES`).
         resolutions: each resolved input with its source, in resolution order.
         notes: remarks to show with any result computed from this config.
     """
@@ -150,6 +155,8 @@ class EngineConfig:
     skip_layers: tuple[int, ...] = ()
     skip_kv_bytes: int | None = None
     skip_aligns_block: bool = False
+    hidden_state_bytes: int | None = None
+    hidden_state_rule: int = 0
     resolutions: tuple[Resolution, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -770,6 +777,59 @@ def resolve_kv_skip_layers(
     return _SkipLayers(matched, model_bytes, rules.aligns_block)
 
 
+#: the speculative method whose draft caches the target's hidden states in the KV cache.
+EXTRACT_HIDDEN_STATES = "extract_hidden_states"
+
+
+def resolve_hidden_state_cache(
+    geometry: ModelGeometry, settings: Settings, chosen: Resolved, model_dtype: str, trail: _Trail
+) -> tuple[int | None, int]:
+    """(bytes per token of the hidden-state KV-cache layer, the release's rule) for the
+    ``extract_hidden_states`` speculative method, ``(None, 0)`` without it.
+
+    Its one cache-only layer holds ``len(eagle_aux_hidden_state_layer_ids)`` heads of
+    ``hidden_size`` elements in the model dtype (a quantized ``--kv-cache-dtype`` is
+    replaced by ``auto`` for it), not sharded by TP (``ExtractHiddenStatesModel`` and
+    ``CacheOnlyAttentionLayer.get_kv_cache_spec``,
+    ``vllm/model_executor/models/extract_hidden_states.py``, read in 0.20.0 → 0.33.0).
+
+    Raises:
+        NotModelled: a release before 0.22 (its grouping of that layer is not modelled),
+            or a config that names no ``hidden_size``.
+    """
+    if settings.speculative_method != EXTRACT_HIDDEN_STATES:
+        return None, 0
+    rule = hidden_state_rule(chosen.release)
+    if not rule:
+        raise NotModelled(
+            f"speculative method {EXTRACT_HIDDEN_STATES} on vLLM {chosen.profile.name}: "
+            "how that release groups the hidden-state KV-cache layer is not modelled "
+            "(from 0.22)"
+        )
+    if geometry.hidden_size is None:
+        raise NotModelled(
+            f"{geometry.config_path}: speculative method {EXTRACT_HIDDEN_STATES} caches "
+            "hidden states of hidden_size elements, which the config does not name"
+        )
+    heads = len(settings.eagle_aux_hidden_state_layer_ids)
+    per_token = heads * geometry.hidden_size * DTYPE_BYTES[model_dtype]
+    why = (
+        f"--speculative-config method {EXTRACT_HIDDEN_STATES}: {heads} hidden states "
+        f"(eagle_aux_hidden_state_layer_ids) x hidden_size {geometry.hidden_size} x "
+        f"{model_dtype}"
+    )
+    trail.add("hidden_state_cache", f"{per_token} B per token", why)
+    if not heads:
+        trail.startup_errors.append(
+            f"vLLM {chosen.profile.name} fails at start-up: speculative method "
+            f"{EXTRACT_HIDDEN_STATES} without eagle_aux_hidden_state_layer_ids gives its "
+            "hidden-state layer 0 heads, a 0-byte page per token, which get_kv_cache_groups "
+            "divides by (ZeroDivisionError)"
+        )
+        return None, rule
+    return per_token, rule
+
+
 def resolve_mamba_state(
     geometry: ModelGeometry,
     settings: Settings,
@@ -1038,6 +1098,7 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
     gpu = get_gpu(settings.gpu)
     attention = resolve_attention(geometry, settings, profile, gpu, model_dtype, trail)
     skip = resolve_kv_skip_layers(geometry, settings, chosen, attention, model_dtype, trail)
+    hidden, hidden_rule = resolve_hidden_state_cache(geometry, settings, chosen, model_dtype, trail)
     conv, ssm, backend = resolve_mamba_state(
         geometry, settings, profile, gpu, model_dtype, attention.backend, trail
     )
@@ -1087,6 +1148,8 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
         skip_layers=skip.layers,
         skip_kv_bytes=skip.kv_bytes,
         skip_aligns_block=skip.aligns_block,
+        hidden_state_bytes=hidden,
+        hidden_state_rule=hidden_rule,
         resolutions=tuple(trail.steps),
         notes=tuple(trail.notes),
     )

@@ -94,6 +94,9 @@ class ModelGeometry:
             class reads (Nemotron-H ``layers_block_type`` without
             ``hybrid_override_pattern``): releases that run transformers 4 cannot load it.
         auto_map: the config names remote code (``auto_map``), which kvalign never runs.
+        hidden_size: the text config's ``hidden_size`` (elements), ``None`` when it names
+            none (the ``extract_hidden_states`` speculative method caches hidden states of
+            this width).
     """
 
     model_id: str
@@ -114,6 +117,7 @@ class ModelGeometry:
     layer_kinds: tuple[LayerKind, ...] = ()
     transformers5_spelling: bool = False
     auto_map: bool = False
+    hidden_size: int | None = None
 
     @property
     def attention_free(self) -> bool:

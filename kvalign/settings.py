@@ -16,6 +16,22 @@ MAX_SPEC_TOKENS = 1024
 Alignment = Literal["vllm", "tp-stable"]
 
 
+def layer_ids(text: str | None, flag: str) -> tuple[int, ...]:
+    """A comma list of layer indices (``--eagle-aux-hidden-state-layer-ids 1,20,39``).
+
+    Raises:
+        InvalidSettings: an entry that is not a non-negative integer.
+    """
+    from kvalign.errors import InvalidSettings
+
+    out = []
+    for part in (text or "").replace(",", " ").split():
+        if not part.isdigit() or len(part) > 9:
+            raise InvalidSettings(f"{flag}: {part[:20]!r} is not a layer index")
+        out.append(int(part))
+    return tuple(out)
+
+
 def skip_layer_entries(text: str | None) -> tuple[str, ...]:
     """``--kv-cache-dtype-skip-layers`` as kvalign's options spell it (``0,5`` or
     ``"0 5"``) → its entries, in order (``()`` for ``None`` or nothing)."""
@@ -63,7 +79,13 @@ class Settings:
             separated, e.g. ``"24,28"``), ``None`` = vLLM's even split.
         kv_cache_dtype_skip_layers: ``--kv-cache-dtype-skip-layers``: layer indices
             (``"5"``) or attention types (``"sliding_window"``) whose attention layers keep
-            the model dtype instead of ``--kv-cache-dtype`` (vLLM 0.32+), ``()`` = none.
+            the model dtype instead of ``--kv-cache-dtype`` (vLLM 0.19+), ``()`` = none.
+        speculative_method: ``--speculative-config`` ``method`` (``mtp``, ``eagle3``,
+            ``extract_hidden_states``, ...), ``None`` when not given.
+        eagle_aux_hidden_state_layer_ids: ``--speculative-config``
+            ``draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids``: the layers
+            whose hidden states ``extract_hidden_states`` caches (only their count sizes
+            its KV-cache group), ``()`` when not given.
     """
 
     dtype: str = "auto"
@@ -88,3 +110,5 @@ class Settings:
     pipeline_parallel_size: int = 1
     pp_layer_partition: str | None = None
     kv_cache_dtype_skip_layers: tuple[str, ...] = ()
+    speculative_method: str | None = None
+    eagle_aux_hidden_state_layer_ids: tuple[int, ...] = ()

@@ -492,6 +492,28 @@ def skip_layer_rules(release: str) -> SkipLayerRules:
     return SkipLayerRules(**on)
 
 
+#: how the ``extract_hidden_states`` speculative method's hidden-state KV-cache group
+#: (``HiddenStateCacheSpec``, one layer of ``len(eagle_aux_hidden_state_layer_ids)`` heads
+#: of ``hidden_size``) gets its block, by first release (``get_kv_cache_groups`` in
+#: ``vllm/v1/core/kv_cache_utils.py``; ``kv_cache_planning.py`` in 0.33): 1 its own group
+#: of ``max(common page // per-token bytes, 1)`` tokens, the page padded to the common page
+#: (read in 0.22.0, 0.24.0 → 0.27.1; 0.20.0 has the method but no such grouping; 0.21 not
+#: read); 2 the largest divisor of the other groups' gcd block within that (0.28.0,
+#: 0.29.0); 3 the other groups' blocks are first multiplied until the common page holds one
+#: token of hidden states (``_ensure_min_page_size``; 0.30.0 → 0.33.0).
+HIDDEN_STATE_RULES: tuple[tuple[str, int], ...] = (("0.22.0", 1), ("0.28.0", 2), ("0.30.0", 3))
+
+
+def hidden_state_rule(release: str) -> int:
+    """The :data:`HIDDEN_STATE_RULES` rule of vLLM ``release`` (0: not modelled, < 0.22)."""
+    wanted = Version(release)
+    rule = 0
+    for first, number in HIDDEN_STATE_RULES:
+        if wanted >= Version(first):
+            rule = number
+    return rule
+
+
 #: the transformers range each vLLM release declares (``Requires-Dist: transformers`` in its
 #: wheel's METADATA), as a chain: (first release, specifier, releases read). A release takes
 #: the row of the newest ``first`` at or below it. Read in the published wheels.

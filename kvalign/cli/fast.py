@@ -68,6 +68,8 @@ SETTINGS_OPTIONS: dict[str, tuple[Any, dict[str, Kind]]] = {
     ),
     "pp_layer_partition": (None, {"--pp-layer-partition": str}),
     "kv_cache_dtype_skip_layers": (None, {"--kv-cache-dtype-skip-layers": str}),
+    "speculative_method": (None, {"--speculative-method": str}),
+    "eagle_aux_hidden_state_layer_ids": (None, {"--eagle-aux-hidden-state-layer-ids": str}),
 }
 #: how MODEL is loaded (``ModelSource``).
 SOURCE_OPTIONS: dict[str, tuple[Any, dict[str, Kind]]] = {

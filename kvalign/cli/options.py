@@ -216,6 +216,24 @@ SkipLayersOpt = Annotated[
         show_default=False,
     ),
 ]
+SpecMethodOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--speculative-method",
+        help="vLLM --speculative-config method (e.g. extract_hidden_states, whose "
+        "hidden-state layer is a KV-cache group of its own).",
+        show_default=False,
+    ),
+]
+AuxLayersOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--eagle-aux-hidden-state-layer-ids",
+        help="--speculative-config draft_model_config.hf_config."
+        "eagle_aux_hidden_state_layer_ids, e.g. 1,20,39 (extract_hidden_states).",
+        show_default=False,
+    ),
+]
 MaxModelLenOpt = Annotated[
     int | None,
     typer.Option(
@@ -298,6 +316,8 @@ for _annotation, _panel, _metavar in (
     (PipelineOpt, VLLM_PANEL, "N"),
     (PpPartitionOpt, VLLM_PANEL, "COUNTS"),
     (SkipLayersOpt, VLLM_PANEL, "LAYERS"),
+    (SpecMethodOpt, VLLM_PANEL, "NAME"),
+    (AuxLayersOpt, VLLM_PANEL, "LAYERS"),
     (GpuOpt, VLLM_PANEL, "GPU"),
     (GdnOpt, VLLM_PANEL, None),
     (AlignOpt, VLLM_PANEL, None),
@@ -340,6 +360,8 @@ _SETTINGS_PARAMS = (
     _param("pipeline_parallel_size", PipelineOpt, 1),
     _param("pp_layer_partition", PpPartitionOpt, None),
     _param("kv_cache_dtype_skip_layers", SkipLayersOpt, None),
+    _param("speculative_method", SpecMethodOpt, None),
+    _param("eagle_aux_hidden_state_layer_ids", AuxLayersOpt, None),
 )
 #: how MODEL is loaded.
 _SOURCE_PARAMS = (

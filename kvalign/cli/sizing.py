@@ -16,7 +16,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from kvalign.errors import InvalidSettings
-from kvalign.settings import MAX_TP, Settings, skip_layer_entries
+from kvalign.settings import MAX_TP, Settings, layer_ids, skip_layer_entries
 
 if TYPE_CHECKING:
     from kvalign.geometry import ModelGeometry
@@ -148,6 +148,10 @@ def settings_from_flags(flags: Mapping[str, Any]) -> Settings:
     if "kv_cache_dtype_skip_layers" in values:
         values["kv_cache_dtype_skip_layers"] = skip_layer_entries(
             values["kv_cache_dtype_skip_layers"]
+        )
+    if "eagle_aux_hidden_state_layer_ids" in values:
+        values["eagle_aux_hidden_state_layer_ids"] = layer_ids(
+            values["eagle_aux_hidden_state_layer_ids"], "--eagle-aux-hidden-state-layer-ids"
         )
     settings = Settings(**values)
     warn_beyond_newest(settings.vllm_version)

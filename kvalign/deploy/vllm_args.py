@@ -107,6 +107,9 @@ class VllmArgs:
             ``--replayssm-buffer-len``, ``--mamba-backend``.
         kv_cache_dtype_skip_layers: ``--kv-cache-dtype-skip-layers`` entries (layer
             indices, ``sliding_window``).
+        speculative_method: ``--speculative-config`` ``method``.
+        eagle_aux_hidden_state_layer_ids: ``--speculative-config``
+            ``draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids``.
         pp_layer_partition: the ``VLLM_PP_LAYER_PARTITION`` environment variable (layers
             per pipeline stage), ``None`` when unset.
         unknown: flags kvalign does not read (for ``--verbose``).
@@ -147,6 +150,8 @@ class VllmArgs:
     mamba_backend: str | None = None
     pp_layer_partition: str | None = None
     kv_cache_dtype_skip_layers: tuple[str, ...] | None = None
+    speculative_method: str | None = None
+    eagle_aux_hidden_state_layer_ids: tuple[int, ...] | None = None
     unknown: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = field(default=())
     unresolved_noted: tuple[str, ...] = ()
@@ -442,6 +447,24 @@ def _truthy(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _aux_layer_ids(spec: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """``draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids`` of a
+    ``--speculative-config`` object (``None`` when absent).
+
+    Raises:
+        InvalidSettings: not a list of layer indices.
+    """
+    draft = spec.get("draft_model_config")
+    hf = draft.get("hf_config") if isinstance(draft, dict) else None
+    ids = hf.get("eagle_aux_hidden_state_layer_ids") if isinstance(hf, dict) else None
+    if ids is None:
+        return None
+    flag = "speculative-config.draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids"
+    if not isinstance(ids, list):
+        raise InvalidSettings(f"--{flag}: expected a list of layer indices")
+    return tuple(_int(i, flag) for i in ids)
+
+
 def _build(
     values: dict[str, Any], env: Mapping[str, str], unknown: tuple[str, ...], unres: tuple[str, ...]
 ) -> VllmArgs:
@@ -513,6 +536,8 @@ def _build(
             if values.get("kv-cache-dtype-skip-layers") is not None
             else None
         ),
+        speculative_method=str(spec["method"]) if spec.get("method") is not None else None,
+        eagle_aux_hidden_state_layer_ids=_aux_layer_ids(spec),
         unknown=unknown,
         unresolved=unres,
     )
@@ -575,4 +600,6 @@ def settings_from_args(
         pipeline_parallel_size=args.pipeline_parallel_size or 1,
         pp_layer_partition=args.pp_layer_partition,
         kv_cache_dtype_skip_layers=args.kv_cache_dtype_skip_layers or (),
+        speculative_method=args.speculative_method,
+        eagle_aux_hidden_state_layer_ids=args.eagle_aux_hidden_state_layer_ids or (),
     )

@@ -56,8 +56,14 @@ def serve_args(plan: Plan, role: str) -> list[str]:
         args.append(
             "--enable-prefix-caching" if s.enable_prefix_caching else "--no-enable-prefix-caching"
         )
-    if s.num_speculative_tokens:
-        spec = {"method": "mtp", "num_speculative_tokens": s.num_speculative_tokens}
+    if s.num_speculative_tokens or s.speculative_method:
+        spec: dict[str, object] = {
+            "method": s.speculative_method or "mtp",
+            "num_speculative_tokens": s.num_speculative_tokens,
+        }
+        if s.eagle_aux_hidden_state_layer_ids:
+            ids = list(s.eagle_aux_hidden_state_layer_ids)
+            spec["draft_model_config"] = {"hf_config": {"eagle_aux_hidden_state_layer_ids": ids}}
         args += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
     if plan.max_num_batched_tokens is not None:
         args += ["--max-num-batched-tokens", str(plan.max_num_batched_tokens)]

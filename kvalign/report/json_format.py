@@ -154,6 +154,8 @@ _OPTIONAL_SETTINGS = (
     "pipeline_parallel_size",
     "pp_layer_partition",
     "kv_cache_dtype_skip_layers",
+    "speculative_method",
+    "eagle_aux_hidden_state_layer_ids",
 )
 
 

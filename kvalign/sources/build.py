@@ -248,6 +248,14 @@ def _attention_only(
     )
 
 
+def _hidden_size(text: ConfigFields) -> int | None:
+    """The text config's ``hidden_size`` when it is a positive integer, else ``None``."""
+    value = text.raw("hidden_size")
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return value
+
+
 def _attention(text: ConfigFields, spec: ModelSpec | None) -> AttentionGeometry:
     heads = text.int("num_attention_heads", "num_attention_heads", "n_head", "n_heads")
     if text.has("kv_lora_rank"):
@@ -423,6 +431,7 @@ def geometry_from_dict(
             and as_written.raw("hybrid_override_pattern") is None
         ),
         auto_map="auto_map" in raw,
+        hidden_size=_hidden_size(text),
     )
 
 

@@ -54,7 +54,7 @@ def _tempfile() -> Any:
 
 
 #: cache layout version; bump when the JSON shape of an entry changes.
-FORMAT = 4
+FORMAT = 5
 #: largest cache entry read back (entries are ~2 KiB).
 _MAX_ENTRY_BYTES = 256 * 1024
 #: file next to the cache folder (``~/.cache/kvalign.key``) holding the per-user HMAC key.
@@ -128,6 +128,7 @@ def geometry_to_dict(geometry: ModelGeometry) -> dict[str, Any]:
         "layer_kinds": list(geometry.layer_kinds),
         "transformers5_spelling": geometry.transformers5_spelling,
         "auto_map": geometry.auto_map,
+        "hidden_size": geometry.hidden_size,
     }
 
 
@@ -263,6 +264,7 @@ def geometry_from_json(data: Any) -> ModelGeometry:
             layer_kinds=layer_kinds,
             transformers5_spelling=bool(data.get("transformers5_spelling", False)),
             auto_map=bool(data.get("auto_map", False)),
+            hidden_size=None if data.get("hidden_size") is None else _int(data["hidden_size"]),
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"corrupt entry ({type(exc).__name__})") from None

@@ -38,7 +38,10 @@ def test_every_setting_is_a_vllm_serve_argument_or_named_as_none() -> None:
     assert read >= SETTINGS - NOT_SERVE_ARGUMENTS
     assert NOT_SERVE_ARGUMENTS <= SETTINGS
     for name in SETTINGS - NOT_SERVE_ARGUMENTS:
-        assert name.replace("_", "-") in KNOWN or name == "num_speculative_tokens", name
+        # the speculative settings are --speculative-config fields
+        speculative = ("num_speculative_tokens", "speculative_method",
+                       "eagle_aux_hidden_state_layer_ids")  # fmt: skip
+        assert name.replace("_", "-") in KNOWN or name in speculative, name
 
 
 def test_every_serve_argument_reaches_the_settings() -> None:
@@ -48,7 +51,8 @@ def test_every_serve_argument_reaches_the_settings() -> None:
         "vllm serve M --dtype float16 --kv-cache-dtype fp8 --block-size 64 "
         "--no-enable-prefix-caching --mamba-cache-dtype float32 "
         "--mamba-ssm-cache-dtype float16 --speculative-config "
-        """'{"method":"mtp","num_speculative_tokens":2}' --attention-backend flashinfer """
+        """'{"method":"mtp","num_speculative_tokens":2,"draft_model_config":{"hf_config":"""
+        """{"eagle_aux_hidden_state_layer_ids":[1,20]}}}' --attention-backend flashinfer """
         "--mamba-cache-mode align --mamba-block-size 256 --max-model-len 32768 "
         "--use-replayssm --replayssm-buffer-len 8 --mamba-backend flashinfer "
         "--kv-cache-dtype-skip-layers 5 12"
@@ -71,6 +75,8 @@ def test_every_serve_argument_reaches_the_settings() -> None:
         replayssm_buffer_len=8,
         mamba_backend="flashinfer",
         kv_cache_dtype_skip_layers=("5", "12"),
+        speculative_method="mtp",
+        eagle_aux_hidden_state_layer_ids=(1, 20),
     )
 
 

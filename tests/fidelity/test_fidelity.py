@@ -585,3 +585,55 @@ def test_kv_cache_dtype_skip_layers_from_a_launch_line_check_and_explain() -> No
     assert kinds == {("mamba", 16), ("attention-skip", 32), ("attention", 64)}
     done = runner.invoke(app, ["explain", LFM2, "--tp", "1", *flags])
     assert "block raised for the skip layers' page: 32 tokens" in done.output
+
+
+# ---- the hidden-state group of speculative method extract_hidden_states ----------------
+HIDDEN_RELEASES = ("0.25.0", "0.27.1", "0.28.0", "0.33.0")
+
+
+@pytest.mark.parametrize(("release", "vector"), _vectors("hidden-state", HIDDEN_RELEASES))
+def test_hidden_state_group_matches_the_measured_release(release: str, vector: dict) -> None:
+    # measured: build_skip_layer_vectors.py --hidden-states (the release's own
+    # HiddenStateCacheSpec and get_kv_cache_groups); "error": vLLM's start-up failure
+    none = vector["mamba_cache_mode"] == "none"
+    settings = Settings(
+        vllm_version=release,
+        attention_backend="FLASH_ATTN",
+        speculative_method=vector["speculative_method"],
+        eagle_aux_hidden_state_layer_ids=tuple(vector["eagle_aux_hidden_state_layer_ids"]),
+        max_model_len=vector["mamba_block_size"] if none else None,
+    )
+    rank = _rank(load_model(str(vector["model"])), settings, vector["tp"])
+    assert rank.block_size == vector["block_size"]
+    if "error" in vector:
+        # 0.25-0.29: one token of hidden states is larger than the page it is padded to
+        assert "AssertionError" in vector["error"]
+        assert not rank.usable and "AssertionError" in rank.problem
+        return
+    assert rank.usable, rank.problem
+    got = [(g.kind, g.layers, g.block_size) for g in rank.kv_cache_groups]
+    assert got == [(g["kind"], g["layers"], g["block_size"]) for g in vector["groups"]]
+
+
+def test_hidden_state_group_is_not_modelled_before_0_22_and_audit_reads_it() -> None:
+    # 0.20.0 has the method but groups the cache-only layer like any other
+    # (kv_cache_utils.py has no HiddenStateCacheSpec branch): not modelled, exit 2
+    from kvalign.deploy.vllm_args import parse_vllm_args, settings_from_args
+    from kvalign.errors import NotModelled
+
+    geometry = load_model(NANO)
+    old = Settings(vllm_version="0.20.0", speculative_method="extract_hidden_states",
+                   eagle_aux_hidden_state_layer_ids=(1, 20, 39))  # fmt: skip
+    with pytest.raises(NotModelled, match="not modelled"):
+        create_engine_config(geometry, old)
+    spec = (
+        '{"method":"extract_hidden_states","num_speculative_tokens":1,'
+        '"draft_model_config":{"hf_config":{"eagle_aux_hidden_state_layer_ids":[1,20,39]}}}'
+    )
+    settings = settings_from_args(parse_vllm_args(["vllm", "serve", NANO,
+                                                   "--speculative-config", spec]))  # fmt: skip
+    assert settings.speculative_method == "extract_hidden_states"
+    assert settings.eagle_aux_hidden_state_layer_ids == (1, 20, 39)
+    # hidden-state-0.33.0.jsonl: Nemotron-3-Nano TP 1, 3 hidden states: block 131
+    groups = _rank(geometry, settings, 1).kv_cache_groups
+    assert (groups[-1].kind, groups[-1].block_size) == ("hidden-state", 131)

@@ -1,4 +1,5 @@
-"""Build tests/golden/skip-layers-X.Y.Z.jsonl: ``--kv-cache-dtype-skip-layers``, measured.
+"""Build tests/golden/skip-layers-X.Y.Z.jsonl (``--kv-cache-dtype-skip-layers``) and, with
+``--hidden-states``, hidden-state-X.Y.Z.jsonl (the ``extract_hidden_states`` group), measured.
 
 Not a test and never run by CI: it needs a real vLLM release (``make verify-releases``).
 No kvalign arithmetic is used. Per case (a bundled hybrid, TP, ``--kv-cache-dtype``, the
@@ -13,6 +14,14 @@ skip list; default flags otherwise, FLASH_ATTN):
   "auto"``), then the release's ``unify_kv_cache_spec_page_size`` and
   ``_get_kv_cache_groups_uniform_page_size``; an exception there is recorded as
   ``error`` (vLLM fails at start-up with it).
+
+With ``--hidden-states`` each case (:data:`HIDDEN_CASES`) adds the cache-only layer of the
+``extract_hidden_states`` speculative method: the release's own ``HiddenStateCacheSpec``
+with ``len(eagle_aux_hidden_state_layer_ids)`` heads of ``hidden_size`` in the model dtype
+at the block (what ``CacheOnlyAttentionLayer.get_kv_cache_spec`` returns), and the groups
+come from the release's own ``get_kv_cache_groups`` (given a stand-in ``VllmConfig`` that
+answers the two questions it asks here: the hybrid KV-cache manager is on, the KV-cache
+layout is not block-outermost); its kind ``hidden-state``.
 
     PYTHONPATH=/root/vllm-env/0.33.0 VLLM_PLUGINS="" /root/vllm-env/venv/bin/python \\
         tests/golden/build_skip_layer_vectors.py --out tests/golden/skip-layers-0.33.0.jsonl
@@ -47,7 +56,36 @@ CASES: tuple[tuple[str, int, str, tuple[str, ...]], ...] = (
 )
 
 
-def measure(model_id: str, tp: int, kv_cache_dtype: str, skip: tuple[str, ...]) -> dict[str, Any]:
+#: (model, TP, eagle_aux_hidden_state_layer_ids) for ``--hidden-states`` (default flags).
+HIDDEN_CASES: tuple[tuple[str, int, tuple[int, ...]], ...] = (
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 1, (1, 20, 39)),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 8, (1, 20, 39)),
+    ("LiquidAI/LFM2-1.2B", 1, (1, 7, 13)),
+    ("LiquidAI/LFM2-1.2B", 1, tuple(range(12))),
+    ("Qwen/Qwen3-Next-80B-A3B-Instruct", 4, (1, 2, 3, 4)),
+    ("tiiuae/Falcon-H1-0.5B-Base", 1, (1, 2)),
+)
+
+
+def _stand_in_config() -> Any:
+    """The two answers ``get_kv_cache_groups`` asks a ``VllmConfig`` for here."""
+    from types import SimpleNamespace
+
+    layout = SimpleNamespace(is_block_outermost=False)
+    return SimpleNamespace(
+        scheduler_config=SimpleNamespace(disable_hybrid_kv_cache_manager=False),
+        cache_config=SimpleNamespace(get_resolved_kv_cache_layout=lambda: layout),
+        attention_config=None,
+    )
+
+
+def measure(
+    model_id: str,
+    tp: int,
+    kv_cache_dtype: str,
+    skip: tuple[str, ...],
+    aux: tuple[int, ...] | None = None,
+) -> dict[str, Any]:
     """One line: the probe's sizes and the groups for one case."""
     import torch
     import vllm
@@ -64,6 +102,9 @@ def measure(model_id: str, tp: int, kv_cache_dtype: str, skip: tuple[str, ...]) 
         "kv_cache_dtype_skip_layers": list(skip),
         "vllm_version": str(vllm.__version__),
     }
+    if aux is not None:
+        row["speculative_method"] = "extract_hidden_states"
+        row["eagle_aux_hidden_state_layer_ids"] = list(aux)
     answer = vllm_answer(
         ProbeRequest(
             model=str(CATALOG / model_id),
@@ -127,14 +168,26 @@ def measure(model_id: str, tp: int, kv_cache_dtype: str, skip: tuple[str, ...]) 
             specs[f"model.layers.{i}.self_attn.attn"] = skipped if str(i) in skip else primary
         if has_state:
             specs[f"model.layers.{i}.mamba"] = mamba
+    if aux is not None:
+        specs[f"cache_only_layers.{len(kinds)}"] = fields(
+            kvi.HiddenStateCacheSpec, block_size=block, num_kv_heads=len(aux),
+            head_size=int(text.hidden_size), dtype=model_dtype,
+        )  # fmt: skip
     try:
-        specs = planning.unify_kv_cache_spec_page_size(specs)
-        groups = planning._get_kv_cache_groups_uniform_page_size(specs)
+        if aux is not None:
+            groups = planning.get_kv_cache_groups(_stand_in_config(), specs)
+            for g in groups:  # each spec's page, as the allocator asks for it
+                _ = g.kv_cache_spec.page_size_bytes
+        else:
+            specs = planning.unify_kv_cache_spec_page_size(specs)
+            groups = planning._get_kv_cache_groups_uniform_page_size(specs)
     except Exception as exc:  # vLLM stops at start-up with this
         row["error"] = f"at startup: {type(exc).__name__}: {exc}"[:300]
         return row
 
     def kind(spec: Any) -> str:
+        if isinstance(spec, kvi.HiddenStateCacheSpec):
+            return "hidden-state"
         if isinstance(spec, kvi.MambaSpec):
             return "mamba"
         return "attention-skip" if spec.dtype == model_dtype and quantized else "attention"
@@ -153,11 +206,17 @@ def measure(model_id: str, tp: int, kv_cache_dtype: str, skip: tuple[str, ...]) 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--hidden-states", action="store_true", help="the HIDDEN_CASES")
     args = parser.parse_args()
     lines = []
-    for model_id, tp, kv_dtype, skip in CASES:
+    cases = (
+        [(m, tp, "auto", (), aux) for m, tp, aux in HIDDEN_CASES]
+        if args.hidden_states
+        else [(*case, None) for case in CASES]
+    )
+    for model_id, tp, kv_dtype, skip, aux in cases:
         try:
-            row = measure(model_id, tp, kv_dtype, skip)
+            row = measure(model_id, tp, kv_dtype, skip, aux)
         except Exception as exc:  # a case this release cannot build: left out, said so
             print(f"{model_id} TP {tp}: not measured ({type(exc).__name__}: {exc})"[:200])
             continue
