@@ -637,3 +637,20 @@ def test_hidden_state_group_is_not_modelled_before_0_22_and_audit_reads_it() -> 
     # hidden-state-0.33.0.jsonl: Nemotron-3-Nano TP 1, 3 hidden states: block 131
     groups = _rank(geometry, settings, 1).kv_cache_groups
     assert (groups[-1].kind, groups[-1].block_size) == ("hidden-state", 131)
+
+
+def test_skip_layers_on_one_side_of_a_pair_is_block_drift_in_audit(tmp_path: Path) -> None:
+    # skip-layers-0.33.0.jsonl: LFM2-1.2B fp8 with layer 2 skipped is 32; vllm-0.33.0.jsonl:
+    # LFM2-1.2B fp8 without it is 16 (H100, FLASH_ATTN): the pools' blocks drift (KVA001)
+    transfer = '\'{"kv_connector":"NixlConnector","kv_role":"%s"}\''
+    base = f"vllm serve {LFM2} --kv-cache-dtype fp8 --attention-backend FLASH_ATTN"
+    script = tmp_path / "serve.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"{base} --kv-cache-dtype-skip-layers 2 --kv-transfer-config {transfer % 'kv_producer'} &\n"
+        f"{base} --kv-transfer-config {transfer % 'kv_consumer'} &\n",
+        encoding="utf-8",
+    )
+    done = runner.invoke(app, ["audit", str(tmp_path), "--vllm-version", "0.33.0", "--gpu", "H100"])
+    assert done.exit_code == 1, done.output
+    assert "KVA001" in done.output and "logical block size 32 (prefill TP 1) vs 16" in done.output
