@@ -362,12 +362,19 @@ RULE: Formats[RuleDoc] = Formats(
 
 
 def _audit_table(report: AuditReport, view: View) -> Any:
-    """audit's table: on a terminal (or a width asked for with ``COLUMNS``) rich sections
-    that fit it; anything else (a pipe, a CI log, ``--output``) plain lines, unwrapped."""
+    """audit's table: on a terminal (or a width asked for with ``COLUMNS``) sections that
+    fit it (laid out without rich when no colour is printed, :func:`plain_width`); anything
+    else (a pipe, a CI log, ``--output``) plain lines, unwrapped."""
     from kvalign.report import audit as audit_report
 
     terminal = sys.stdout.isatty() or "COLUMNS" in os.environ
     if terminal and view.fixed_width is None:
+        width = plain_width(view)
+        text = None if width is None else audit_report.to_plain_table(
+            report, width, verbose=view.verbose, quiet=view.quiet
+        )
+        if text is not None:
+            return text
         return audit_report.to_table(report, view.width, verbose=view.verbose, quiet=view.quiet)
     return audit_report.to_text(report, verbose=view.verbose, quiet=view.quiet)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kvalign.sanitize import clean
 
@@ -35,8 +35,9 @@ _SAFE = re.compile("[\x21-\x7e " + "".join(sorted(WIDE_SAFE)) + "]*")
 _WORD = re.compile(r" *[^ ]+ *")
 
 
-@dataclass(frozen=True)
-class Column:
+# NamedTuples, not dataclasses: a frozen dataclass compiles six methods when its module
+# loads, and this module loads on every ``check``.
+class Column(NamedTuple):
     """One column: ``fixed`` cells are never wrapped or truncated; others fold."""
 
     header: str
@@ -44,8 +45,7 @@ class Column:
     justify: str = "left"
 
 
-@dataclass(frozen=True)
-class Styled:
+class Styled(NamedTuple):
     """A cell or line with a rich style name (``"bold red"``): the style matters only for
     a terminal; :func:`render` prints the text."""
 
@@ -57,16 +57,14 @@ class Styled:
 Cell = str | Styled
 
 
-@dataclass(frozen=True)
-class Line:
+class Line(NamedTuple):
     """One line of text (folded at the console width, as rich folds it)."""
 
     text: str
     style: str = ""
 
 
-@dataclass(frozen=True)
-class Section:
+class Section(NamedTuple):
     """A titled table, or its rows stacked when it does not fit
     (:func:`kvalign.report.layout.section`)."""
 
