@@ -277,9 +277,10 @@ def _table(section: Section, console_width: int) -> list[str] | None:
             inner = width - 2
             if column.fixed and len(text) > inner:
                 return None  # rich would fold a column kvalign keeps whole
-            row.append([f" {line} " for line in _wrap(text, inner, column.justify, column.fixed)])
+            justify = column.justify if column.fixed else "left"  # as layout.section sets it
+            row.append([f" {line} " for line in _wrap(text, inner, justify, column.fixed)])
         rendered.append(row)
-    lines = _wrap(title, table_width, "left")
+    lines = _wrap(title, table_width, "left") if title else []  # rich skips an empty title
     lines.append("┏" + "┳".join("━" * w for w in widths) + "┓")
     for index, row in enumerate(rendered):
         height = max(len(cell) for cell in row)
