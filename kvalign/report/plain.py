@@ -79,9 +79,11 @@ class Section(NamedTuple):
 Part = Line | Section
 
 
-def cell_text(cell: Cell) -> str:
-    """The text of a cell."""
-    return cell.text if isinstance(cell, Styled) else cell
+def _shown(cell: Cell) -> str:
+    """A cell's text as :func:`kvalign.report.layout.section` hands it to rich: plain text
+    cleaned of control characters first, styled text as it is (the console escapes it
+    after rich has measured it, so only rich can lay that out when it holds any)."""
+    return cell.text if isinstance(cell, Styled) else clean(cell)
 
 
 def needed_width(
@@ -250,7 +252,7 @@ def _table(section: Section, console_width: int) -> list[str] | None:
     columns = section.columns
     title = clean(section.title)
     headers = [c.header for c in columns]
-    body = [[clean(cell_text(cell)) for cell in row] for row in section.rows]
+    body = [[_shown(cell) for cell in row] for row in section.rows]
     if not all(_safe(t) for t in [title, *headers, *(c for row in body for c in row)]):
         return None
     if any(c in h for h in headers for c in "[:"):  # header strings are rich markup
@@ -300,7 +302,7 @@ def _stacked(section: Section, width: int) -> list[str] | None:
     lines = _wrap(clean(section.title), width)
     for row in section.rows:
         for index, (column, cell) in enumerate(zip(section.columns, row, strict=True)):
-            text = ("" if index == 0 else "  ") + f"{column.header}: " + clean(cell_text(cell))
+            text = ("" if index == 0 else "  ") + f"{column.header}: " + _shown(cell)
             if not _safe(text):
                 return None
             lines += _wrap(text, width)

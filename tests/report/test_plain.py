@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
 
@@ -145,6 +145,8 @@ def _check(parts: Sequence[Part], width: int) -> str | None:
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_parts())
+# a styled cell holding an escape: rich measures it raw (found by a longer run)
+@example(([Section("", (Column("", False),), ((Styled("\x1b[31m", "bold red"),),), 20, 4)], 20))
 def test_generated_parts_are_richs(case: tuple[list[Part], int]) -> None:
     parts, width = case
     _check(parts, width)
@@ -175,3 +177,5 @@ def test_what_only_rich_can_lay_out_is_left_to_rich() -> None:
     # a cell cleaned before it is measured is plain text: the escape prints as \x1b
     text = render([Section("t", column, (("a\x1bb",),), None)], 80)
     assert text is not None and "a\\x1bb" in text
+    # a styled cell reaches rich as it is (rich measures the escape, the console shows it)
+    assert render([Section("t", column, ((Styled("a\x1bb", "red"),),), None)], 80) is None
