@@ -238,9 +238,11 @@ def _check_markdown(report: CheckReport, view: View) -> str:
 
 
 def _matrix_table(report: CheckReport, view: View) -> Any:
-    from kvalign.report.table import matrix_table
+    from kvalign.report.table import matrix_table, matrix_text
 
-    return matrix_table(report, view.width, view.fail_on)
+    width = plain_width(view)
+    text = None if width is None else matrix_text(report, width, view.fail_on)
+    return text if text is not None else matrix_table(report, view.width, view.fail_on)
 
 
 def _matrix_markdown(report: CheckReport, view: View) -> str:

@@ -19,6 +19,7 @@ from kvalign.report.plain import (
     MIN_TEXT_WIDTH,
     Cell,
     Column,
+    Grid,
     Line,
     Part,
     Styled,
@@ -71,11 +72,19 @@ def _rich_cell(cell: Cell | Text) -> str | Text:
 def to_rich(parts: Sequence[Part]) -> RenderableType:
     """The rich renderable of ``parts`` (:mod:`kvalign.report.plain`): a ``Text`` per
     :class:`~kvalign.report.plain.Line`, :func:`section` per
-    :class:`~kvalign.report.plain.Section`, in one ``Group``."""
+    :class:`~kvalign.report.plain.Section`, a ``Table`` per
+    :class:`~kvalign.report.plain.Grid`, in one ``Group``."""
     out: list[RenderableType] = []
     for part in parts:
         if isinstance(part, Line):
             out.append(Text(part.text, style=part.style))
+        elif isinstance(part, Grid):
+            grid = Table(title=part.title, title_justify="left")
+            for column in part.columns:
+                grid.add_column(column.header, justify=column.justify)  # type: ignore[arg-type]
+            for row in part.rows:
+                grid.add_row(*(_rich_cell(cell) for cell in row))
+            out.append(grid)
         else:
             rows = [[_rich_cell(cell) for cell in row] for row in part.rows]
             out.append(section(part.title, part.columns, rows, part.width, part.min_text_width))

@@ -33,6 +33,8 @@ MIN_TEXT_WIDTH = 40
 WIDE_SAFE = frozenset("→←↑↓×…–—≠≥≤·−⊆²")
 _SAFE = re.compile("[\x21-\x7e " + "".join(sorted(WIDE_SAFE)) + "]*")
 _WORD = re.compile(r" *[^ ]+ *")
+#: what rich may read as markup in a string: a tag's bracket, an emoji code (``:smile:``)
+_MARKUP = re.compile(r"\[|:\S*?:")
 
 
 # NamedTuples, not dataclasses: a frozen dataclass compiles six methods when its module
@@ -75,8 +77,17 @@ class Section(NamedTuple):
     min_text_width: int = MIN_TEXT_WIDTH
 
 
+class Grid(NamedTuple):
+    """A rich ``Table`` in rich's defaults (``title_justify="left"``, each column's
+    ``justify``): ``title``, headers and plain cells are rich markup (the matrix grid)."""
+
+    title: str
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+
+
 #: what a report is made of.
-Part = Line | Section
+Part = Line | Section | Grid
 
 
 def _shown(cell: Cell) -> str:
@@ -246,41 +257,56 @@ def _collapse(widths: list[int], wrapable: list[bool], max_width: int) -> list[i
     return widths
 
 
-def _table(section: Section, console_width: int) -> list[str] | None:
+def _table(part: Section | Grid, console_width: int) -> list[str] | None:
     """The lines of a rich table (title, box, header, rows), or ``None`` when rich would
-    lay it out in a way not modelled here."""
-    columns = section.columns
-    title = clean(section.title)
+    lay it out in a way not modelled here. A :class:`Section` is built as
+    :func:`kvalign.report.layout.section` builds it (plain cells cleaned, fixed columns
+    never wrapped, free-text ones folding down to ``min_text_width``); a :class:`Grid` in
+    rich's defaults (title, header and cells are markup, every column may wrap, a word
+    too long for its column would end in an ellipsis)."""
+    grid = isinstance(part, Grid)
+    columns = part.columns
+    title = part.title if grid else clean(part.title)
     headers = [c.header for c in columns]
-    body = [[_shown(cell) for cell in row] for row in section.rows]
+    if grid:
+        body = [[cell.text if isinstance(cell, Styled) else cell for cell in row] for row in part.rows]
+        markup = [title, *headers, *(c for row in part.rows for c in row if isinstance(c, str))]
+    else:
+        body = [[_shown(cell) for cell in row] for row in part.rows]
+        markup = headers
     if not all(_safe(t) for t in [title, *headers, *(c for row in body for c in row)]):
         return None
-    if any(c in h for h in headers for c in "[:"):  # header strings are rich markup
+    if any(_MARKUP.search(text) for text in markup):
         return None
     extra = len(columns) + 1
     limit = console_width - extra
     cells = [[h, *(row[i] for row in body)] for i, h in enumerate(headers)]
-    min_widths = [None if c.fixed else section.min_text_width for c in columns]
+    fixed = [not grid and c.fixed for c in columns]
+    min_widths = [None if grid or c.fixed else part.min_text_width for c in columns]  # type: ignore[union-attr]
     ranges = [_column_range(cells[i], limit, min_widths[i]) for i in range(len(columns))]
     widths = [r[1] or 1 for r in ranges]
     if sum(widths) > limit:
-        widths = _collapse(widths, [not c.fixed for c in columns], limit)
+        widths = _collapse(widths, [not f for f in fixed], limit)
         if sum(widths) > limit:
             return None  # rich's last resort: every column shrinks
         widths = [_column_range(cells[i], w, min_widths[i])[1] or 0 for i, w in enumerate(widths)]
     table_width = sum(widths) + extra
     if table_width > console_width or min(widths) < 3:
         return None
+    if grid and any(len(word) > width - 2 for column, width in zip(cells, widths, strict=True)
+                    for text in column for word in text.split()):  # fmt: skip
+        return None  # rich would cut the word with an ellipsis
     rendered: list[list[list[str]]] = []  # per row, per column, the cell's lines
     for index in range(len(body) + 1):
         row = []
         for col, (column, width) in enumerate(zip(columns, widths, strict=True)):
             text = cells[col][index]
             inner = width - 2
-            if column.fixed and len(text) > inner:
+            if fixed[col] and len(text) > inner:
                 return None  # rich would fold a column kvalign keeps whole
-            justify = column.justify if column.fixed else "left"  # as layout.section sets it
-            row.append([f" {line} " for line in _wrap(text, inner, justify, column.fixed)])
+            # layout.section justifies its fixed columns only
+            justify = column.justify if grid or fixed[col] else "left"
+            row.append([f" {line} " for line in _wrap(text, inner, justify, fixed[col])])
         rendered.append(row)
     lines = _wrap(title, table_width, "left") if title else []  # rich skips an empty title
     lines.append("┏" + "┳".join("━" * w for w in widths) + "┓")
@@ -322,9 +348,12 @@ def render(parts: Sequence[Part], width: int) -> str | None:
                 return None
             lines += _wrap(part.text, width)
             continue
-        if not _safe(clean(part.title)):
+        if isinstance(part, Grid):
+            laid = _table(part, width)
+        elif not _safe(clean(part.title)):
             return None
-        laid = _table(part, width) if fits_stacked(part) else _stacked(part, width)
+        else:
+            laid = _table(part, width) if fits_stacked(part) else _stacked(part, width)
         if laid is None:
             return None
         lines += laid

@@ -18,7 +18,17 @@ from kvalign.report.cells import (
     per_tp_columns,
     per_tp_rows,
 )
-from kvalign.report.plain import Cell, Column, Line, Part, Section, Styled, needed_width, render
+from kvalign.report.plain import (
+    Cell,
+    Column,
+    Grid,
+    Line,
+    Part,
+    Section,
+    Styled,
+    needed_width,
+    render,
+)
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -106,10 +116,26 @@ def check_text(report: CheckReport, width: int, fail_on: str = "error") -> str |
     return render(check_parts(report, width, fail_on), width)
 
 
-def _styled(pair: PairResult) -> Text:
-    from rich.text import Text
+def _styled(pair: PairResult) -> Styled:
+    return Styled(matrix_cell(pair), VERDICT_STYLES[pair.verdict])
 
-    return Text(matrix_cell(pair), style=VERDICT_STYLES[pair.verdict])
+
+def matrix_parts(report: CheckReport, fail_on: str = "error") -> list[Part]:
+    """What :func:`matrix_table` prints, as lines and grids (:mod:`kvalign.report.plain`)."""
+    grids = [_grid(report, report.pairs, f"vLLM {report.engine.profile.name} rules")]
+    if report.tp_stable_pairs is not None:
+        what_if = f"what-if: {TP_STABLE_LABEL}, in no vLLM release, not gated"
+        grids.append(_grid(report, report.tp_stable_pairs, what_if))
+    blocks = Grid(
+        "Per TP",
+        tuple(Column(c, justify="right") for c in per_tp_columns(report.settings.alignment)),
+        tuple(tuple(row) for row in per_tp_rows(report)),
+    )
+    header = [Line(line) for line in header_lines(report)]
+    return [
+        *_answer(report, fail_on, grid=True), *grids, *header, blocks,
+        Line(MATRIX_LEGEND, "dim"), *_footer(report),
+    ]  # fmt: skip
 
 
 def matrix_table(
@@ -118,41 +144,26 @@ def matrix_table(
     """The answer, then the prefill (rows) × decode (columns) grid under vLLM's rules,
     coloured by verdict, plus per-TP blocks. ``width`` is accepted for symmetry with
     :func:`check_table` (the grid's cells are short)."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
     from kvalign.report.layout import to_rich
 
-    grids = [_grid(report, report.pairs, f"vLLM {report.engine.profile.name} rules")]
-    if report.tp_stable_pairs is not None:
-        what_if = f"what-if: {TP_STABLE_LABEL}, in no vLLM release, not gated"
-        grids.append(_grid(report, report.tp_stable_pairs, what_if))
-
-    blocks = Table(title="Per TP", title_justify="left")
-    for column in per_tp_columns(report.settings.alignment):
-        blocks.add_column(column, justify="right")
-    for row in per_tp_rows(report):
-        blocks.add_row(*row)
-    legend = Text(MATRIX_LEGEND, style="dim")
-    header = [Text(line) for line in header_lines(report)]
-    return Group(
-        to_rich(_answer(report, fail_on, grid=True)), *grids, *header, blocks, legend,
-        to_rich(_footer(report)),
-    )  # fmt: skip
+    return to_rich(matrix_parts(report, fail_on))
 
 
-def _grid(report: CheckReport, pairs: tuple[PairResult, ...], rules: str) -> Table:
-    from rich.table import Table
+def matrix_text(report: CheckReport, width: int, fail_on: str = "error") -> str | None:
+    """:func:`matrix_table` as rich prints it without colour at ``width`` columns, laid
+    out without rich (``None``: print it with rich)."""
+    return render(matrix_parts(report, fail_on), width)
 
-    grid = Table(title=f"Prefill TP ↓ × decode TP → ({rules})", title_justify="left")
-    grid.add_column("P \\ D", justify="right")
-    for tp in report.decode_tps:
-        grid.add_column(f"TP {tp}", justify="center")
+
+def _grid(report: CheckReport, pairs: tuple[PairResult, ...], rules: str) -> Grid:
     by_key = {(p.prefill_tp, p.decode_tp): p for p in pairs}
-    for ptp in report.prefill_tps:
-        grid.add_row(f"TP {ptp}", *(_styled(by_key[(ptp, dtp)]) for dtp in report.decode_tps))
-    return grid
+    columns = (Column("P \\ D", justify="right"),
+               *(Column(f"TP {tp}", justify="center") for tp in report.decode_tps))  # fmt: skip
+    rows = tuple(
+        (f"TP {ptp}", *(_styled(by_key[(ptp, dtp)]) for dtp in report.decode_tps))
+        for ptp in report.prefill_tps
+    )
+    return Grid(f"Prefill TP ↓ × decode TP → ({rules})", columns, rows)
 
 
 def models_table(entries: list[CatalogEntry], kinds: dict[str, str]) -> RenderableType:

@@ -24,8 +24,8 @@ from kvalign.auditing import run as run_audit
 from kvalign.pd import analyze
 from kvalign.report.audit import to_plain_table, to_table
 from kvalign.report.layout import SafeConsole, to_rich
-from kvalign.report.plain import WIDE_SAFE, Column, Line, Part, Section, Styled, render
-from kvalign.report.table import check_table, check_text
+from kvalign.report.plain import WIDE_SAFE, Column, Grid, Line, Part, Section, Styled, render
+from kvalign.report.table import check_table, check_text, matrix_table, matrix_text
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 
@@ -76,6 +76,26 @@ def test_check_table_is_richs(
             assert text is not None, width
         if text is not None:
             assert text == _rich(check_table(report, width), width), width
+
+
+MATRICES = [
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", {}, [1, 2, 4, 8, 16]),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", {"alignment": "tp-stable"}, [1, 2, 4, 8]),
+    ("Qwen/Qwen3.5-397B-A17B", {"block_size": 64}, [1, 2, 4, 8]),
+    ("LiquidAI/LFM2-1.2B", {}, [1, 2]),
+]
+
+
+@pytest.mark.parametrize(("model", "flags", "tps"), MATRICES)
+def test_matrix_table_is_richs(model: str, flags: dict[str, object], tps: list[int]) -> None:
+    report = analyze(load_model(model), Settings(**flags), tps, tps)  # type: ignore[arg-type]
+    used = 0
+    for width in WIDTHS:
+        text = matrix_text(report, width)
+        if text is not None:
+            used += 1
+            assert text == _rich(matrix_table(report, width), width), width
+    assert used  # at 250 columns every grid fits unwrapped
 
 
 def _audits() -> list[tuple[str, object]]:
@@ -129,9 +149,17 @@ def _section(draw: st.DrawFn) -> Section:
 
 
 @st.composite
+def _grid(draw: st.DrawFn) -> Grid:
+    columns = tuple(draw(st.lists(_column, min_size=1, max_size=6)))
+    cell = st.one_of(_text, st.builds(Styled, _text, st.just("green")))
+    rows = draw(st.lists(st.tuples(*[cell for _ in columns]), min_size=0, max_size=4))
+    return Grid(draw(_text), columns, tuple(rows))
+
+
+@st.composite
 def _parts(draw: st.DrawFn) -> tuple[list[Part], int]:
     parts: list[Part] = draw(
-        st.lists(st.one_of(st.builds(Line, _text), _section()), min_size=1, max_size=4)
+        st.lists(st.one_of(st.builds(Line, _text), _section(), _grid()), min_size=1, max_size=4)
     )
     return parts, draw(st.integers(20, 220))
 
