@@ -372,8 +372,10 @@ def _audit_table(report: AuditReport, view: View) -> Any:
     terminal = sys.stdout.isatty() or "COLUMNS" in os.environ
     if terminal and view.fixed_width is None:
         width = plain_width(view)
-        text = None if width is None else audit_report.to_plain_table(
-            report, width, verbose=view.verbose, quiet=view.quiet
+        text = (
+            None
+            if width is None
+            else audit_report.to_plain_table(report, width, verbose=view.verbose, quiet=view.quiet)
         )
         if text is not None:
             return text

@@ -220,7 +220,9 @@ def _column_range(cells: Sequence[str], limit: int, min_width: int | None) -> tu
     return low, high
 
 
-def _ratio_reduce(total: int, ratios: list[int], maximums: list[int], values: list[int]) -> list[int]:
+def _ratio_reduce(
+    total: int, ratios: list[int], maximums: list[int], values: list[int]
+) -> list[int]:
     ratios = [r if m else 0 for r, m in zip(ratios, maximums, strict=True)]
     total_ratio = sum(ratios)
     if not total_ratio:
@@ -269,7 +271,9 @@ def _table(part: Section | Grid, console_width: int) -> list[str] | None:
     title = part.title if grid else clean(part.title)
     headers = [c.header for c in columns]
     if grid:
-        body = [[cell.text if isinstance(cell, Styled) else cell for cell in row] for row in part.rows]
+        body = [
+            [cell.text if isinstance(cell, Styled) else cell for cell in row] for row in part.rows
+        ]
         markup = [title, *headers, *(c for row in part.rows for c in row if isinstance(c, str))]
     else:
         body = [[_shown(cell) for cell in row] for row in part.rows]

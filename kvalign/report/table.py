@@ -32,8 +32,6 @@ from kvalign.report.plain import (
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
-    from rich.table import Table
-    from rich.text import Text
 
     from kvalign.sources.catalog import CatalogEntry
 
@@ -70,7 +68,9 @@ def _pair_rows(pairs: tuple[PairResult, ...]) -> tuple[tuple[Cell, ...], ...]:
     return tuple(rows)
 
 
-def check_parts(report: CheckReport, width: int | None = None, fail_on: str = "error") -> list[Part]:
+def check_parts(
+    report: CheckReport, width: int | None = None, fail_on: str = "error"
+) -> list[Part]:
     """What :func:`check_table` prints, as lines and sections (:mod:`kvalign.report.plain`):
     the answer first (does each pair work, the one change that fixes it), then the
     deployments and pairs (stacked when they do not fit ``width``), recommendation, notes."""
@@ -84,9 +84,7 @@ def check_parts(report: CheckReport, width: int | None = None, fail_on: str = "e
     if width is not None and needed_width(columns, rows) > width:
         # one column per pool, one row per quantity: fits 80 columns for a pair
         heads = (Column(""), *(Column(f"{r[0]} TP {r[1]}", justify="right") for r in rows))
-        flipped = tuple(
-            (c.header, *(r[i] for r in rows)) for i, c in enumerate(columns) if i > 1
-        )
+        flipped = tuple((c.header, *(r[i] for r in rows)) for i, c in enumerate(columns) if i > 1)
         deployments = Section(title, heads, flipped, width)
     else:
         deployments = Section(title, columns, tuple(tuple(r) for r in rows), width)
@@ -159,7 +157,7 @@ def _grid(report: CheckReport, pairs: tuple[PairResult, ...], rules: str) -> Gri
     by_key = {(p.prefill_tp, p.decode_tp): p for p in pairs}
     columns = (Column("P \\ D", justify="right"),
                *(Column(f"TP {tp}", justify="center") for tp in report.decode_tps))  # fmt: skip
-    rows = tuple(
+    rows: tuple[tuple[Cell, ...], ...] = tuple(
         (f"TP {ptp}", *(_styled(by_key[(ptp, dtp)]) for dtp in report.decode_tps))
         for ptp in report.prefill_tps
     )

@@ -33,7 +33,9 @@ sys.stderr.write(f"exit={{code}} loaded={{' '.join(top)}}\\n")
 """
 
 
-def _loaded(args: list[str], cache: Path, env: dict[str, str] | None = None) -> tuple[int, set[str]]:
+def _loaded(
+    args: list[str], cache: Path, env: dict[str, str] | None = None
+) -> tuple[int, set[str]]:
     """(exit code, top-level modules loaded) of one ``kvalign`` run in a new process,
     stdout a pipe (no terminal)."""
     run_env = dict(os.environ, HF_HUB_OFFLINE="1", XDG_CACHE_HOME=str(cache), COLUMNS="200")
