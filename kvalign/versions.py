@@ -405,8 +405,9 @@ def _profile_name(first: str) -> str:
 def _build() -> tuple[Profile, ...]:
     profiles = [_OLDEST]
     for first, verified, changes in _CHANGES:
-        named = replace(profiles[-1], name=_profile_name(first), first=first, verified=verified)
-        profiles.append(replace(named, **changes))  # type: ignore[arg-type]
+        # one replace per release (each builds a whole Profile); the row's changes win
+        named = {"name": _profile_name(first), "first": first, "verified": verified}
+        profiles.append(replace(profiles[-1], **{**named, **changes}))  # type: ignore[arg-type]
     return tuple(profiles)
 
 
