@@ -1,17 +1,19 @@
 """Tables and text lines without rich: the same characters rich prints when it prints no
 colour (a pipe, a CI log, ``--output``), at a fraction of rich's cost.
 
-A report is first built as :data:`Part` items (:class:`Line`, :class:`Section`); then
-either :func:`render` lays them out here, or :mod:`kvalign.report.layout` turns them
-into rich renderables (a terminal, with colour). :func:`render` reproduces rich's layout
-for what kvalign prints: lines word-wrapped at the console width, and tables in rich's
-default style (heavy head box, one space of padding, title justified left) whose column
-widths rich's table algorithm sets (measure each column, shrink the widest wrapping
-columns until the table fits, measure again). Where rich's output would depend on what
-this module does not model (a character whose width is not one cell, a tab or a newline
-inside a cell, markup or emoji codes in a header, a table that still does not fit once
-its wrapping columns are as narrow as rich makes them) it returns ``None`` and the
-caller prints through rich. tests/report/test_plain.py checks the two agree.
+A report is first built as :data:`Part` items (:class:`Line`, :class:`Section`,
+:class:`Grid`); then either :func:`render` lays them out here, or
+:mod:`kvalign.report.layout` turns them into rich renderables (a terminal, with colour).
+:func:`render` reproduces rich's layout (rich 13-15: ``Text.wrap``, ``Table``) for what
+kvalign prints: lines word-wrapped at the console width, and tables in rich's default
+style (heavy head box, one space of padding, title justified left) whose column widths
+rich's table algorithm sets (measure each column, shrink the widest wrapping columns
+until the table fits, measure again). Where rich's output would depend on what this
+module does not model (a character whose width is not one cell, a tab, a newline or a
+raw control character, rich markup or an emoji code, a table that still does not fit
+once its wrapping columns are as narrow as rich makes them, a word rich would cut) it
+returns ``None`` and the caller prints through rich. tests/report/test_plain.py checks
+the two agree.
 
 Nothing here imports rich.
 """
@@ -121,9 +123,9 @@ def needed_width(
     return total
 
 
-def fits_stacked(section: Section) -> bool:
-    """True when ``section`` is laid out as a table (it fits its width), False when its
-    rows are stacked."""
+def fits_as_table(section: Section) -> bool:
+    """True when ``section`` is printed as a table (it fits its width), False when its
+    rows are stacked one block each."""
     return section.width is None or (
         needed_width(section.columns, section.rows, section.min_text_width) <= section.width
     )
@@ -223,6 +225,8 @@ def _column_range(cells: Sequence[str], limit: int, min_width: int | None) -> tu
 def _ratio_reduce(
     total: int, ratios: list[int], maximums: list[int], values: list[int]
 ) -> list[int]:
+    """``values`` less ``total`` shared out by ``ratios``, at most ``maximums`` each, in
+    whole cells rounded as rich rounds them (``rich._ratio.ratio_reduce``)."""
     ratios = [r if m else 0 for r, m in zip(ratios, maximums, strict=True)]
     total_ratio = sum(ratios)
     if not total_ratio:
@@ -357,7 +361,7 @@ def render(parts: Sequence[Part], width: int) -> str | None:
         elif not _safe(clean(part.title)):
             return None
         else:
-            laid = _table(part, width) if fits_stacked(part) else _stacked(part, width)
+            laid = _table(part, width) if fits_as_table(part) else _stacked(part, width)
         if laid is None:
             return None
         lines += laid
