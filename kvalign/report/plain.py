@@ -34,7 +34,10 @@ MIN_TEXT_WIDTH = 40
 #: in rich's measure (tests/report/test_plain.py checks it), none is whitespace.
 WIDE_SAFE = frozenset("→←↑↓×…–—≠≥≤·−⊆²")
 _SAFE = re.compile("[\x21-\x7e " + "".join(sorted(WIDE_SAFE)) + "]*")
-_WORD = re.compile(r" *[^ ]+ *")
+#: a word and the spaces after it (the spaces before the first word belong to it); no
+#: leading `` *`` in the pattern, which would make a search of a long run of spaces
+#: quadratic
+_WORD = re.compile(r"[^ ]+ *")
 #: what rich may read as markup in a string: a tag's bracket, an emoji code (``:smile:``)
 _MARKUP = re.compile(r"\[|:\S*?:")
 
@@ -142,8 +145,10 @@ def _divide(text: str, width: int) -> list[str]:
     a line are folded), each piece with its trailing spaces beyond ``width`` removed."""
     breaks: list[int] = []
     offset = 0
-    for match in _WORD.finditer(text):
-        start, word = match.start(), match.group()
+    lead = len(text) - len(text.lstrip(" "))
+    for match in _WORD.finditer(text, lead):
+        start = 0 if match.start() == lead else match.start()
+        word = text[start : match.end()]
         length = len(word.rstrip())
         if width - offset >= length:
             offset += len(word)

@@ -124,7 +124,7 @@ _word = st.text(st.sampled_from(_LETTERS), min_size=1, max_size=30)
 # now and then something only rich can lay out (a tab, a wide or combining character, an
 # escape the console makes visible, a header holding markup)
 _odd = st.sampled_from(["\t", "漢字", "e\u0301", "\x1b[31m", "[bold]", ":smile:", "\n"])
-_text = st.lists(
+_body = st.lists(
     st.one_of(_word, _word, _word, _word, _odd), min_size=0, max_size=14
 ).flatmap(
     lambda words: st.lists(st.sampled_from([" ", " ", "  "]), min_size=len(words),
@@ -132,6 +132,8 @@ _text = st.lists(
         lambda gaps: "".join(w + g for w, g in zip(words, gaps, strict=True)).rstrip(" ")
     )
 )  # fmt: skip
+# now and then spaces before the first word (rich's first word carries them)
+_text = st.tuples(st.sampled_from(["", "", "", " ", "   "]), _body).map("".join)
 _column = st.builds(
     Column, st.one_of(_word, st.just("")), st.booleans(),
     st.sampled_from(["left", "right", "center"]),
