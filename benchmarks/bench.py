@@ -8,7 +8,10 @@ measured the same way in the same run. Children run with bytecode writing on (kv
 byte-compiled first), as an installed package runs. Writes ``BENCHMARKS.md`` (with the
 machine description) unless ``--no-write``.
 
-    python benchmarks/bench.py [--repeat 7] [--files 10000] [--no-write]
+    python benchmarks/bench.py [--repeat 7] [--files 10000] [--no-write] [--only check]
+
+``--only check`` measures the bare interpreter and the bundled-model ``check`` rows
+(cold and warm) only, prints them and writes nothing.
 """
 
 from __future__ import annotations
@@ -262,7 +265,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--files", type=int, default=10000)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--only", choices=["check"], help="only the bare interpreter and the check rows"
+    )
     opts = parser.parse_args()
+    if opts.only:
+        opts.no_write = True
     compileall.compile_dir(ROOT / "kvalign", quiet=1)
 
     with tempfile.TemporaryDirectory(prefix="kvalign-bench-") as tmp:
@@ -273,7 +281,7 @@ def main() -> None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         deploy = base / "deployments"
         deploy.mkdir()
-        files = generate_deployments(deploy, opts.files)
+        files = 0 if opts.only else generate_deployments(deploy, opts.files)
         local = base / "local-model"
         local.mkdir()
         shutil.copy(CATALOG / NANO / "config.json", local / "config.json")
@@ -294,6 +302,33 @@ def main() -> None:
         bare = measure(
             "bare interpreter (python -c pass)", lambda: [[sys.executable, "-c", "pass"]], env, r
         )
+
+        def check_rows() -> list[Figure]:
+            """The bundled-model ``check`` rows, cold then warm."""
+            return [
+                measure(
+                    f"check {short} cold (bundled, --no-cache)",
+                    lambda: [[*KVALIGN, "check", NANO, "--no-cache"]],
+                    env,
+                    r,
+                    ratio=12,
+                    before=clear_cache,
+                ),
+                measure(
+                    f"check {short} warm",
+                    lambda: [[*KVALIGN, "check", NANO]],
+                    env,
+                    r,
+                    ratio=6,
+                    before=prime,
+                ),
+            ]
+
+        if opts.only == "check":
+            figures = [bare, *check_rows()]
+            for f in figures:
+                print(f"{f.name:66s} {f.median_cpu:7.3f} s CPU {f.ratio(bare):6.1f}×")
+            return
         reference = measure(
             "import transformers config classes (reference)",
             lambda: [
@@ -318,22 +353,7 @@ def main() -> None:
             measure("kvalign --version", lambda: [[*KVALIGN, "--version"]], env, r),
             measure("kvalign --help", lambda: [[*KVALIGN, "--help"]], env, r),
             reference,
-            measure(
-                f"check {short} cold (bundled, --no-cache)",
-                lambda: [[*KVALIGN, "check", NANO, "--no-cache"]],
-                env,
-                r,
-                ratio=12,
-                before=clear_cache,
-            ),
-            measure(
-                f"check {short} warm",
-                lambda: [[*KVALIGN, "check", NANO]],
-                env,
-                r,
-                ratio=6,
-                before=prime,
-            ),
+            *check_rows(),
             measure(
                 "check of a new local config (first run)",
                 lambda: [[*KVALIGN, "check", str(local)]],

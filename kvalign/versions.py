@@ -23,9 +23,6 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from kvalign.errors import InvalidSettings
 
 AlignmentSite = Literal["model-config", "platform"]
@@ -408,8 +405,9 @@ def _profile_name(first: str) -> str:
 def _build() -> tuple[Profile, ...]:
     profiles = [_OLDEST]
     for first, verified, changes in _CHANGES:
-        named = replace(profiles[-1], name=_profile_name(first), first=first, verified=verified)
-        profiles.append(replace(named, **changes))  # type: ignore[arg-type]
+        # one replace per release (each builds a whole Profile); the row's changes win
+        named = {"name": _profile_name(first), "first": first, "verified": verified}
+        profiles.append(replace(profiles[-1], **{**named, **changes}))  # type: ignore[arg-type]
     return tuple(profiles)
 
 
@@ -529,6 +527,42 @@ TRANSFORMERS_PINS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 TRANSFORMERS_NEWEST: tuple[str, ...] = ("4.57.6", "5.20.2")
 
 
+#: what :func:`transformers_for` resolves for each specifier of
+#: :data:`TRANSFORMERS_PINS` when no version is asked for: the newest of
+#: :data:`TRANSFORMERS_NEWEST` inside it (precomputed, so that a check parses no version
+#: range; tests/arithmetic/test_versions_fast.py recomputes it with packaging).
+TRANSFORMERS_RESOLVED: dict[str, str] = {
+    ">=4.55.2": "5.20.2",
+    ">=4.56.0,<5": "4.57.6",
+    ">=4.56.0,!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0": "5.20.2",
+    ">=5.5.3": "5.20.2",
+}
+
+
+def _plain_release(text: str) -> tuple[int, ...] | None:
+    """``0.14.0`` → ``(0, 14)``: a release of dot-separated whole numbers (ASCII digits),
+    trailing zeros dropped, as PEP 440 compares releases; ``None`` for anything else (a
+    pre-release, a local tag, ...), which :mod:`packaging` then judges."""
+    parts = text.split(".")
+    if not all(part.isascii() and part.isdigit() for part in parts):
+        return None
+    numbers = [int(part) for part in parts]
+    while len(numbers) > 1 and numbers[-1] == 0:
+        numbers.pop()
+    return tuple(numbers)
+
+
+def _at_least(release: str, first: str) -> bool:
+    """``Version(release) >= Version(first)`` (PEP 440), without importing packaging when
+    both are plain releases (:func:`_plain_release`)."""
+    mine, theirs = _plain_release(release), _plain_release(first)
+    if mine is not None and theirs is not None:
+        return mine >= theirs
+    from packaging.version import Version
+
+    return Version(release) >= Version(first)
+
+
 @dataclass(frozen=True)
 class TransformersChoice:
     """The transformers version a pool runs with.
@@ -546,6 +580,11 @@ class TransformersChoice:
     @property
     def major(self) -> int:
         """The major version (4 or 5)."""
+        release = _plain_release(self.version)
+        if release is not None:
+            return release[0]
+        from packaging.version import Version
+
         return Version(self.version).major
 
 
@@ -558,11 +597,20 @@ def transformers_for(release: str, requested: str | None) -> TransformersChoice:
     Raises:
         InvalidSettings: ``requested`` is not a version, or outside the release's range.
     """
-    wanted = Version(release)
     pinned = TRANSFORMERS_PINS[0][1]
     for first, spec, _ in TRANSFORMERS_PINS:
-        if wanted >= Version(first):
+        if _at_least(release, first):
             pinned = spec
+    if requested is None and pinned in TRANSFORMERS_RESOLVED:
+        newest_text = TRANSFORMERS_RESOLVED[pinned]
+        return TransformersChoice(
+            newest_text,
+            pinned,
+            f"what installing vLLM {release} resolves (transformers{pinned}): {newest_text}",
+        )
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
     allowed = SpecifierSet(pinned)
     if requested is not None:
         try:
@@ -621,14 +669,13 @@ def _registration_problem(architecture: str, release: str) -> str:
     span = ARCHITECTURE_RELEASES.get(architecture)
     if span is None:
         return ""
-    wanted = Version(release)
     first, gone = span
-    if first is not None and wanted < Version(first):
+    if first is not None and not _at_least(release, first):
         return (
             f"vLLM {release} does not know this architecture ({architecture} is first "
             f"registered in vLLM {first})"
         )
-    if gone is not None and wanted >= Version(gone):
+    if gone is not None and _at_least(release, gone):
         return (
             f"vLLM {release} does not know this architecture ({architecture} was removed "
             f"in vLLM {gone})"
@@ -702,6 +749,8 @@ def resolve(version: str | None) -> Resolved:
     shown = repr(version if len(version) <= 40 else version[:40] + "…")
     if len(text) > MAX_VERSION_CHARS or not text.isascii():
         raise InvalidSettings(f"--vllm-version: {shown} is not a version like 0.33.0")
+    from packaging.version import InvalidVersion, Version
+
     try:
         wanted = Version(text)
     except (InvalidVersion, ValueError):

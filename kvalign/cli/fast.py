@@ -179,6 +179,14 @@ def run(args: list[str]) -> int | None:
     kwargs = parse(command, args[1:])
     if kwargs is None:
         return None
+    import gc
+
+    # a check's module set-up creates objects it keeps (about 14,000 the cyclic collector
+    # tracks) and no cyclic garbage (a full collection after a check frees nothing): the
+    # collector's two dozen passes over them cost about 5 % of the run and reclaim
+    # nothing. Reference counting frees everything else as always.
+    collecting = gc.isenabled()
+    gc.disable()
     start_run()
     try:
         settings = settings_from_flags({name: kwargs[name] for name in SETTINGS_OPTIONS})
@@ -196,6 +204,9 @@ def run(args: list[str]) -> int | None:
         if code is None:
             raise
         return code
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -193,10 +193,42 @@ def _report_json(report: CheckReport, view: View) -> str:
     return to_json(report, view.fail_on)
 
 
-def _check_table(report: CheckReport, view: View) -> Any:
-    from kvalign.report.table import check_table
+def plain_width(view: View) -> int | None:
+    """The width rich would lay a table out in when it prints no colour to stdout (not a
+    terminal; ``FORCE_COLOR``/``TTY_COMPATIBLE`` not asking for one; a UTF-8 stream) or
+    into a file (``view.fixed_width``); ``None`` when rich may print colour, another box
+    or another width (then only rich can render it)."""
+    import builtins
 
-    return check_table(report, view.width, view.fail_on)
+    env = os.environ
+    compatible = env.get("TTY_COMPATIBLE", "")
+    if compatible == "1" or hasattr(builtins, "get_ipython"):
+        return None
+    if compatible != "0" and env.get("FORCE_COLOR", "") != "":
+        return None
+    if view.fixed_width is not None:
+        return view.fixed_width
+    stream = sys.stdout
+    isatty = getattr(stream, "isatty", None)
+    try:
+        if isatty is None or isatty():
+            return None
+    except ValueError:
+        return None
+    encoding = (getattr(stream, "encoding", "utf-8") or "utf-8").lower()
+    if not encoding.startswith("utf"):
+        return None
+    from kvalign.numbers import columns
+
+    return columns(env.get("COLUMNS"))
+
+
+def _check_table(report: CheckReport, view: View) -> Any:
+    from kvalign.report.table import check_table, check_text
+
+    width = plain_width(view)
+    text = None if width is None else check_text(report, width, view.fail_on)
+    return text if text is not None else check_table(report, view.width, view.fail_on)
 
 
 def _check_markdown(report: CheckReport, view: View) -> str:
@@ -206,9 +238,11 @@ def _check_markdown(report: CheckReport, view: View) -> str:
 
 
 def _matrix_table(report: CheckReport, view: View) -> Any:
-    from kvalign.report.table import matrix_table
+    from kvalign.report.table import matrix_table, matrix_text
 
-    return matrix_table(report, view.width, view.fail_on)
+    width = plain_width(view)
+    text = None if width is None else matrix_text(report, width, view.fail_on)
+    return text if text is not None else matrix_table(report, view.width, view.fail_on)
 
 
 def _matrix_markdown(report: CheckReport, view: View) -> str:
@@ -330,12 +364,21 @@ RULE: Formats[RuleDoc] = Formats(
 
 
 def _audit_table(report: AuditReport, view: View) -> Any:
-    """audit's table: on a terminal (or a width asked for with ``COLUMNS``) rich sections
-    that fit it; anything else (a pipe, a CI log, ``--output``) plain lines, unwrapped."""
+    """audit's table: on a terminal (or a width asked for with ``COLUMNS``) sections that
+    fit it (laid out without rich when no colour is printed, :func:`plain_width`); anything
+    else (a pipe, a CI log, ``--output``) plain lines, unwrapped."""
     from kvalign.report import audit as audit_report
 
     terminal = sys.stdout.isatty() or "COLUMNS" in os.environ
     if terminal and view.fixed_width is None:
+        width = plain_width(view)
+        text = (
+            None
+            if width is None
+            else audit_report.to_plain_table(report, width, verbose=view.verbose, quiet=view.quiet)
+        )
+        if text is not None:
+            return text
         return audit_report.to_table(report, view.width, verbose=view.verbose, quiet=view.quiet)
     return audit_report.to_text(report, verbose=view.verbose, quiet=view.quiet)
 

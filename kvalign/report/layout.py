@@ -9,51 +9,25 @@ wrap at the console width), as ``kvalign audit``'s table does.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from rich.console import Console, Group, RenderableType
 from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from kvalign.report.plain import (
+    MIN_TEXT_WIDTH,
+    Cell,
+    Column,
+    Grid,
+    Line,
+    Part,
+    Styled,
+    needed_width,
+)
 from kvalign.sanitize import clean
 
-#: narrowest a free-text column may become before the stacked layout is used.
-MIN_TEXT_WIDTH = 40
-
-
-@dataclass(frozen=True)
-class Column:
-    """One column: ``fixed`` cells are never wrapped or truncated; others fold."""
-
-    header: str
-    fixed: bool = True
-    justify: str = "left"
-
-
-def _plain(cell: str | Text) -> str:
-    return cell.plain if isinstance(cell, Text) else cell
-
-
-def needed_width(
-    columns: Sequence[Column],
-    rows: Sequence[Sequence[str | Text]],
-    min_text_width: int = MIN_TEXT_WIDTH,
-) -> int:
-    """Narrowest table width (characters) that shows every fixed column whole and gives
-    each free-text column :data:`MIN_TEXT_WIDTH` (rich's box: one border per column plus
-    one, one space of padding each side)."""
-    total = 1
-    for index, column in enumerate(columns):
-        if column.fixed:
-            longest = max([len(column.header)] + [len(_plain(row[index])) for row in rows])
-        else:
-            longest = min(
-                min_text_width,
-                max([len(column.header)] + [len(_plain(row[index])) for row in rows]),
-            )
-        total += longest + 3
-    return total
+__all__ = ["MIN_TEXT_WIDTH", "Column", "SafeConsole", "needed_width", "section", "to_rich"]
 
 
 def section(
@@ -89,6 +63,32 @@ def section(
             lines.append(cell if isinstance(cell, Text) else Text(clean(cell)))
         blocks.append(lines)
     return Group(*blocks)
+
+
+def _rich_cell(cell: Cell | Text) -> str | Text:
+    return Text(cell.text, style=cell.style) if isinstance(cell, Styled) else cell
+
+
+def to_rich(parts: Sequence[Part]) -> RenderableType:
+    """The rich renderable of ``parts`` (:mod:`kvalign.report.plain`): a ``Text`` per
+    :class:`~kvalign.report.plain.Line`, :func:`section` per
+    :class:`~kvalign.report.plain.Section`, a ``Table`` per
+    :class:`~kvalign.report.plain.Grid`, in one ``Group``."""
+    out: list[RenderableType] = []
+    for part in parts:
+        if isinstance(part, Line):
+            out.append(Text(part.text, style=part.style))
+        elif isinstance(part, Grid):
+            grid = Table(title=part.title, title_justify="left")
+            for column in part.columns:
+                grid.add_column(column.header, justify=column.justify)  # type: ignore[arg-type]
+            for row in part.rows:
+                grid.add_row(*(_rich_cell(cell) for cell in row))
+            out.append(grid)
+        else:
+            rows = [[_rich_cell(cell) for cell in row] for row in part.rows]
+            out.append(section(part.title, part.columns, rows, part.width, part.min_text_width))
+    return Group(*out)
 
 
 class SafeConsole(Console):

@@ -28,7 +28,6 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -178,6 +177,8 @@ def secret(*, create: bool = False) -> bytes | None:
         fd, tmp_name = _tempfile().mkstemp(prefix=".secret-", suffix=".tmp", dir=path.parent)
         try:
             os.fchmod(fd, 0o600)
+            import secrets  # only when the key is created
+
             os.write(fd, secrets.token_bytes(_SECRET_BYTES))
         finally:
             os.close(fd)

@@ -1,6 +1,7 @@
 """Formatters for ``kvalign audit``: each reads the same :class:`~kvalign.audit.AuditReport`.
 
-``table`` returns a rich renderable; every other format returns text.
+``table`` returns a rich renderable (``to_plain_table``: the same as text, when it can be
+laid out without rich); every other format returns text.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from kvalign.report.audit.json_format import audit_to_dict, error_to_json, to_js
 from kvalign.report.audit.junit import to_junit
 from kvalign.report.audit.markdown import to_markdown
 from kvalign.report.audit.sarif import to_sarif
-from kvalign.report.audit.table import FILE_WIDTH, to_table, to_text
+from kvalign.report.audit.table import FILE_WIDTH, to_plain_table, to_table, to_text
 
 __all__ = [
     "FILE_WIDTH",
@@ -22,6 +23,7 @@ __all__ = [
     "to_json",
     "to_junit",
     "to_markdown",
+    "to_plain_table",
     "to_sarif",
     "to_table",
     "to_text",

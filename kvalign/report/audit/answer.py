@@ -104,12 +104,14 @@ def group_fixes(report: AuditReport) -> list[tuple[str, str, list[str]]]:
     fix of each failing deployment's first such finding, with the files of the
     deployments that need it."""
     failing = report.failing()
+    naming = _Naming(failing)
     found: dict[tuple[str, str], list[str]] = {}
     for group in report.groups:
-        mine = [f for f in failing if any(_names_pool(f, r.pool) for r in group.pools)]
+        # the first failing finding (report order) that names one of the group's pools
+        mine = set().union(*(naming.of(r.pool) for r in group.pools))
         if mine:
             model = ", ".join(dict.fromkeys(r.pool.model for r in group.pools))
-            files = found.setdefault((model, _fix(mine[0])), [])
+            files = found.setdefault((model, _fix(failing[min(mine)])), [])
             files += [d.source for d in group.deployments[:1]]
     return [(model, fix, files) for (model, fix), files in found.items()]
 

@@ -11,17 +11,17 @@ output that is no terminal (a pipe, a CI log, ``--output``), and costs little pe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from rich.console import Group, RenderableType
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from kvalign.audit import AuditReport
 from kvalign.deploy.model import Pool
 from kvalign.report.audit.answer import failing_pairs, headline, shown_pools
-from kvalign.report.layout import Column, section
+from kvalign.report.plain import Cell, Column, Line, Part, Section, Styled, render
 from kvalign.rules.base import GroupResult, PairOutcome, PoolResult
 from kvalign.sanitize import clean
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 #: width of a table written with ``--output`` (kept for callers; ``--output`` is plain text).
@@ -36,13 +36,13 @@ def _where(pool: Pool) -> str:
 
 def _section(
     title: str,
-    columns: Sequence[Column],
-    rows: Sequence[Sequence[str | Text]],
+    columns: tuple[Column, ...],
+    rows: tuple[tuple[Cell, ...], ...],
     width: int | None,
-) -> RenderableType:
+) -> Section:
     """A table when its fixed columns fit in ``width``, else one block per row
     (:func:`kvalign.report.layout.section`, free-text columns down to 16 characters)."""
-    return section(title, columns, rows, width, min_text_width=MIN_TEXT_WIDTH)
+    return Section(title, columns, rows, width, MIN_TEXT_WIDTH)
 
 
 def _version_lines(report: AuditReport, files: set[str] | None = None) -> list[str]:
@@ -129,6 +129,52 @@ def _pair_cells(group: GroupResult, item: PairOutcome | PoolResult) -> list[str]
     return [group.grouping.how, *cells, "not paired"]
 
 
+def table_parts(
+    report: AuditReport, width: int | None = None, *, verbose: bool = False, quiet: bool = False
+) -> list[Part]:
+    """What :func:`to_table` prints, as lines and sections (:mod:`kvalign.report.plain`)."""
+    code = report.exit_code()
+    parts: list[Part] = [Line(headline(report), "bold red" if code else "bold green")]
+    if report.findings:
+        finding_rows = tuple(
+            (f.rule, Styled(f.severity, STYLE[f.severity]), str(f.location),
+             ", ".join(f.pools), f.message, f.remediation)
+            for f in report.findings
+        )  # fmt: skip
+        finding_columns = (
+            Column("Rule", True), Column("Severity", True), Column("Location", True),
+            Column("Pools", False), Column("Message", False), Column("Fix", False),
+        )  # fmt: skip
+        parts.append(_section("Findings", finding_columns, finding_rows, width))
+    parts += [Line(line, "bold red") for line in _unevaluated_lines(report)]
+    parts += [Line(line, "bold red") for line in _unread_lines(report)]
+    if quiet:
+        return parts
+    pools = shown_pools(report, verbose)
+    if pools:
+        columns = tuple(Column(n, True) for n in
+                        ("File", "Pool", "Model", "TP", "Block size", "Kernel block"))  # fmt: skip
+        rows = tuple(tuple(_pool_cells(r)) for r in pools)
+        parts.append(_section("Pools", columns, rows, width))
+        files = None if verbose else {r.pool.location.file for r in pools}
+        parts += [Line(line) for line in _version_lines(report, files)]
+    parts += [Line(f"assumed: {line}") for line in report.assumptions]
+    pairs = _pairs(report, verbose)
+    if pairs:
+        pair_columns = (Column("Grouped by", False), Column("Prefill", True),
+                        Column("Decode", True), Column("Verdict", True))  # fmt: skip
+        pair_rows = tuple(tuple(_pair_cells(g, i)) for g, i in pairs)
+        parts.append(
+            _section(f"Pairs (--pair-by {report.pair_by})", pair_columns, pair_rows, width)
+        )
+    hidden = _hidden(report, verbose)
+    if hidden:
+        parts.append(Line(hidden, "dim"))
+    parts += [Line(f"note: {note}", "dim") for note in report.notes]
+    parts.append(Line(_summary(report)))
+    return parts
+
+
 def to_table(
     report: AuditReport, width: int | None = None, *, verbose: bool = False, quiet: bool = False
 ) -> RenderableType:
@@ -136,48 +182,18 @@ def to_table(
     verdict, the findings with their fixes, then (not with ``quiet``) pools and pairs of
     failing pairs (every one with ``verbose``), assumptions, notes, files not evaluated
     and the summary line."""
-    code = report.exit_code()
-    parts: list[RenderableType] = [
-        Text(headline(report), style="bold red" if code else "bold green")
-    ]
-    if report.findings:
-        finding_rows: list[list[str | Text]] = [
-            [f.rule, Text(f.severity, style=STYLE[f.severity]), str(f.location),
-             ", ".join(f.pools), f.message, f.remediation]
-            for f in report.findings
-        ]  # fmt: skip
-        finding_columns = [
-            Column("Rule", True), Column("Severity", True), Column("Location", True),
-            Column("Pools", False), Column("Message", False), Column("Fix", False),
-        ]  # fmt: skip
-        parts.append(_section("Findings", finding_columns, finding_rows, width))
-    parts += [Text(line, style="bold red") for line in _unevaluated_lines(report)]
-    parts += [Text(line, style="bold red") for line in _unread_lines(report)]
-    if quiet:
-        return Group(*parts)
-    pools = shown_pools(report, verbose)
-    if pools:
-        columns = [Column(n, True) for n in
-                   ("File", "Pool", "Model", "TP", "Block size", "Kernel block")]  # fmt: skip
-        rows: list[list[str | Text]] = [list(_pool_cells(r)) for r in pools]
-        parts.append(_section("Pools", columns, rows, width))
-        files = None if verbose else {r.pool.location.file for r in pools}
-        parts += [Text(line) for line in _version_lines(report, files)]
-    parts += [Text(f"assumed: {line}") for line in report.assumptions]
-    pairs = _pairs(report, verbose)
-    if pairs:
-        pair_columns = [Column("Grouped by", False), Column("Prefill", True),
-                        Column("Decode", True), Column("Verdict", True)]  # fmt: skip
-        pair_rows: list[list[str | Text]] = [list(_pair_cells(g, i)) for g, i in pairs]
-        parts.append(
-            _section(f"Pairs (--pair-by {report.pair_by})", pair_columns, pair_rows, width)
-        )
-    hidden = _hidden(report, verbose)
-    if hidden:
-        parts.append(Text(hidden, style="dim"))
-    parts += [Text(f"note: {note}", style="dim") for note in report.notes]
-    parts.append(Text(_summary(report)))
-    return Group(*parts)
+    from kvalign.report.layout import to_rich
+
+    return to_rich(table_parts(report, width, verbose=verbose, quiet=quiet))
+
+
+def to_plain_table(
+    report: AuditReport, width: int, *, verbose: bool = False, quiet: bool = False
+) -> str | None:
+    """:func:`to_table` as rich prints it without colour on a console ``width``
+    characters wide, laid out without rich (:func:`kvalign.report.plain.render`);
+    ``None`` when only rich can lay it out."""
+    return render(table_parts(report, width, verbose=verbose, quiet=quiet), width)
 
 
 def to_text(report: AuditReport, *, verbose: bool = False, quiet: bool = False) -> str:
