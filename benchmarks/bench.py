@@ -8,7 +8,10 @@ measured the same way in the same run. Children run with bytecode writing on (kv
 byte-compiled first), as an installed package runs. Writes ``BENCHMARKS.md`` (with the
 machine description) unless ``--no-write``.
 
-    python benchmarks/bench.py [--repeat 7] [--files 10000] [--no-write]
+    python benchmarks/bench.py [--repeat 7] [--files 10000] [--no-write] [--only-audit]
+
+``--only-audit`` runs only the bare interpreter and the audit rows (and never writes
+``BENCHMARKS.md``), for measuring the audit alone.
 """
 
 from __future__ import annotations
@@ -262,6 +265,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--files", type=int, default=10000)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--only-audit",
+        action="store_true",
+        help="only the bare interpreter and the audit rows (implies --no-write)",
+    )
     opts = parser.parse_args()
     compileall.compile_dir(ROOT / "kvalign", quiet=1)
 
@@ -294,6 +302,35 @@ def main() -> None:
         bare = measure(
             "bare interpreter (python -c pass)", lambda: [[sys.executable, "-c", "pass"]], env, r
         )
+        audit_runs = max(1, r // 3)
+
+        def audit_argvs(extra: list[str]) -> Callable[[], list[list[str]]]:
+            return lambda: [[*KVALIGN, "audit", str(deploy), *extra]]
+
+        def audit_rows() -> list[Figure]:
+            return [
+                measure(
+                    f"audit {files} files, {label}",
+                    audit_argvs(extra),
+                    env,
+                    audit_runs,
+                    target=AUDIT_TARGET_S * files / TARGET_FILES,  # the same rate per file
+                    ok_codes=(0, 1, 3),
+                    before=before,
+                )
+                for label, extra, before in (
+                    ("JSON, cold", ["--format", "json", "--no-cache"], clear_cache),
+                    ("JSON, warm", ["--format", "json"], prime),
+                    ("table, warm", [], prime),
+                )
+            ]
+
+        if opts.only_audit:
+            figures = [bare, *audit_rows()]
+            for f in figures:
+                per_file = f.median_cpu / files * 1000
+                print(f"{f.name:66s} {f.median_cpu:7.3f} s CPU ({per_file:.3f} ms a file)")
+            return
         reference = measure(
             "import transformers config classes (reference)",
             lambda: [
@@ -308,11 +345,6 @@ def main() -> None:
             r,
             note="what a check of a new local config pays on top of warm",
         )
-        audit_runs = max(1, r // 3)
-
-        def audit_argvs(extra: list[str]) -> Callable[[], list[list[str]]]:
-            return lambda: [[*KVALIGN, "audit", str(deploy), *extra]]
-
         figures = [
             bare,
             measure("kvalign --version", lambda: [[*KVALIGN, "--version"]], env, r),
@@ -351,22 +383,7 @@ def main() -> None:
                 before=prime,
                 note=f"{len(models)} processes per run",
             ),
-            *(
-                measure(
-                    f"audit {files} files, {label}",
-                    audit_argvs(extra),
-                    env,
-                    audit_runs,
-                    target=AUDIT_TARGET_S * files / TARGET_FILES,  # the same rate per file
-                    ok_codes=(0, 1, 3),
-                    before=before,
-                )
-                for label, extra, before in (
-                    ("JSON, cold", ["--format", "json", "--no-cache"], clear_cache),
-                    ("JSON, warm", ["--format", "json"], prime),
-                    ("table, warm", [], prime),
-                )
-            ),
+            *audit_rows(),
         ]
         done = subprocess.run(
             [*KVALIGN, "audit", str(deploy), "--format", "json"],
