@@ -161,7 +161,9 @@ def test_only_an_alias_free_text_skips_the_separate_check(monkeypatch: pytest.Mo
 
 
 _KEYS = st.sampled_from(["a", "b", "1", "0x1", "true", "~", "=", "<<", "2001-01-01", "x y"])
-_SCALARS = st.sampled_from(["1", "-2", "0o7", "1.5", ".nan", "null", "yes", "'q'", "s", "2001-01-01"])
+_SCALARS = st.sampled_from(
+    ["1", "-2", "0o7", "1.5", ".nan", "null", "yes", "'q'", "s", "2001-01-01"]
+)
 
 
 def _yaml_text(value: Any, indent: int = 0) -> str:
@@ -178,8 +180,9 @@ def _yaml_text(value: Any, indent: int = 0) -> str:
 
 _TREES = st.recursive(
     _SCALARS,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.lists(st.tuples(_KEYS, inner), max_size=4).map(tuple),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.lists(st.tuples(_KEYS, inner), max_size=4).map(tuple)
+    ),
     max_leaves=20,
 )
 
