@@ -331,9 +331,39 @@ def _yaml_module() -> Any:
     return yaml
 
 
+#: most (node kind, value, implicit) → tag answers :func:`_loader_class`'s loader keeps
+#: (then it starts again: a hostile file of distinct scalars cannot grow it further).
+_MAX_TAGS = 65_536
+_TAGS: dict[tuple[Any, Any, Any], str] = {}
+_LOADER: Any = None
+
+
 def _loader_class() -> Any:
-    yaml = _yaml_module()
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    """PyYAML's safe loader (the libyaml-backed one when available), whose tag resolution
+    is kept per (node kind, value, implicit): the composer asks it for every node, and a
+    folder of manifests repeats its keys and values. The answer is PyYAML's own
+    (``BaseResolver.resolve``), a function of those three alone while no path resolver
+    is registered (the safe loader has none; with one, nothing is kept)."""
+    global _LOADER
+    if _LOADER is None:
+        yaml = _yaml_module()
+        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        tags = _TAGS
+
+        def resolve(self: Any, kind: Any, value: Any, implicit: Any) -> Any:
+            if self.yaml_path_resolvers:  # pragma: no cover - the safe loader has none
+                return base.resolve(self, kind, value, implicit)
+            key = (kind, value, implicit)
+            tag = tags.get(key)
+            if tag is None:
+                tag = base.resolve(self, kind, value, implicit)
+                if len(tags) >= _MAX_TAGS:
+                    tags.clear()
+                tags[key] = tag
+            return tag
+
+        _LOADER = type("KvalignSafeLoader", (base,), {"resolve": resolve})
+    return _LOADER
 
 
 def _children(node: Any) -> list[Any]:

@@ -193,3 +193,27 @@ def test_tree_build_matches_the_checked_path_on_generated_documents(tree: Any) -
     text = _yaml_text(tree)
     with pytest.MonkeyPatch.context() as monkeypatch:
         assert _outcome(text) == _checked(text, monkeypatch)
+
+
+def test_kept_tag_resolution_is_pyyamls(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the loader keeps each (kind, value, implicit) → tag answer; the data is what
+    # PyYAML's own safe loader builds, on a first read and on a second (answers kept),
+    # and with a store so small it starts again on every node
+    import yaml
+
+    plain = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    texts = [t for t in TREE_DOCUMENTS if "a: 1\nb: 2\na" not in t and "{k: 1, k: 2}" not in t]
+    texts += ["a: &x [1, 2]\nb: *x\n", "'1': 1\n\"2\": 2\n3: '3'\n? !!str 4\n: 5\n"]
+    for size in (safeio._MAX_TAGS, 1):
+        monkeypatch.setattr(safeio, "_MAX_TAGS", size)
+        for _ in range(2):
+            for text in texts:
+                try:
+                    expected: Any = list(yaml.load_all(text, Loader=plain))
+                except (yaml.YAMLError, ValueError) as exc:
+                    expected = type(exc)
+                try:
+                    got: Any = [v for _, v in safeio.load_yaml_documents(text, "t.yaml")]
+                except InvalidConfig:
+                    got = expected if isinstance(expected, type) else None
+                assert got == expected, text
