@@ -76,3 +76,20 @@ def test_the_path_of_a_malformed_containers_list() -> None:
     two = {"a": {"containers": 1}, "b": {"containers": 2}}
     assert _malformed_containers(two) == "a.containers"
     assert _malformed_containers({"containers": None}, "spec") == "spec.containers"
+
+
+@pytest.mark.parametrize(
+    ("file", "named"),
+    [
+        ("justfile", True), ("a/Justfile", True), ("a/.justfile", True), ("x.just", True),
+        ("a/b.just/", True), ("a/justfile/.", True), ("a//justfile", True), ("..", False),
+        (".", False), ("a/b", False), ("a/.just", True), ("a/b/./JUSTFILE", True),
+        ("a/justfile.yaml", False),
+    ],
+)  # fmt: skip
+def test_a_justfile_is_told_by_its_last_path_component(file: str, named: bool) -> None:
+    # the name just looks for, whatever the folders before it (a trailing "/" or "/."
+    # names the folder before it, as pathlib reads the path)
+    from kvalign.deploy.justfile import is_justfile
+
+    assert is_justfile(file) is named
