@@ -8,10 +8,11 @@ measured the same way in the same run. Children run with bytecode writing on (kv
 byte-compiled first), as an installed package runs. Writes ``BENCHMARKS.md`` (with the
 machine description) unless ``--no-write``.
 
-    python benchmarks/bench.py [--repeat 7] [--files 10000] [--no-write] [--only check]
+    python benchmarks/bench.py [--repeat 7] [--files 10000] [--no-write] [--only check|audit]
 
 ``--only check`` measures the bare interpreter and the bundled-model ``check`` rows
-(cold and warm) only, prints them and writes nothing.
+(cold and warm) only; ``--only audit`` the bare interpreter and the audit rows only. Both
+print their rows and never write ``BENCHMARKS.md``.
 """
 
 from __future__ import annotations
@@ -266,7 +267,9 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=10000)
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument(
-        "--only", choices=["check"], help="only the bare interpreter and the check rows"
+        "--only",
+        choices=["check", "audit"],
+        help="only the bare interpreter and the check (or audit) rows; implies --no-write",
     )
     opts = parser.parse_args()
     if opts.only:
@@ -281,7 +284,7 @@ def main() -> None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         deploy = base / "deployments"
         deploy.mkdir()
-        files = 0 if opts.only else generate_deployments(deploy, opts.files)
+        files = 0 if opts.only == "check" else generate_deployments(deploy, opts.files)
         local = base / "local-model"
         local.mkdir()
         shutil.copy(CATALOG / NANO / "config.json", local / "config.json")
@@ -329,6 +332,35 @@ def main() -> None:
             for f in figures:
                 print(f"{f.name:66s} {f.median_cpu:7.3f} s CPU {f.ratio(bare):6.1f}×")
             return
+        audit_runs = max(1, r // 3)
+
+        def audit_argvs(extra: list[str]) -> Callable[[], list[list[str]]]:
+            return lambda: [[*KVALIGN, "audit", str(deploy), *extra]]
+
+        def audit_rows() -> list[Figure]:
+            return [
+                measure(
+                    f"audit {files} files, {label}",
+                    audit_argvs(extra),
+                    env,
+                    audit_runs,
+                    target=AUDIT_TARGET_S * files / TARGET_FILES,  # the same rate per file
+                    ok_codes=(0, 1, 3),
+                    before=before,
+                )
+                for label, extra, before in (
+                    ("JSON, cold", ["--format", "json", "--no-cache"], clear_cache),
+                    ("JSON, warm", ["--format", "json"], prime),
+                    ("table, warm", [], prime),
+                )
+            ]
+
+        if opts.only == "audit":
+            figures = [bare, *audit_rows()]
+            for f in figures:
+                per_file = f.median_cpu / files * 1000
+                print(f"{f.name:66s} {f.median_cpu:7.3f} s CPU ({per_file:.3f} ms a file)")
+            return
         reference = measure(
             "import transformers config classes (reference)",
             lambda: [
@@ -343,11 +375,6 @@ def main() -> None:
             r,
             note="what a check of a new local config pays on top of warm",
         )
-        audit_runs = max(1, r // 3)
-
-        def audit_argvs(extra: list[str]) -> Callable[[], list[list[str]]]:
-            return lambda: [[*KVALIGN, "audit", str(deploy), *extra]]
-
         figures = [
             bare,
             measure("kvalign --version", lambda: [[*KVALIGN, "--version"]], env, r),
@@ -371,22 +398,7 @@ def main() -> None:
                 before=prime,
                 note=f"{len(models)} processes per run",
             ),
-            *(
-                measure(
-                    f"audit {files} files, {label}",
-                    audit_argvs(extra),
-                    env,
-                    audit_runs,
-                    target=AUDIT_TARGET_S * files / TARGET_FILES,  # the same rate per file
-                    ok_codes=(0, 1, 3),
-                    before=before,
-                )
-                for label, extra, before in (
-                    ("JSON, cold", ["--format", "json", "--no-cache"], clear_cache),
-                    ("JSON, warm", ["--format", "json"], prime),
-                    ("table, warm", [], prime),
-                )
-            ),
+            *audit_rows(),
         ]
         done = subprocess.run(
             [*KVALIGN, "audit", str(deploy), "--format", "json"],

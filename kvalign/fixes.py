@@ -78,6 +78,9 @@ class RunCache(EngineCache):
         super().__init__()
         self._ranks: dict[tuple[int, Settings, int], RankResult] = {}
         self._fixes: dict[tuple[object, ...], Fix] = {}
+        #: (pool index, asked, raised to, GPU class) per distinct set of pools, by their
+        #: (model, settings, TP) (:func:`raised_block_sizes`)
+        self._raised: dict[tuple[object, ...], list[tuple[int, int, int, str]]] = {}
 
     def rank(self, geometry: ModelGeometry, engine: EngineConfig, tp: int) -> RankResult:
         """:func:`kvalign.alignment.analyze_rank`, once per (model, settings, TP).
@@ -338,17 +341,30 @@ def raised_block_sizes(pools: list[FixPool], cache: RunCache | None = None) -> l
     if not mine:
         return []
     cache = cache if cache is not None else RunCache()
+    # what is raised depends on each pool's model, settings and TP, not on its label: an
+    # audit of many copies of one deployment computes it once
+    shape = tuple((id(p.geometry), p.settings, p.tp) for p in mine)
+    raises = cache._raised.get(shape)
+    if raises is None:
+        raises = []
+        for label, per_pool in scenarios(mine, cache):
+            for index, (pool, rank) in enumerate(
+                zip(mine, _ranks(mine, per_pool, None, cache), strict=True)
+            ):
+                asked = pool.settings.block_size
+                assert asked is not None
+                if rank is None or not rank.usable or rank.block_size in (None, asked):
+                    continue
+                assert rank.block_size is not None
+                raises.append((index, asked, rank.block_size, label))
+        for pool in mine:
+            cache.keep(pool.geometry)
+        cache._raised[shape] = raises
     found: dict[tuple[str, int, int], list[str]] = {}
-    for label, per_pool in scenarios(mine, cache):
-        for pool, rank in zip(mine, _ranks(mine, per_pool, None, cache), strict=True):
-            asked = pool.settings.block_size
-            assert asked is not None
-            if rank is None or not rank.usable or rank.block_size in (None, asked):
-                continue
-            assert rank.block_size is not None
-            key = (pool.label, asked, rank.block_size)
-            if label not in found.setdefault(key, []):
-                found[key].append(label)
+    for index, asked, new, label in raises:
+        key = (mine[index].label, asked, new)
+        if label not in found.setdefault(key, []):
+            found[key].append(label)
     return [
         f"{who}: vLLM raises --block-size {asked} to {new:,} on {', '.join(where)}"
         for (who, asked, new), where in found.items()

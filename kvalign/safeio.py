@@ -331,9 +331,39 @@ def _yaml_module() -> Any:
     return yaml
 
 
+#: most (node kind, value, implicit) → tag answers :func:`_loader_class`'s loader keeps
+#: (then it starts again: a hostile file of distinct scalars cannot grow it further).
+_MAX_TAGS = 65_536
+_TAGS: dict[tuple[Any, Any, Any], str] = {}
+_LOADER: Any = None
+
+
 def _loader_class() -> Any:
-    yaml = _yaml_module()
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    """PyYAML's safe loader (the libyaml-backed one when available), whose tag resolution
+    is kept per (node kind, value, implicit): the composer asks it for every node, and a
+    folder of manifests repeats its keys and values. The answer is PyYAML's own
+    (``BaseResolver.resolve``), a function of those three alone while no path resolver
+    is registered (the safe loader has none; with one, nothing is kept)."""
+    global _LOADER
+    if _LOADER is None:
+        yaml = _yaml_module()
+        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        tags = _TAGS
+
+        def resolve(self: Any, kind: Any, value: Any, implicit: Any) -> Any:
+            if self.yaml_path_resolvers:  # pragma: no cover - the safe loader has none
+                return base.resolve(self, kind, value, implicit)
+            key = (kind, value, implicit)
+            tag = tags.get(key)
+            if tag is None:
+                tag = base.resolve(self, kind, value, implicit)
+                if len(tags) >= _MAX_TAGS:
+                    tags.clear()
+                tags[key] = tag
+            return tag
+
+        _LOADER = type("KvalignSafeLoader", (base,), {"resolve": resolve})
+    return _LOADER
 
 
 def _children(node: Any) -> list[Any]:
@@ -417,12 +447,109 @@ def check_yaml_node(root: Any, name: str) -> None:
         stack.extend((child, depth + 1, None) for child in children)
 
 
+#: tags of the plain data a tree document is built from by :func:`_build_tree` (the
+#: scalar ones are constructed by PyYAML's own safe constructor for that tag).
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_STR_TAG = "tag:yaml.org,2002:str"
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{kind}" for kind in ("null", "bool", "int", "float", "binary", "timestamp")
+)
+
+
+class _NotPlain(Exception):
+    """A document :func:`_build_tree` leaves to the checked path (:func:`check_yaml_node`
+    then PyYAML's constructor)."""
+
+
+def _build_tree(root: Any, loader: Any) -> Any:
+    """The data of a composed document whose node graph is a tree (no alias), built and
+    checked in one walk.
+
+    Gives what :func:`check_yaml_node` followed by PyYAML's ``construct_document`` gives
+    for such a document, for plain mappings, sequences and the scalars of
+    :data:`_SCALAR_TAGS` (and strings), while the document is within the limits.
+    Anything else (a duplicate key, nesting deeper than :data:`MAX_YAML_DEPTH`, more
+    than :data:`MAX_YAML_NODES` nodes, a merge key, another tag, a key that is not a
+    scalar, any error) raises :class:`_NotPlain`, and the caller takes the checked path,
+    which raises the error (or builds the data) exactly as before.
+    """
+    yaml = _yaml_module()
+    scalar_node, mapping_node, sequence_node = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
+    constructors = loader.yaml_constructors
+    str_tag, scalar_tags = _STR_TAG, _SCALAR_TAGS
+    nodes = [1]
+
+    def scalar(node: Any) -> Any:
+        tag = node.tag
+        if tag == str_tag:
+            return node.value
+        if tag in scalar_tags:
+            return constructors[tag](loader, node)
+        raise _NotPlain
+
+    def build(node: Any, depth: int) -> Any:
+        kind = node.__class__
+        if kind is mapping_node:
+            if node.tag != _MAP_TAG:
+                raise _NotPlain
+            pairs = node.value
+            if not pairs:
+                return {}
+            if depth >= MAX_YAML_DEPTH:  # its keys and values would be too deep
+                raise _NotPlain
+            nodes[0] += 2 * len(pairs)
+            data: dict[Any, Any] = {}
+            seen: set[tuple[str, str]] = set()
+            for key_node, value_node in pairs:
+                if key_node.__class__ is not scalar_node:
+                    raise _NotPlain
+                marker = (key_node.tag, key_node.value)
+                if marker in seen:
+                    raise _NotPlain
+                seen.add(marker)
+                key = scalar(key_node)
+                if value_node.__class__ is scalar_node:
+                    data[key] = scalar(value_node)
+                else:
+                    data[key] = build(value_node, depth + 1)
+            return data
+        if kind is sequence_node:
+            if node.tag != _SEQ_TAG:
+                raise _NotPlain
+            items = node.value
+            if not items:
+                return []
+            if depth >= MAX_YAML_DEPTH:
+                raise _NotPlain
+            nodes[0] += len(items)
+            return [
+                scalar(item) if item.__class__ is scalar_node else build(item, depth + 1)
+                for item in items
+            ]
+        if kind is scalar_node:
+            return scalar(node)
+        raise _NotPlain
+
+    try:
+        data = build(root, 1)
+    except _NotPlain:
+        raise
+    except Exception:  # e.g. a timestamp that is no date: raised by the checked path
+        raise _NotPlain from None
+    if nodes[0] > MAX_YAML_NODES:
+        raise _NotPlain
+    return data
+
+
 def load_yaml_documents(text: str, name: str) -> list[tuple[int, Any]]:
     """Every document of a YAML stream as ``(1-based start line, data)`` pairs.
 
     Safe loading only (PyYAML ``SafeLoader``, the libyaml-backed one when available):
     plain scalars, lists and mappings. Each document's node graph is checked by
-    :func:`check_yaml_node` before it is constructed.
+    :func:`check_yaml_node` before it is constructed; a text with no alias (no ``*``)
+    is built and checked in one walk instead (:func:`_build_tree`), with the same
+    result and the same errors.
 
     Raises:
         InvalidConfig: not valid YAML (the message names ``name`` and the line), or a
@@ -430,12 +557,22 @@ def load_yaml_documents(text: str, name: str) -> list[tuple[int, Any]]:
     """
     yaml = _yaml_module()
     loader = _loader_class()(text)
+    # no `*`: no alias, so every document's node graph is a tree, built and checked in
+    # one walk (:func:`_build_tree`); a document it leaves, or any with an alias, is
+    # checked first (:func:`check_yaml_node`), then constructed
+    tree = "*" not in text
     docs: list[tuple[int, Any]] = []
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:  # pragma: no cover - check_node() guarantees a node
                 break
+            if tree:
+                try:
+                    docs.append((node.start_mark.line + 1, _build_tree(node, loader)))
+                    continue
+                except _NotPlain:
+                    pass
             check_yaml_node(node, name)
             docs.append((node.start_mark.line + 1, loader.construct_document(node)))
     except yaml.YAMLError as exc:

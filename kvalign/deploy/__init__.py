@@ -168,15 +168,21 @@ def _only_configs(source: Source) -> bool:
     )
 
 
-def _references(paths: list[str]) -> dict[str, tuple[str, Mapping[str, Any]]]:
+def _references(
+    paths: list[str], run: _Run | None = None
+) -> dict[str, tuple[str, Mapping[str, Any]]]:
     """KServe ``LLMInferenceServiceConfig`` specs of every file of the run, by name (the
     first file wins), so a ``baseRefs`` in one file finds a config in another; and the
     ``data`` of every ``ConfigMap`` of the run, keyed ``ConfigMap/NAME`` (first file wins),
-    so an ``envFrom`` / ``configMapKeyRef`` finds a ConfigMap in another file."""
+    so an ``envFrom`` / ``configMapKeyRef`` finds a ConfigMap in another file.
+
+    ``run`` (one :func:`read_paths` call) scans each folder once and keeps each file's
+    text for the read that follows, so no file is listed or read twice."""
+    run = run if run is not None else _Run()
     found: dict[str, tuple[str, Mapping[str, Any]]] = {}
-    for file in _run_files(paths):
+    for file in _run_files(paths, run):
         try:
-            text = _read_file(file)
+            text = run.keep(file)
             if "LLMInferenceServiceConfig" not in text and "ConfigMap" not in text:
                 continue
             documents = load_yaml_documents(text, str(file))
@@ -201,15 +207,79 @@ def _references(paths: list[str]) -> dict[str, tuple[str, Mapping[str, Any]]]:
     return found
 
 
-def _run_files(paths: list[str]) -> tuple[Path, ...]:
+def _run_files(paths: list[str], run: _Run | None = None) -> tuple[Path, ...]:
     """Every file of the run: the files given by name and those the folder scans read."""
+    run = run if run is not None else _Run()
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if raw == "-":
             continue
-        files += _scanned(path) if path.is_dir() else [path] if path.is_file() else []
+        files += run.scan(path).files if path.is_dir() else [path] if path.is_file() else []
     return tuple(files)
+
+
+@dataclasses.dataclass
+class _Scan:
+    """What one folder scan (:func:`_scanned`) found: the files it reads, and what it
+    reported into its ``unread`` / ``notes`` / ``others`` lists, in order."""
+
+    files: list[Path]
+    unread: list[Problem]
+    notes: list[Problem]
+    others: list[Path]
+
+
+class _Run:
+    """One :func:`read_paths` call's folder scans and file texts, so that the references
+    pass and the read itself list each folder once and read each file once.
+
+    A text is kept from its first read (:meth:`keep`) until its second (:meth:`text`),
+    which takes it out again: at most every file of the run is held at once, as the
+    folder read holds them anyway (to tell which file names which)."""
+
+    def __init__(self) -> None:
+        self._scans: dict[Path, _Scan] = {}
+        self._texts: dict[Path, str | KvalignError] = {}
+
+    def scan(self, path: Path) -> _Scan:
+        """:func:`_scanned` of the folder ``path``, computed on first use."""
+        found = self._scans.get(path)
+        if found is None:
+            unread: list[Problem] = []
+            notes: list[Problem] = []
+            others: list[Path] = []
+            found = _Scan(_scanned(path, unread, notes, others), unread, notes, others)
+            self._scans[path] = found
+        return found
+
+    def keep(self, path: Path) -> str:
+        """The text of ``path`` (:func:`_read_file`), kept for :meth:`text`.
+
+        Raises:
+            KvalignError: what :func:`_read_file` raises (kept too, raised again by
+                :meth:`text`).
+        """
+        try:
+            text = _read_file(path)
+        except KvalignError as exc:
+            self._texts[path] = exc
+            raise
+        self._texts[path] = text
+        return text
+
+    def text(self, path: Path) -> str:
+        """The text of ``path``: the one :meth:`keep` read (then forgotten), else read now.
+
+        Raises:
+            KvalignError: what :func:`_read_file` raises.
+        """
+        kept = self._texts.pop(path, None)
+        if kept is None:
+            return _read_file(path)
+        if isinstance(kept, KvalignError):
+            raise kept
+        return kept
 
 
 def _only_references(path: Path, references: Mapping[str, tuple[str, Mapping[str, Any]]]) -> bool:
@@ -469,8 +539,9 @@ def read_paths(
     sink: list[Problem] = notes if notes is not None else []
     if len(paths) > MAX_FILES:
         raise InvalidSettings(f"more than {MAX_FILES:,} paths (budget: files per run)")
-    references = _references(paths)
-    run_files = _run_files(paths)
+    run = _Run()
+    references = _references(paths, run)
+    run_files = _run_files(paths, run)
     charts: set[Path] = set()
     #: scanned files no reader took, judged once every file of the run is read
     #: (a file of no known name or type, only sniffed: True)
@@ -496,7 +567,12 @@ def read_paths(
             others: list[Path] = []
             scripts: list[Path] = []
             mentions: list[tuple[Path, str]] = []
-            for child in _scanned(path, unread, sink, others):
+            scan = run.scan(path)
+            if unread is not None:
+                unread += scan.unread
+            sink += scan.notes
+            others += scan.others
+            for child in scan.files:
                 if any(child.is_relative_to(folder) for folder in covered):
                     continue
                 scripts.append(child)
@@ -510,7 +586,7 @@ def read_paths(
                     mentions.append((child, sniffed))
             for child in sorted(scripts):
                 try:
-                    text = _read_file(child)
+                    text = run.text(child)
                     texts.append((child, text))
                     found = _read(text, str(child), child.parent, sink, references, run_files)
                 except KvalignError as exc:
@@ -534,7 +610,7 @@ def read_paths(
             continue
         if not path.exists() and not path.is_symlink():  # a symlink loop is read (and refused)
             raise InvalidConfig(f"{raw}: no such file or directory")
-        found = _read(_read_file(path), raw, path.parent, sink, references, run_files)
+        found = _read(run.text(path), raw, path.parent, sink, references, run_files)
         if found is None and skip_unrelated:
             skipped.append(raw)
             sink.append(

@@ -40,7 +40,9 @@ _IDENTIFIER = re.compile(r"\A[A-Za-z_][A-Za-z0-9_-]*\Z")
 def is_justfile(file: str) -> bool:
     """Whether ``file`` is named as ``just`` looks for it (``justfile``, ``Justfile``,
     ``.justfile``, ``*.just``)."""
-    name = PurePath(file).name
+    name = file.rpartition("/")[2]
+    if name in ("", "."):  # a trailing "/" or "/.": the name PurePath gives
+        name = PurePath(file).name
     return name.lower() in NAMES or name.endswith(SUFFIX)
 
 

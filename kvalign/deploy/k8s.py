@@ -255,7 +255,7 @@ def _launch(
 
 def _containers(node: Any) -> Iterator[Mapping[str, Any]]:
     """Containers anywhere under ``node`` (``containers[]``, Dynamo ``mainContainer``)."""
-    if isinstance(node, Mapping):
+    if _is_mapping(node):
         for key, value in node.items():
             if key in ("containers", "initContainers") and isinstance(value, list):
                 if key == "containers":
@@ -271,22 +271,51 @@ def _containers(node: Any) -> Iterator[Mapping[str, Any]]:
 
 def _malformed_containers(node: Any, path: str = "") -> str | None:
     """Dotted path of the first ``containers`` that is not a list of mappings, if any."""
-    if isinstance(node, Mapping):
+    trail = _malformed_trail(node)
+    if trail is None:
+        return None
+    for step in reversed(trail):  # the path is spelled only for the one found
+        if isinstance(step, _Index):
+            path = f"{path}[{step.index}]"
+        else:
+            path = f"{path}.{step}" if path else str(step)
+    return path
+
+
+@dataclasses.dataclass(frozen=True)
+class _Index:
+    """A list index on the way to a malformed ``containers`` (:func:`_malformed_trail`)."""
+
+    index: int
+
+
+def _malformed_trail(node: Any) -> list[Any] | None:
+    """The keys and :class:`_Index` steps to the first ``containers`` that is not a list of
+    mappings, innermost first; ``None`` when there is none."""
+    if type(node) is dict or isinstance(node, Mapping):
         for key, value in node.items():
-            here = f"{path}.{key}" if path else str(key)
             if key == "containers" and (
-                not isinstance(value, list) or not all(isinstance(c, Mapping) for c in value)
+                not isinstance(value, list) or not all(_is_mapping(c) for c in value)
             ):
-                return here
-            found = _malformed_containers(value, here)
-            if found is not None:
-                return found
+                return [key]
+            if type(value) is dict or isinstance(value, (Mapping, list)):
+                found = _malformed_trail(value)
+                if found is not None:
+                    found.append(key)
+                    return found
     elif isinstance(node, list):
         for index, item in enumerate(node):
-            found = _malformed_containers(item, f"{path}[{index}]")
-            if found is not None:
-                return found
+            if type(item) is dict or isinstance(item, (Mapping, list)):
+                found = _malformed_trail(item)
+                if found is not None:
+                    found.append(_Index(index))
+                    return found
     return None
+
+
+def _is_mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)``, with the common case (a ``dict``) first."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _labels(node: Any) -> dict[str, Any]:
@@ -348,7 +377,7 @@ def _gpu_products(node: Any) -> list[str]:
     ``nodeSelector``, node-affinity ``matchExpressions`` (``operator: In``) and llm-d's
     ``acceleratorTypes: {labelKey, labelValues}``."""
     found: list[str] = []
-    if isinstance(node, Mapping):
+    if _is_mapping(node):
         selector = node.get("nodeSelector")
         if isinstance(selector, Mapping):
             found += [str(selector[k]) for k in GPU_LABELS if isinstance(selector.get(k), str)]
@@ -357,7 +386,9 @@ def _gpu_products(node: Any) -> list[str]:
         if node.get("labelKey") in GPU_LABELS:
             found += [str(v) for v in _list(node.get("labelValues"))]
         for key, value in node.items():
-            if key not in ("nodeSelector", "containers"):
+            if key not in ("nodeSelector", "containers") and (
+                _is_mapping(value) or isinstance(value, list)
+            ):
                 found += _gpu_products(value)
     elif isinstance(node, list):
         for item in node:

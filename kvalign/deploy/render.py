@@ -42,7 +42,7 @@ def roots(path: Path) -> list[Path]:
     """Chart and kustomize folders at or below ``path`` (no hidden folders), outermost
     first; a folder inside a chart is part of it."""
     found: list[Path] = []
-    for folder in [path, *sorted(p for p in path.rglob("*") if p.is_dir())]:
+    for folder in [path, *sorted(_folders(path))]:
         if any(part.startswith(".") for part in folder.relative_to(path).parts):
             continue
         if any(root in folder.parents for root in found if is_chart(root)):
@@ -50,6 +50,13 @@ def roots(path: Path) -> list[Path]:
         if is_chart(folder) or kustomization(folder) is not None:
             found.append(folder)
     return found
+
+
+def _folders(path: Path) -> list[Path]:
+    """Every folder below ``path``, as ``path.rglob("*")`` filtered by ``is_dir()`` finds
+    them (a symbolic link to a folder is one, but is not entered), without a ``stat``
+    of every file: ``os.walk`` tells folders from the directory entries."""
+    return [Path(root, name) for root, names, _ in os.walk(path) for name in names]
 
 
 def referenced(root: Path) -> set[Path]:

@@ -15,6 +15,7 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from kvalign.backends import AUTO_BACKEND
@@ -338,6 +339,30 @@ def parse_vllm_args(
         InvalidSettings: a value kvalign reads is malformed (non-integer size, bad JSON),
             or ``--config`` names a file that was not provided.
     """
+    if not config_files:  # the result depends on the words and the environment only
+        key = (args if isinstance(args, str) else tuple(args), tuple((env or {}).items()))
+        try:
+            return _parse_once(key)
+        except TypeError:  # pragma: no cover - an unhashable word or value: parsed below
+            pass
+    return _parse(args, config_files, env)
+
+
+@lru_cache(maxsize=4096)
+def _parse_once(key: tuple[str | tuple[str, ...], tuple[tuple[str, str], ...]]) -> VllmArgs:
+    """:func:`_parse` of ``(args, env items)`` with no ``--config`` files, once per run
+    for each distinct launch (a folder of copies of one manifest repeats its flags;
+    :class:`VllmArgs` is immutable, so the pools share it)."""
+    args, env = key
+    return _parse(args, None, dict(env))
+
+
+def _parse(
+    args: Sequence[str] | str,
+    config_files: Mapping[str, Mapping[str, Any]] | None,
+    env: Mapping[str, str] | None,
+) -> VllmArgs:
+    """:func:`parse_vllm_args` itself (uncached)."""
     words = split_command(args) if isinstance(args, str) else list(args)
     launched = serve_arguments(words)
     if launched is not None:

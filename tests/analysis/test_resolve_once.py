@@ -143,3 +143,42 @@ def test_engine_cache_resolves_each_model_and_settings_once(calls: list[Settings
     with pytest.raises(InvalidSettings):  # the error is kept too
         cache.resolve(nano, Settings(gpu="no-such-gpu"))
     assert [s.gpu for s in calls] == [None, "H100", "no-such-gpu"]
+
+
+def test_raised_block_sizes_are_worked_out_once_per_shape_of_pools(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # two groups of the same models, settings and TPs under other labels (an audit of
+    # copies of one deployment): the raised --block-size lines carry each group's own
+    # labels, and the second group is not worked out again. Qwen3.5-397B at
+    # --block-size 2096 is raised to 8,384 on the CUDA classes from SM90 up (as
+    # tests/analysis/test_policy.py states it for check).
+    import kvalign.fixes as fixes
+
+    geometry = load_model(QWEN35)
+    cache = fixes.RunCache()
+    engine = cache.resolve(geometry, Settings(block_size=2096))
+    where = "H100/H200 (SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120)"
+    first = [fixes.FixPool(geometry, engine, tp, f"a/{role}") for tp, role in ((8, "p"), (1, "d"))]
+    assert fixes.raised_block_sizes(first, cache) == [
+        f"a/p: vLLM raises --block-size 2096 to 8,384 on {where}",
+        f"a/d: vLLM raises --block-size 2096 to 8,384 on {where}",
+    ]
+    worked: list[int] = []
+    real = fixes.scenarios
+
+    def counting(pools: Any, run: Any) -> Any:
+        worked.append(len(pools))
+        return real(pools, run)
+
+    monkeypatch.setattr(fixes, "scenarios", counting)
+    second = [dataclasses.replace(p, label=p.label.replace("a/", "b/")) for p in first]
+    assert fixes.raised_block_sizes(second, cache) == [
+        f"b/p: vLLM raises --block-size 2096 to 8,384 on {where}",
+        f"b/d: vLLM raises --block-size 2096 to 8,384 on {where}",
+    ]
+    assert worked == []
+    # another TP is another shape: worked out (TP 2 at 2096: raised as well)
+    third = [dataclasses.replace(first[0], tp=2, label="c/p"), first[1]]
+    fixes.raised_block_sizes(third, cache)
+    assert worked == [2]

@@ -5,7 +5,11 @@ finding about every pool gives (the rule it replaces: ``_names_pool``)."""
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from kvalign.auditing import AuditRequest, run
 from kvalign.policy import fails
@@ -43,3 +47,36 @@ def test_failing_pairs_as_the_rule_states_it(tmp_path: Path) -> None:
         or any(_names_pool(f, o.prefill.pool) and _names_pool(f, o.decode.pool) for f in failing)
     ]
     assert failing_pairs(report) == expected and expected
+
+
+def test_a_folder_is_listed_once_and_each_file_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the references pass (ConfigMaps, KServe configs) and the read itself share one
+    # scan and one read per file: before, every folder was listed three times and every
+    # file read twice
+    import kvalign.deploy as deploy
+
+    shutil.copytree(EXAMPLES, tmp_path / "a")
+    scans: list[Path] = []
+    reads: Counter[Path] = Counter()
+    scanned, read_file = deploy._scanned, deploy._read_file
+
+    def counting_scan(path: Path, *args: Any) -> list[Path]:
+        scans.append(path)
+        return scanned(path, *args)
+
+    def counting_read(path: Path) -> str:
+        reads[path] += 1
+        return read_file(path)
+
+    monkeypatch.setattr(deploy, "_scanned", counting_scan)
+    monkeypatch.setattr(deploy, "_read_file", counting_read)
+    deployments, _ = deploy.read_paths([str(tmp_path)])
+    assert deployments
+    assert scans == [tmp_path]
+    # every file the scan reads, once (the --config YAMLs the scripts name are read
+    # again by the script that names them, through Source.load_config, not here)
+    scanned_files = scanned(tmp_path)
+    assert set(reads) == set(scanned_files)
+    assert max(reads.values()) == 1

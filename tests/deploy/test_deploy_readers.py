@@ -59,3 +59,37 @@ def test_a_yaml_error_is_raised_unless_stdin_is_a_command_line() -> None:
         reader_for(Source(broken, "x.yaml"))
     found = reader_for(Source(broken, "-", None, stdin_command_line=True))
     assert found is not None and found.kind == "command-line"
+
+
+def test_the_path_of_a_malformed_containers_list() -> None:
+    # the first `containers` that is not a list of mappings, as a dotted path with list
+    # indices (what "NAME: PATH: expected a list of containers" names)
+    from kvalign.deploy.k8s import _malformed_containers
+
+    ok = {"spec": {"template": {"spec": {"containers": [{"name": "vllm"}]}}}}
+    assert _malformed_containers(ok) is None
+    assert _malformed_containers({"spec": {"containers": "vllm"}}) == "spec.containers"
+    roles = {"spec": {"roles": [{"containers": []}, {"template": {"containers": ["x"]}}]}}
+    assert _malformed_containers(roles) == "spec.roles[1].template.containers"
+    assert _malformed_containers([{"a": 1}, {"containers": {}}]) == "[1].containers"
+    # the first in document order wins
+    two = {"a": {"containers": 1}, "b": {"containers": 2}}
+    assert _malformed_containers(two) == "a.containers"
+    assert _malformed_containers({"containers": None}, "spec") == "spec.containers"
+
+
+@pytest.mark.parametrize(
+    ("file", "named"),
+    [
+        ("justfile", True), ("a/Justfile", True), ("a/.justfile", True), ("x.just", True),
+        ("a/b.just/", True), ("a/justfile/.", True), ("a//justfile", True), ("..", False),
+        (".", False), ("a/b", False), ("a/.just", True), ("a/b/./JUSTFILE", True),
+        ("a/justfile.yaml", False),
+    ],
+)  # fmt: skip
+def test_a_justfile_is_told_by_its_last_path_component(file: str, named: bool) -> None:
+    # the name just looks for, whatever the folders before it (a trailing "/" or "/."
+    # names the folder before it, as pathlib reads the path)
+    from kvalign.deploy.justfile import is_justfile
+
+    assert is_justfile(file) is named

@@ -134,3 +134,26 @@ def test_a_helm_chart_is_rendered_with_helm_and_keeps_its_template_lines(
     ]  # fmt: skip
     assert all(str(templates) in f for _, _, f, _ in pools)
     assert [line for *_, line in pools] == [lines["decode.yaml"], lines["prefill.yaml"]]
+
+
+def test_the_folders_a_root_search_looks_at(tmp_path: Path) -> None:
+    # every folder below the path, as rglob("*") + is_dir() finds them: nested and
+    # hidden folders, a symbolic link to a folder (listed, not entered), not files nor
+    # a dangling link
+    from kvalign.deploy.render import _folders
+
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / ".hidden" / "d").mkdir(parents=True)
+    (tmp_path / "a" / "file.yaml").write_text("x: 1\n")
+    (tmp_path / "elsewhere" / "inside").mkdir(parents=True)
+    (tmp_path / "a" / "link").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (tmp_path / "dangling").symlink_to(tmp_path / "missing")
+    expected = {
+        tmp_path / name
+        for name in (
+            "a", "a/b", "a/b/c", ".hidden", ".hidden/d", "elsewhere", "elsewhere/inside",
+            "a/link",
+        )
+    }  # fmt: skip
+    assert set(_folders(tmp_path)) == expected
+    assert sorted(_folders(tmp_path)) == sorted(p for p in tmp_path.rglob("*") if p.is_dir())

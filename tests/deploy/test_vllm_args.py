@@ -147,3 +147,29 @@ def test_equals_form_script_is_paired_and_gated_like_check(tmp_path: Path) -> No
         ("prefill", 1, 800),
         ("decode", 4, 400),
     ]
+
+
+def test_a_repeated_launch_is_parsed_once_and_the_same() -> None:
+    # parse_vllm_args keeps one result per (words, environment): a folder of copies of
+    # one manifest parses each distinct launch once. The kept result is what parsing
+    # gives (the uncached _parse), errors are raised every time, and a --config file
+    # (whose contents the words do not show) is never taken from the cache.
+    from kvalign.deploy import vllm_args
+
+    vllm_args._parse_once.cache_clear()
+    line = 'vllm serve org/m --block-size 64 --kv-transfer-config \'{"kv_role":"kv_producer"}\''
+    env = {"VLLM_ATTENTION_BACKEND": "FLASHINFER"}
+    first = parse_vllm_args(line, env=env)
+    assert first == vllm_args._parse(line, None, env)
+    assert first.block_size == 64 and first.kv_role == "kv_producer"
+    assert first.attention_backend == "FLASHINFER"
+    assert parse_vllm_args(line, env=dict(env)) is first
+    assert parse_vllm_args(line).attention_backend is None  # another environment
+    assert vllm_args._parse_once.cache_info().misses == 2
+    for _ in range(2):
+        with pytest.raises(InvalidSettings, match="--block-size"):
+            parse_vllm_args("vllm serve org/m --block-size big")
+    with_config = ["org/m", "--config", "c.yaml"]
+    a = parse_vllm_args(with_config, config_files={"c.yaml": {"block-size": 32}})
+    b = parse_vllm_args(with_config, config_files={"c.yaml": {"block-size": 16}})
+    assert (a.block_size, b.block_size) == (32, 16)

@@ -8,6 +8,7 @@ from typing import Any
 from kvalign import __version__
 from kvalign.audit import AuditReport
 from kvalign.deploy.model import Pool, Problem
+from kvalign.report.indented_json import dumps_indented
 from kvalign.rules.base import Finding, GroupResult
 
 
@@ -130,8 +131,9 @@ def audit_to_dict(report: AuditReport) -> dict[str, Any]:
 
 
 def to_json(report: AuditReport) -> str:
-    """Indented JSON text."""
-    return json.dumps(audit_to_dict(report), indent=2)
+    """Indented JSON text (``json.dumps(..., indent=2)``'s text, written by
+    :func:`~kvalign.report.indented_json.dumps_indented`)."""
+    return dumps_indented(audit_to_dict(report))
 
 
 def error_to_json(message: str, exit_code: int, notes: list[Problem] | tuple[Problem, ...]) -> str:
