@@ -235,7 +235,9 @@ def run_rule_mutant(mutant: dict[str, str]) -> bool:
     (work / mutant["file"]).write_text(source.replace(mutant["old"], mutant["new"]))
     tests = [t for t in MODULES[mutant["module"]][1] if (ROOT / t).exists()]
     tests += [t for t in mutant.get("tests", []) if t not in tests]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(work))
+    # the checkout second: its tests/ package must win over the editable install's (a git
+    # worktree's tests.conftest would otherwise clash with the main checkout's)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=os.pathsep.join([str(work), str(ROOT)]))
     # the pytest script (not ``python -m``, which puts the checkout first on sys.path) with
     # --import-mode=append, so PYTHONPATH's mutated kvalign wins over the checkout's
     pytest = str(Path(sys.executable).with_name("pytest"))
@@ -244,8 +246,14 @@ def run_rule_mutant(mutant: dict[str, str]) -> bool:
     proc = subprocess.run(
         [*cmd, *tests], cwd=ROOT, env=env, capture_output=True, text=True, check=False
     )
-    # exit 1: a test failed (killed); 0: every test passed (survived); anything else
-    # (collection error, import error) also means the mutant broke the code: killed
+    # exit 1: a test failed (killed); 0: every test passed (survived); 2 (a collection or
+    # import error) also means the mutant broke the code: killed. 4 and 5 (pytest usage
+    # error, no tests collected) say nothing about the mutant: a broken run, not a verdict
+    if proc.returncode in (4, 5):
+        raise SystemExit(
+            f"rule mutant {mutant['id']}: pytest exit {proc.returncode} "
+            f"(not a verdict): {(proc.stdout + proc.stderr).strip().splitlines()[-1:]}"
+        )
     killed = proc.returncode != 0
     failed = [ln for ln in proc.stdout.splitlines() if ln.startswith("FAILED")]
     path = _rule_result_path(mutant)
