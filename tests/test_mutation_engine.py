@@ -15,12 +15,14 @@ Qwen3.5-397B-A17B at TP 8 (Hk 16, Hv 64, Dk = Dv = 128, K 4; float32 recurrent s
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kvalign.backends import get_gpu
 from kvalign.engine import EngineCache, checkpoint_alignment, create_engine_config, is_sm100
+from kvalign.errors import InvalidSettings
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import profile_named
@@ -198,3 +200,158 @@ def test_sm100_test_per_release() -> None:
     early, later = profile_named("0.12"), profile_named("0.13")
     assert [is_sm100(early, g) for g in (b200, b300, h100, None)] == [True, False, False, False]
     assert [is_sm100(later, g) for g in (b200, b300, h100, None)] == [True, True, False, False]
+
+
+# ---- survivors of the mutmut run over kvalign/engine.py ---------------------------------
+
+
+def test_flash_attn_kernel_blocks_on_0_11_1_for_every_model() -> None:
+    # docs/versions.md (0.11.1 row; "FLASH_ATTN 16/32/64 for every model": 0.11.1
+    # v1/attention/backends/flash_attn.py supported_kernel_block_sizes = [16, 32, 64]).
+    # Measured (tests/golden/fidelity-0.11.1.jsonl): Nano, H100, FLASH_ATTN, prefix
+    # caching, TP 1 → block 1,152; its state is bfloat16 (no float32 condition), so only
+    # the every-model rule restricts the kernel: select_common_block_size takes the largest
+    # of 16/32/64 dividing 1,152 = 64 (MultipleOf(16) would keep 1,152)
+    settings = Settings(vllm_version="0.11.1", gpu="H100", attention_backend="FLASH_ATTN",
+                        enable_prefix_caching=True)  # fmt: skip
+    rank = rank_of(load_model(NANO), settings, 1)
+    assert (rank.block_size, rank.kernel_block_size) == (1152, 64)
+
+
+def test_kv_cache_dtype_from_the_checkpoint_names_its_source() -> None:
+    # the step `kvalign explain` prints for the checkpoint's kv_cache_scheme names the vLLM
+    # function that reads it (vllm/utils/torch_utils.py resolve_kv_cache_dtype_string); the
+    # note shown with every result gives the resolution without the citation
+    engine = create_engine_config(load_model("nvidia/Qwen3.5-397B-A17B-NVFP4"), Settings())
+    step = {r.key: r for r in engine.resolutions}["kv_cache_dtype"]
+    assert (step.value, step.source) == (
+        "fp8 (1 B)",
+        "--kv-cache-dtype auto → fp8 from the checkpoint's quantization_config "
+        "(vllm/utils/torch_utils.py resolve_kv_cache_dtype_string)",
+    )
+    assert (
+        "KV cache in fp8: --kv-cache-dtype auto → fp8 from the checkpoint's "
+        "quantization_config" in engine.notes
+    )
+
+
+def test_checkpoint_scheme_vllm_does_not_map_falls_back_to_the_model_dtype() -> None:
+    # a modelopt scheme vLLM does not map (dynamic fp8) resolves to "auto": vLLM then uses
+    # the model dtype (bfloat16, 2 B); explain must not say the checkpoint chose it
+    geo = replace(load_model("nvidia/Qwen3.5-397B-A17B-NVFP4"), checkpoint_kv_cache_dtype="auto")
+    engine = create_engine_config(geo, Settings())
+    step = {r.key: r for r in engine.resolutions}["kv_cache_dtype"]
+    assert (engine.kv_cache_dtype, engine.kv_bytes) == ("bfloat16", 2)
+    assert (step.value, step.source) == (
+        "bfloat16 (2 B)", "--kv-cache-dtype auto → the model dtype",
+    )  # fmt: skip
+    assert not [n for n in engine.notes if n.startswith("KV cache in")]
+
+
+def test_unspecified_gpu_checkpoint_note_in_full() -> None:
+    # the note `explain` prints when no --gpu is given for a GDN model with prefix caching:
+    # it names the GPUs whose GDN prefill runs on FlashInfer (SM90 H100/H200, SM100 B200)
+    assert checkpoint_alignment(load_model(QWEN), Settings(), None, True) == (
+        1,
+        "GPU unspecified: assumed the GDN prefill is not on FlashInfer (checkpoint "
+        "alignment 1); on H100/H200/B200 pass --gpu for the 64-token alignment",
+    )
+
+
+def test_engine_cache_keeps_each_model_alive_for_the_run() -> None:
+    # the cache keys on id(model): it must hold every model it resolved, or a model freed
+    # by the caller leaves its id to the next one and that one gets the freed model's
+    # config. Two variants of Nano that differ only in their model dtype (float16 vs the
+    # config's bfloat16), each dropped right after use: each must resolve its own dtype
+    base = load_model(NANO)
+    cache = EngineCache()
+    for i in range(40):
+        dtype = ("float16", "bfloat16")[i % 2]
+        model = replace(base, model_dtype=dtype)
+        assert cache.resolve(model, Settings()).model_dtype == dtype
+        del model
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        # vllm/config/cache.py MambaDType (docs/versions.md): bfloat16 from 0.22 (0.20.0
+        # measured: literal_error), float16 from 0.13; each error names the flag and what
+        # the release accepts
+        ({"vllm_version": "0.20.0", "mamba_cache_dtype": "bfloat16"},
+         "vLLM 0.20 rejects --mamba-cache-dtype bfloat16 (it accepts auto, float32, float16)"),
+        ({"vllm_version": "0.12.0", "mamba_ssm_cache_dtype": "float16"},
+         "vLLM 0.12 rejects --mamba-ssm-cache-dtype float16 (it accepts auto, float32)"),
+        # not a MambaDType at all: the flag named, the values listed
+        ({"mamba_cache_dtype": "int4"},
+         "--mamba-cache-dtype: unknown value 'int4' "
+         "(expected one of auto, float32, float16, bfloat16)"),
+        ({"mamba_ssm_cache_dtype": "fp8"},
+         "--mamba-ssm-cache-dtype: unknown value 'fp8' "
+         "(expected one of auto, float32, float16, bfloat16)"),
+    ],
+)  # fmt: skip
+def test_mamba_dtype_errors_name_the_flag(settings: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidSettings) as raised:
+        create_engine_config(load_model(NANO), Settings(**settings))  # type: ignore[arg-type]
+    assert str(raised.value) == message
+
+
+def test_explicit_ssm_dtype_step_names_the_flag() -> None:
+    # an explicit --mamba-ssm-cache-dtype overrides Nemotron-H's float32 default; explain's
+    # step says so (and the release accepts float16 from 0.13)
+    engine = create_engine_config(load_model(NANO), Settings(mamba_ssm_cache_dtype="float16"))
+    step = {r.key: r for r in engine.resolutions}["mamba_ssm_cache_dtype"]
+    assert (step.value, step.source) == ("float16", "--mamba-ssm-cache-dtype float16")
+
+
+def _ssm_step(model: str, **settings: object) -> tuple[tuple[str | None, str | None], str, str]:
+    engine = create_engine_config(load_model(model), Settings(**settings))  # type: ignore[arg-type]
+    step = {r.key: r for r in engine.resolutions}["mamba_ssm_cache_dtype"]
+    return (engine.conv_dtype, engine.ssm_dtype), step.value, step.source
+
+
+@pytest.mark.parametrize(
+    ("model", "settings", "dtypes", "source"),
+    [
+        # measured (tests/golden/fidelity-0.19.1*.jsonl): Nemotron-H-56B's config names no
+        # mamba_ssm_cache_dtype, so the fallback applies and depends on the transformers
+        # release, which the step names: float16 under 4.57.6, float32 under 5.20.2
+        ("nvidia/Nemotron-H-56B-Base-8K", {"vllm_version": "0.19.1",
+                                           "transformers_version": "4.57.6"},
+         ("bfloat16", "float16"),
+         "--mamba-ssm-cache-dtype auto → float16 (model default, vLLM 0.18) "
+         "with transformers 4.57.6"),
+        ("nvidia/Nemotron-H-56B-Base-8K", {"vllm_version": "0.19.1",
+                                           "transformers_version": "5.20.2"},
+         ("bfloat16", "float32"),
+         "--mamba-ssm-cache-dtype auto → float32 (model default, vLLM 0.18) "
+         "with transformers 5.20.2"),
+        # Nano's config names float32 itself: no fallback, so no transformers release
+        ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", {"vllm_version": "0.19.1",
+                                                        "transformers_version": "4.57.6"},
+         ("bfloat16", "float32"),
+         "--mamba-ssm-cache-dtype auto → float32 (model default, vLLM 0.18)"),
+        # Qwen3.5: mamba_ssm_dtype float32 (config value; vllm-0.33.0 vectors float32)
+        ("Qwen/Qwen3.5-27B", {}, ("bfloat16", "float32"),
+         "--mamba-ssm-cache-dtype auto → float32 (model default, vLLM 0.33)"),
+        # KDA before 0.30 keeps its recurrent state float32 whatever the flag says
+        # (docs/versions.md 0.30 row; measured: vllm-0.28.0.jsonl bfloat16 flag → float32)
+        ("moonshotai/Kimi-K3", {"vllm_version": "0.28.0"}, ("bfloat16", "float32"),
+         "KDA recurrent state always float32"),
+        ("moonshotai/Kimi-K3", {"vllm_version": "0.28.0", "mamba_ssm_cache_dtype": "bfloat16"},
+         ("bfloat16", "float32"),
+         "KDA recurrent state always float32 (vLLM 0.28 ignores --mamba-ssm-cache-dtype "
+         "bfloat16 for KDA)"),
+        # from 0.30 the flag is honoured (vllm-0.33.0.jsonl: bfloat16 → bfloat16); auto is
+        # KDA's float32 default
+        ("moonshotai/Kimi-K3", {}, ("bfloat16", "float32"),
+         "--mamba-ssm-cache-dtype auto → float32 (KDA default)"),
+        ("moonshotai/Kimi-K3", {"mamba_ssm_cache_dtype": "bfloat16"}, ("bfloat16", "bfloat16"),
+         "--mamba-ssm-cache-dtype bfloat16"),
+    ],
+)  # fmt: skip
+def test_ssm_dtype_step_per_model_default(
+    model: str, settings: dict[str, str], dtypes: tuple[str, str], source: str
+) -> None:
+    assert _ssm_step(model, **settings) == (dtypes, dtypes[1], source)
