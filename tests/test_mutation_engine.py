@@ -21,11 +21,17 @@ from pathlib import Path
 import pytest
 
 from kvalign.backends import get_gpu
-from kvalign.engine import EngineCache, checkpoint_alignment, create_engine_config, is_sm100
+from kvalign.engine import (
+    EngineCache,
+    checkpoint_alignment,
+    create_engine_config,
+    is_sm100,
+    mamba_cache_mode,
+)
 from kvalign.errors import InvalidSettings
 from kvalign.settings import Settings
 from kvalign.sources import load_model
-from kvalign.versions import profile_named
+from kvalign.versions import profile_named, resolve
 from tests.conftest import CATALOG
 from tests.resolve import rank_of
 
@@ -349,9 +355,63 @@ def _ssm_step(model: str, **settings: object) -> tuple[tuple[str | None, str | N
          "--mamba-ssm-cache-dtype auto → float32 (KDA default)"),
         ("moonshotai/Kimi-K3", {"mamba_ssm_cache_dtype": "bfloat16"}, ("bfloat16", "bfloat16"),
          "--mamba-ssm-cache-dtype bfloat16"),
+        # gated delta nets before 0.17 give both states the conv dtype and ignore the flag
+        # (measured: vllm-0.14.0.jsonl, Qwen3-Next with float32 → bfloat16, bfloat16)
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct", {"vllm_version": "0.14.0"},
+         ("bfloat16", "bfloat16"), "vLLM 0.14: GDN states both take --mamba-cache-dtype"),
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct", {"vllm_version": "0.14.0",
+                                              "mamba_ssm_cache_dtype": "float32"},
+         ("bfloat16", "bfloat16"),
+         "vLLM 0.14: GDN states both take --mamba-cache-dtype; --mamba-ssm-cache-dtype "
+         "float32 is ignored"),
     ],
 )  # fmt: skip
 def test_ssm_dtype_step_per_model_default(
     model: str, settings: dict[str, str], dtypes: tuple[str, str], source: str
 ) -> None:
     assert _ssm_step(model, **settings) == (dtypes, dtypes[1], source)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"mamba_cache_mode": "foo"},
+         "--mamba-cache-mode: unknown value 'foo' (expected one of none, align, all)"),
+        # docs/versions.md: the flag exists from 0.15; 0.32 removed 'all'
+        # (MambaCacheMode = Literal["align", "none"])
+        ({"vllm_version": "0.14.0", "mamba_cache_mode": "all"},
+         "--mamba-cache-mode: vLLM 0.14 has no such flag (it exists from 0.15)"),
+        ({"vllm_version": "0.32.0", "mamba_cache_mode": "all"},
+         "--mamba-cache-mode all: vLLM 0.32 accepts only none, align"),
+    ],
+)  # fmt: skip
+def test_mamba_cache_mode_errors(settings: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidSettings) as raised:
+        create_engine_config(load_model(NANO), Settings(**settings))  # type: ignore[arg-type]
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("model", "settings", "prefix_caching", "expected"),
+    [
+        # prefix caching off: mode none, whatever the flag (MambaModelConfig resets it)
+        (NANO, {"vllm_version": "0.31.0"}, False, ("none", "prefix caching is off")),
+        (NANO, {"vllm_version": "0.31.0", "mamba_cache_mode": "align"}, False,
+         ("none", "prefix caching is off: --mamba-cache-mode align is reset to none")),
+        # an attention-free model has no hybrid alignment: the flag is not "reset"
+        ("tiiuae/falcon-mamba-7b", {"vllm_version": "0.31.0", "mamba_cache_mode": "align"},
+         True, ("none", "no hybrid alignment")),
+        # before the flag (< 0.15): chunk alignment only for the models supporting Mamba
+        # prefix caching (docs/versions.md 0.11.1 row: Nemotron-H yes, Qwen3-Next no)
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct", {"vllm_version": "0.14.0"}, True,
+         ("none", "vLLM 0.14: no chunk alignment for qwen3_next")),
+        (NANO, {"vllm_version": "0.14.0"}, True,
+         ("all", "vLLM 0.14: Mamba prefix caching aligns to the chunk size")),
+    ],
+)  # fmt: skip
+def test_mamba_cache_mode_branches(
+    model: str, settings: dict[str, str], prefix_caching: bool, expected: tuple[str, str]
+) -> None:
+    chosen = Settings(**settings)  # type: ignore[arg-type]
+    profile = resolve(chosen.vllm_version).profile
+    assert mamba_cache_mode(load_model(model), chosen, profile, prefix_caching) == expected

@@ -55,3 +55,26 @@ def test_a_candidate_some_pool_does_not_keep_is_never_printed(
     monkeypatch.setattr(fixes, "block_requirement", lambda *_args, **_kw: candidate)
     fix = prove_fix(_pools(), [(0, 1)], DEFAULT_PROFILE)
     assert fix.block_size == {16: 2096, 48: 2112}[candidate[0]]
+
+
+# ---- survivors of the mutmut run over kvalign/fixes.py ----------------------------------
+
+
+def test_group_without_pools_gets_the_generic_advice() -> None:
+    # an audit group with no pool to re-run has no proof: the finding says what to do
+    # without a number (audit output, docs/policy.md)
+    group = fixes.GroupFix([], [], DEFAULT_PROFILE, fixes.RunCache())
+    assert group.text == "set the same --block-size on every pool"
+
+
+def test_group_fix_is_proven_in_the_runs_cache() -> None:
+    # a group's fix is proven once per run, in the run's cache: asking that cache for the
+    # same pools and pairs afterwards returns the very Fix the group printed (a group that
+    # proved in a cache of its own would prove it again: 720 times in an audit of 24 x 24
+    # pools)
+    cache = fixes.RunCache()
+    pools = _pools()
+    group = fixes.GroupFix(pools, [(0, 1)], DEFAULT_PROFILE, cache)
+    assert group.text.startswith("set --block-size 2096 on every prefill and decode pool")
+    first = cache._fixes[next(iter(cache._fixes))]
+    assert prove_fix(pools, [(0, 1)], DEFAULT_PROFILE, cache) is first
