@@ -78,3 +78,67 @@ def test_group_fix_is_proven_in_the_runs_cache() -> None:
     assert group.text.startswith("set --block-size 2096 on every prefill and decode pool")
     first = cache._fixes[next(iter(cache._fixes))]
     assert prove_fix(pools, [(0, 1)], DEFAULT_PROFILE, cache) is first
+
+
+CUDA_CLASSES = ", ".join(c.label for c in PLATFORM_CLASSES["cuda"])
+
+
+def test_group_fix_text_when_the_pools_settings_differ() -> None:
+    # KVA005 (the pools' KV-cache settings differ): the proven block still holds, and the
+    # finding says to fix the settings first; 2,096 as in the module docstring
+    group = fixes.GroupFix(_pools(), [(0, 1)], DEFAULT_PROFILE, fixes.RunCache(), True)
+    assert group.text == (
+        f"set --block-size 2096 on every prefill and decode pool (holds on {CUDA_CLASSES}) "
+        "(each pool's own settings; their KV-cache settings differ: fix KVA005 first, then "
+        "a smaller --block-size may do)"
+    )
+
+
+def test_group_fix_text_names_every_blocker() -> None:
+    # Nano has 32 attention heads: vLLM rejects a TP that does not divide them (TP 3 and
+    # TP 5), so no block size fixes the pair; both invalid TPs are named, one after the
+    # other
+    geometry = load_model(NANO)
+    engine = create_engine_config(geometry, Settings())
+    pools = [
+        FixPool(geometry, engine, 3, "prefill TP 3"),
+        FixPool(geometry, engine, 5, "decode TP 5"),
+    ]
+    text = fixes.GroupFix(pools, [(0, 1)], DEFAULT_PROFILE, fixes.RunCache()).text
+    head, _, rest = text.partition(": ")
+    assert head == "no --block-size can fix this"
+    first, second = rest.split("; ")
+    assert first.startswith("prefill TP 3: TP 3 is invalid for " + NANO)
+    assert second.startswith("decode TP 5: TP 5 is invalid for " + NANO)
+
+
+def test_group_fix_without_hybrid_alignment_gives_the_generic_advice() -> None:
+    # an attention-free model (falcon-mamba) has nothing to align (vLLM does no hybrid
+    # block alignment): no block size and no reason, the generic advice
+    geometry = load_model("tiiuae/falcon-mamba-7b")
+    engine = create_engine_config(geometry, Settings())
+    pools = [
+        FixPool(geometry, engine, 1, "prefill TP 1"),
+        FixPool(geometry, engine, 2, "decode TP 2"),
+    ]
+    text = fixes.GroupFix(pools, [(0, 1)], DEFAULT_PROFILE, fixes.RunCache()).text
+    assert text == "set the same --block-size on every pool"
+
+
+def test_raised_by_pool_resolves_through_the_runs_cache() -> None:
+    # --block-size 528: TP 8 keeps it (it needs 528); at TP 1 the unit is max(smallest
+    # kernel block, block size) = 528 (docs/versions.md, 0.20 row) and the state needs
+    # 2,084 tokens (module docstring), so vLLM raises it to 528 · cdiv(2,084, 528) = 2,112
+    # on every CUDA class; resolved once per class in the run's cache (five entries), not
+    # in a cache of its own
+    geometry = load_model(NANO)
+    engine = create_engine_config(geometry, Settings(block_size=528))
+    pools = [
+        FixPool(geometry, engine, 8, "prefill TP 8"),
+        FixPool(geometry, engine, 1, "decode TP 1"),
+    ]
+    cache = fixes.RunCache()
+    assert fixes.raised_by_pool(pools, cache) == {
+        "decode TP 1": [f"vLLM raises --block-size 528 to 2,112 on {CUDA_CLASSES}"]
+    }
+    assert len(cache._seen) == len(PLATFORM_CLASSES["cuda"])
