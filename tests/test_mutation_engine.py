@@ -415,3 +415,46 @@ def test_mamba_cache_mode_branches(
     chosen = Settings(**settings)  # type: ignore[arg-type]
     profile = resolve(chosen.vllm_version).profile
     assert mamba_cache_mode(load_model(model), chosen, profile, prefix_caching) == expected
+
+
+@pytest.mark.parametrize(
+    ("model", "settings", "message"),
+    [
+        (NANO, {"mamba_backend": "cuda"},
+         "--mamba-backend: unknown value 'cuda' (expected triton or flashinfer)"),
+        # vllm/config/cache.py (0.33): replayssm_buffer_len = Field(default=16, gt=0)
+        (NANO, {"use_replayssm": True, "replayssm_buffer_len": 0},
+         "--replayssm-buffer-len must be positive"),
+        (NANO, {"use_replayssm": True, "vllm_version": "0.25.0"},
+         "--use-replayssm: vLLM 0.25 has no such flag (from 0.27)"),
+        # VllmConfig.validate_mamba_cached_kernel: supports_replayssm (Nemotron-H only);
+        # the error names the architecture
+        ("Qwen/Qwen3.5-27B", {"use_replayssm": True},
+         "vLLM rejects this configuration: --use-replayssm is only supported for "
+         "Nemotron-H models (got Qwen3_5ForConditionalGeneration)"),
+        (NANO, {"use_replayssm": True, "vllm_version": "0.31.0", "mamba_cache_mode": "all"},
+         "vLLM rejects this configuration: --use-replayssm supports prefix caching only in "
+         "align mode; pass --mamba-cache-mode align"),
+    ],
+)  # fmt: skip
+def test_replayssm_errors(model: str, settings: dict[str, object], message: str) -> None:
+    chosen = Settings(enable_prefix_caching=True, **settings)  # type: ignore[arg-type]
+    with pytest.raises(InvalidSettings) as raised:
+        create_engine_config(load_model(model), chosen)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("settings", "ring"),
+    [
+        # gt=0: one token is the smallest ring (Triton: the ring is B tokens)
+        ({"replayssm_buffer_len": 1}, 1),
+        # docs/versions.md: FlashInfer ring B + 1 (0.30-0.31), B + 1 + speculative tokens
+        # (0.32+)
+        ({"vllm_version": "0.31.0", "mamba_backend": "flashinfer"}, 16 + 1),
+        ({"mamba_backend": "flashinfer", "num_speculative_tokens": 2}, 16 + 1 + 2),
+    ],
+)
+def test_replayssm_ring_per_backend(settings: dict[str, object], ring: int) -> None:
+    chosen = Settings(use_replayssm=True, enable_prefix_caching=False, **settings)  # type: ignore[arg-type]
+    assert create_engine_config(load_model(NANO), chosen).replay_ring == ring

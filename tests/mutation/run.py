@@ -64,7 +64,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "engine": (
         ["kvalign/engine.py"],
         ["tests/test_mutation_engine.py", "tests/arithmetic/test_engine.py",
-         "tests/test_mutation_alignment.py", "tests/analysis/test_resolve_once.py"],
+         "tests/test_mutation_alignment.py", "tests/analysis/test_resolve_once.py",
+         "tests/fidelity/test_release_facts.py"],
     ),
     "fixes": (
         ["kvalign/fixes.py"],
