@@ -75,7 +75,10 @@ def test_group_fix_is_proven_in_the_runs_cache() -> None:
     cache = fixes.RunCache()
     pools = _pools()
     group = fixes.GroupFix(pools, [(0, 1)], DEFAULT_PROFILE, cache)
-    assert group.text.startswith("set --block-size 2096 on every prefill and decode pool")
+    assert group.text == (
+        "set --block-size 2096 on every prefill and decode pool (holds on A100 (SM80), "
+        "H100/H200 (SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120))"
+    )
     first = cache._fixes[next(iter(cache._fixes))]
     assert prove_fix(pools, [(0, 1)], DEFAULT_PROFILE, cache) is first
 
@@ -142,3 +145,29 @@ def test_raised_by_pool_resolves_through_the_runs_cache() -> None:
         "decode TP 1": [f"vLLM raises --block-size 528 to 2,112 on {CUDA_CLASSES}"]
     }
     assert len(cache._seen) == len(PLATFORM_CLASSES["cuda"])
+
+
+def test_raised_by_pool_keeps_a_label_with_a_colon_whole() -> None:
+    # audit labels are role/name; a name with ": " must not be cut at it
+    geometry = load_model(NANO)
+    engine = create_engine_config(geometry, Settings(block_size=528))
+    pools = [FixPool(geometry, engine, 1, "decode/a: b")]
+    raised = fixes.raised_by_pool(pools, fixes.RunCache())
+    assert raised == {"decode/a: b": [f"vLLM raises --block-size 528 to 2,112 on {CUDA_CLASSES}"]}
+
+
+def test_a_pool_that_cannot_run_on_a_class_is_skipped_there() -> None:
+    # the ROCM_ATTN pool runs on no CUDA class: on those classes only the two FLASH_ATTN
+    # pools are re-run (TP 1: 528 raised to 2,112, as above; TP 8 keeps 528: it needs 528,
+    # module docstring), the ROCm pool between them is skipped, not the pools after it
+    geometry = load_model(NANO)
+    cuda = create_engine_config(geometry, Settings(block_size=528, attention_backend="FLASH_ATTN"))
+    rocm = create_engine_config(geometry, Settings(block_size=528, attention_backend="ROCM_ATTN"))
+    pools = [
+        FixPool(geometry, cuda, 8, "prefill TP 8"),
+        FixPool(geometry, rocm, 8, "prefill/rocm"),
+        FixPool(geometry, cuda, 1, "decode TP 1"),
+    ]
+    assert fixes.raised_block_sizes(pools, fixes.RunCache()) == [
+        f"decode TP 1: vLLM raises --block-size 528 to 2,112 on {CUDA_CLASSES}"
+    ]
