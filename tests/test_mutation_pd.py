@@ -13,6 +13,10 @@ prefix caching on):
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from kvalign.pd import analyze
 from kvalign.settings import Settings
 from kvalign.sources import load_model
@@ -80,3 +84,138 @@ def test_same_tp_needs_no_change() -> None:
     report = analyze(load_model(NANO), Settings(), [8], [8])
     assert report.recommendation.text == "no change needed"
     assert report.recommendation.block_size is None and report.exit_code() == 0
+
+
+# ---- survivors of the mutmut run over kvalign/pd.py: every note check/matrix prints ------
+
+LLAMA = str(Path(__file__).resolve().parent / "data" / "llama-pd" / "model")
+
+
+def _notes(model: str, prefill: list[int], decode: list[int], **settings: object) -> list[str]:
+    report = analyze(load_model(model), Settings(**settings), prefill, decode)  # type: ignore[arg-type]
+    return list(report.notes)
+
+
+def test_kv_cache_group_notes_follow_the_measured_groups() -> None:
+    # measured (tests/golden/groups-0.33.0.jsonl): Nano TP 1, cache mode align: four Mamba
+    # groups of 6/6/6/5 layers and one attention group of 6, all at block 2,096 (docs/why.md
+    # prints the same line)
+    assert (
+        "KV-cache groups at TP 1: 5: 4 mamba (6/6/6/5 layers, block 2096), 1 attention "
+        "(6 layers, block 2096)"
+    ) in _notes(NANO, [1], [1])
+    # groups-0.27.1.jsonl: cache mode none (0.27 turns hybrid prefix caching off by
+    # default): the Mamba groups' block is max_model_len, the attention group's 2,096
+    assert (
+        "KV-cache groups at TP 1: 5: 4 mamba (6/6/6/5 layers, block max_model_len), "
+        "1 attention (6 layers, block 2096)"
+    ) in _notes(NANO, [1], [1], vllm_version="0.27.1")
+
+
+@pytest.mark.parametrize(
+    ("model", "settings", "source"),
+    [
+        (NANO, {"enable_prefix_caching": False}, "--no-enable-prefix-caching"),
+        # docs/versions.md: 0.27 keeps hybrid prefix caching off by default
+        (NANO, {"vllm_version": "0.27.1"}, "vLLM 0.27's default for hybrid models"),
+        # 0.11.1 turns it off for models without Mamba prefix caching support, whatever
+        # the flag (docs/versions.md 0.11.1 row: "others: prefix caching disabled")
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct", {"vllm_version": "0.11.1",
+                                              "enable_prefix_caching": True},
+         "vLLM 0.11.1 turns it off for qwen3_next"),
+    ],
+)  # fmt: skip
+def test_prefix_caching_off_note_names_why(
+    model: str, settings: dict[str, object], source: str
+) -> None:
+    assert (
+        f"prefix caching is off ({source}): logical block sizes only matter for prefix-cache "
+        "hashing, so drift alone does not fail the gate"
+    ) in _notes(model, [1], [1], **settings)
+
+
+def test_chunk_alignment_note_in_cache_mode_all() -> None:
+    # 0.25 defaults a model supporting Mamba prefix caching to mode 'all': Nano's config
+    # names chunk_size 128 (vector fidelity-0.25.0: TP 1 block 128 · cdiv(2,084, 128) = 2,176)
+    notes = _notes(NANO, [1], [1], vllm_version="0.25.0", enable_prefix_caching=True)
+    assert (
+        "prefix caching in Mamba cache mode 'all' (vLLM 0.25): blocks aligned to the Mamba "
+        "chunk size 128"
+    ) in notes
+    assert not [n for n in _notes(NANO, [1], [1]) if "Mamba cache mode 'all'" in n]
+
+
+def test_mla_note_names_the_counterpart() -> None:
+    # docs/modelled.md: MLA counterparts, CUDA FLASH_ATTN → FLASH_ATTN_MLA
+    notes = _notes("moonshotai/Kimi-K3", [1], [1], attention_backend="FLASH_ATTN")
+    assert "MLA model: attention runs on FLASH_ATTN_MLA" in notes
+    # a non-MLA hybrid gets no such note
+    assert not [n for n in _notes(NANO, [1], [1]) if n.startswith("MLA model")]
+
+
+def test_overridden_block_size_note_names_the_tps() -> None:
+    # spec: block_size < block → the block becomes block: 528 stays at TP 8 (it needs 528)
+    # and is raised at TP 1 (2,096; 528 · 4 = 2,112 with the 528 unit)
+    notes = _notes(NANO, [8], [1], block_size=528)
+    assert "--block-size 528 is overridden by hybrid alignment at TP 1" in notes
+    assert not [n for n in _notes(NANO, [8], [1]) if "is overridden" in n]
+
+
+def test_model_kind_notes() -> None:
+    assert "attention-free model: vLLM does no block alignment" in _notes(
+        "tiiuae/falcon-mamba-7b", [1], [2]
+    )
+    llama = _notes(LLAMA, [8], [1])
+    assert "attention-only model: vLLM does no hybrid block alignment" in llama
+    assert "attention-free model: vLLM does no block alignment" not in llama
+    hybrid = _notes(NANO, [1], [1])
+    assert not [n for n in hybrid if n.startswith(("attention-only", "attention-free"))]
+
+
+def test_recommendation_when_nothing_can_be_aligned() -> None:
+    falcon = analyze(load_model("tiiuae/falcon-mamba-7b"), Settings(), [1], [2])
+    assert falcon.recommendation.text == (
+        "nothing to align: attention-free model, vLLM does no hybrid block alignment"
+    )
+    llama = analyze(load_model(LLAMA), Settings(), [8], [1])
+    assert llama.recommendation.text == (
+        "nothing to align: attention-only model, vLLM does no hybrid block alignment"
+    )
+    assert (llama.recommendation.block_size, llama.recommendation.needed) == (None, False)
+
+
+def test_flag_notes() -> None:
+    notes = _notes(NANO, [8], [1], gdn_prefill_backend="triton", alignment="tp-stable")
+    assert "--gdn-prefill-backend has no effect: the model has no gated delta net layers" in notes
+    assert (
+        "--alignment tp-stable: the vLLM PR 45575 proposal, in no vLLM release; shown as a "
+        "what-if next to vLLM's rules, which decide the verdict and the exit code"
+    ) in notes
+    # a GDN model takes the flag: no such note
+    qwen = _notes("Qwen/Qwen3.5-397B-A17B", [8], [8], gdn_prefill_backend="triton")
+    assert not [n for n in qwen if n.startswith("--gdn-prefill-backend")]
+
+
+def test_hybrid_kv_cache_manager_note_per_release() -> None:
+    # docs/versions.md: from 0.18 NIXL serves hybrids, but --kv-transfer-config turns the
+    # hybrid KV-cache manager off (KVA012); from 0.22 it stays on for connectors that
+    # support it
+    note = (
+        "vLLM 0.20: --kv-transfer-config turns the hybrid KV-cache manager off, and NIXL "
+        "then cannot serve this hybrid model: start both pools with "
+        "--no-disable-hybrid-kv-cache-manager (audit rule KVA012)"
+    )
+    assert note in _notes(NANO, [1], [1], vllm_version="0.20.0")
+    assert not [n for n in _notes(NANO, [1], [1], vllm_version="0.22.0") if "KVA012" in n]
+    # before 0.18 the connector serves no hybrid at all: a blocker, not this note
+    assert not [n for n in _notes(NANO, [1], [1], vllm_version="0.17.0") if "KVA012" in n]
+
+
+def test_gdn_checkpoint_note_with_prefix_caching() -> None:
+    # 0.33 folds the FlashInfer GDN prefill checkpoint (64 tokens on SM90) into the block:
+    # the note says why (tests/test_mutation_engine.py pins the block: 576 at TP 8)
+    qwen = "Qwen/Qwen3.5-397B-A17B"
+    note = "H100: GDN prefill on FlashInfer, checkpoints every 64 tokens"
+    assert note in _notes(qwen, [8], [8], gpu="H100")
+    assert note not in _notes(qwen, [8], [8], gpu="H100", enable_prefix_caching=False)
+    assert note not in _notes(qwen, [8], [8], gpu="H100", vllm_version="0.31.0")
