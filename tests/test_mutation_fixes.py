@@ -171,3 +171,11 @@ def test_a_pool_that_cannot_run_on_a_class_is_skipped_there() -> None:
     assert fixes.raised_block_sizes(pools, fixes.RunCache()) == [
         f"decode TP 1: vLLM raises --block-size 528 to 2,112 on {CUDA_CLASSES}"
     ]
+
+
+def test_gpu_classes_of_a_pool() -> None:
+    # a pinned --gpu is the one class (label and --gpu value its name); unpinned, every
+    # class of the platform the backend runs on: CUDA unless the backend runs elsewhere only
+    assert fixes.gpu_classes(Settings(gpu="H100")) == (fixes.GpuClass("H100", "H100"),)
+    assert fixes.gpu_classes(Settings()) == PLATFORM_CLASSES["cuda"]
+    assert fixes.gpu_classes(Settings(attention_backend="ROCM_ATTN")) == PLATFORM_CLASSES["rocm"]
