@@ -458,3 +458,31 @@ def test_replayssm_errors(model: str, settings: dict[str, object], message: str)
 def test_replayssm_ring_per_backend(settings: dict[str, object], ring: int) -> None:
     chosen = Settings(use_replayssm=True, enable_prefix_caching=False, **settings)  # type: ignore[arg-type]
     assert create_engine_config(load_model(NANO), chosen).replay_ring == ring
+
+
+@pytest.mark.parametrize(
+    ("model", "remote"),
+    [
+        # Ultra's config names auto_map remote code, Lightning's does not
+        ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16",
+         "; the repository's remote code (auto_map, --trust-remote-code) could, but kvalign "
+         "never runs it"),
+        ("nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4",
+         " and it names no auto_map remote code either"),
+    ],
+)  # fmt: skip
+def test_transformers_4_cannot_load_a_transformers_5_nemotron_config(
+    model: str, remote: str
+) -> None:
+    # measured (tests/golden/fidelity-0.19.1-transformers-4.57.6.jsonl, Ultra): vLLM's own
+    # NemotronHConfig raises "AttributeError: property 'layers_block_type' ... has no
+    # setter"; the first default install with transformers 5 is 0.19.0
+    settings = Settings(vllm_version="0.19.1", transformers_version="4.57.6")
+    assert create_engine_config(load_model(model), settings).config_error == (
+        "vLLM 0.19.1 with transformers 4.57.6 cannot load this config: it spells "
+        "layers_block_type without hybrid_override_pattern (transformers 5), and vLLM's own "
+        "NemotronHConfig refuses it (AttributeError: property 'layers_block_type' has no "
+        f"setter){remote}; first release that can: vLLM 0.19.0 with transformers 5"
+    )
+    five = Settings(vllm_version="0.19.1", transformers_version="5.20.2")
+    assert create_engine_config(load_model(model), five).config_error == ""
