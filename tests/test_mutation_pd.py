@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kvalign.pd import analyze
+from kvalign.pd import _padding_text, analyze, economics_notes
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 
@@ -219,3 +219,58 @@ def test_gdn_checkpoint_note_with_prefix_caching() -> None:
     assert note in _notes(qwen, [8], [8], gpu="H100")
     assert note not in _notes(qwen, [8], [8], gpu="H100", enable_prefix_caching=False)
     assert note not in _notes(qwen, [8], [8], gpu="H100", vllm_version="0.31.0")
+
+
+def test_levels_per_pair_raised_block_and_among() -> None:
+    # --block-size 528 at prefill TP 3 and 8, decode TP 1 (docs/policy.md severities):
+    # TP 3 is invalid (32 heads, error); TP 8 keeps 528, TP 1 is raised to 528 · 4 = 2,112
+    # (unit 528, state 2,084 tokens), kernel blocks 528 and 2,112 divide: ratio (error);
+    # the raised --block-size is a warning, once for the TP and once for the raised line
+    report = analyze(load_model(NANO), Settings(block_size=528), [3, 8], [1])
+    assert [(p.prefill_tp, p.decode_tp, p.verdict) for p in report.pairs] == [
+        (3, 1, "invalid"),
+        (8, 1, "ratio"),
+    ]
+    assert report.levels() == ["error", "error", "warning", "warning"]
+    # among the valid TPs only: the 8 → 1 pair and TP 1's raised block, no raised lines
+    assert report.levels({8, 1}) == ["error", "warning"]
+    assert report.levels({3}) == []
+
+
+def test_exit_code_takes_the_fail_on_level() -> None:
+    # TP 1 on both sides with --block-size 528: both raised to 2,112, the pair is ok; only
+    # the raised --block-size (warning) is left: --fail-on warning fails, error passes
+    report = analyze(load_model(NANO), Settings(block_size=528), [1], [1])
+    assert report.pairs[0].verdict == "ok"
+    assert (report.exit_code(), report.exit_code("warning")) == (0, 1)
+
+
+def test_economics_without_an_engine_take_one_block() -> None:
+    # economics_notes(ranks) alone: no speculative tokens known, one block hits (2,096)
+    report = analyze(load_model(NANO), Settings(), [1], [1])
+    assert economics_notes(report.ranks) == [
+        "prefix caching at TP 1: smallest prefix that gives a hit 2,096 tokens, worst-case "
+        "recompute per turn up to 4,192 tokens, Mamba padding 12,288 bytes per layer per block"
+    ]
+
+
+def test_an_invalid_tp_does_not_hide_the_next_tps_notes() -> None:
+    # TP 3 (invalid) sorts before TP 8: TP 8 still gets its economics and group notes
+    notes = _notes(NANO, [3], [8])
+    assert (
+        "prefix caching at TP 8: smallest prefix that gives a hit 528 tokens, worst-case "
+        "recompute per turn up to 1,056 tokens, Mamba padding 3,584 bytes per layer per block"
+    ) in notes
+    assert [n for n in notes if n.startswith("KV-cache groups at TP 8: ")]
+    assert not [
+        n for n in notes if n.startswith(("KV-cache groups at TP 3", "prefix caching at TP 3"))
+    ]
+
+
+def test_padding_exceeds_the_state_only_above_100_percent() -> None:
+    # "exceeds the state itself": padding strictly above the state's own size
+    assert _padding_text({1: 100.0}) == "Mamba page padding: TP 1 100.00%"
+    assert _padding_text({1: 100.5, 4: 150.0, 8: 302.3}) == (
+        "Mamba page padding: TP 1 100.50%, TP 4 150.00%, TP 8 302.30%; at TP 1, 4, 8 the "
+        "padding exceeds the state itself: closer prefill/decode TP sizes cost less"
+    )
