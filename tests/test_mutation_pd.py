@@ -13,6 +13,7 @@ prefix caching on):
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from kvalign.pd import _padding_text, analyze, economics_notes
 from kvalign.settings import Settings
 from kvalign.sources import load_model
+from tests.conftest import CATALOG
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 
@@ -274,3 +276,56 @@ def test_padding_exceeds_the_state_only_above_100_percent() -> None:
         "Mamba page padding: TP 1 100.50%, TP 4 150.00%, TP 8 302.30%; at TP 1, 4, 8 the "
         "padding exceeds the state itself: closer prefill/decode TP sizes cost less"
     )
+
+
+def test_invalid_tp_keeps_the_fix_for_the_valid_pools() -> None:
+    # prefill TP 3 (invalid: 32 heads) and 8, decode TP 1: no block size fixes TP 3, but
+    # the valid pools (TP 8 and 1) still get theirs, 2,096 (module docstring), proven for
+    # those TPs only; the blocker is named once, without the pool label
+    rec = analyze(load_model(NANO), Settings(block_size=528), [3, 8], [1]).recommendation
+    blocker = (
+        f"TP 3 is invalid for {NANO} (heads not divisible by tensor parallel size): use a "
+        "valid TP (1, 2, 4, 8)"
+    )
+    assert (rec.block_size, rec.only_tps, rec.blockers) == (2096, (1, 8), (blocker,))
+    assert rec.text == (
+        "set --block-size 2096 on every prefill and decode pool at TP 1, 8 (holds on "
+        "A100 (SM80), H100/H200 (SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120); "
+        "Mamba page padding: TP 1 0.58%, TP 8 302.30%; at TP 8 the padding exceeds the "
+        f"state itself: closer prefill/decode TP sizes cost less); {blocker}"
+    )
+    # the raised --block-size of the whole set is kept (TP 1: 528 → 528 · 4 = 2,112)
+    assert rec.raised == (
+        "decode TP 1: vLLM raises --block-size 528 to 2,112 on A100 (SM80), H100/H200 "
+        "(SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120)",
+    )
+    # every TP invalid on one side: nothing left to fix, every blocker named
+    none = analyze(load_model(NANO), Settings(), [3], [16]).recommendation
+    assert none.block_size is None and none.only_tps == ()
+    assert none.text.startswith("no --block-size can fix this: prefill TP 3: TP 3 is invalid")
+    assert "; decode TP 16: TP 16 is invalid" in none.text
+
+
+def _stage_counts(start: int, end: int) -> tuple[int, int]:
+    # Nano's hybrid_override_pattern: "*" attention, "M" Mamba, "E" MoE (no state)
+    config = json.loads((CATALOG / NANO / "config.json").read_text())
+    layers = config["hybrid_override_pattern"][start:end]
+    return layers.count("*"), layers.count("M")
+
+
+def test_pipeline_stage_notes_follow_the_measured_stages() -> None:
+    # measured (tests/golden/pp-0.33.0.jsonl, Nano TP 1 PP 6): stages [0, 8), [8, 17),
+    # [17, 26), [26, 35), [35, 44) at block 2,096; the last, [44, 52), has no attention
+    # layer and keeps block 16
+    bounds = [(0, 8), (8, 17), (17, 26), (26, 35), (35, 44), (44, 52)]
+    parts = []
+    for rank, (start, end) in enumerate(bounds):
+        attention, state = _stage_counts(start, end)
+        what = "block 2096" if rank < 5 else "no attention layer, keeps block 16"
+        parts.append(
+            f"stage {rank} layers {start}-{end - 1} ({attention} attention, {state} state): {what}"
+        )
+    assert _stage_counts(44, 52)[0] == 0
+    notes = _notes(NANO, [1], [1], pipeline_parallel_size=6)
+    assert "pipeline stages at TP 1: " + "; ".join(parts) in notes
+    assert not [n for n in _notes(NANO, [1], [1]) if n.startswith("pipeline stages")]
