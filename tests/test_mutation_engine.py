@@ -486,3 +486,130 @@ def test_transformers_4_cannot_load_a_transformers_5_nemotron_config(
     )
     five = Settings(vllm_version="0.19.1", transformers_version="5.20.2")
     assert create_engine_config(load_model(model), five).config_error == ""
+
+
+FALCON_H1 = "tiiuae/Falcon-H1-0.5B-Base"
+
+
+@pytest.mark.parametrize(
+    ("model", "settings", "key", "value", "source"),
+    [
+        # docs/versions.md "CPU kernel block": CPU_ATTN kernel blocks are multiples of 16
+        # in 0.21.0
+        (NANO, {"gpu": "CPU", "vllm_version": "0.21.0"}, "kernel_block_sizes",
+         "multiples of 16", "vLLM 0.21: CPU_ATTN get_supported_kernel_block_sizes"),
+        # docs/versions.md 0.29 row: FA4's head-256 kernel on 10.x, kernel blocks [128]
+        (QWEN, {"gpu": "B200", "attention_backend": "FLASH_ATTN"}, "kernel_block_sizes",
+         "128", "vLLM 0.33: FlashAttention 4's head-size-256 kernel on capability 10.x"),
+        # docs/versions.md 0.12 row: FLASH_ATTN 16/32/64 for hybrids with a float32 state
+        # (Nano's ssm state is float32 from 0.14)
+        (NANO, {"gpu": "H100", "attention_backend": "FLASH_ATTN", "vllm_version": "0.14.0",
+                "enable_prefix_caching": True}, "kernel_block_sizes",
+         "16, 32, 64",
+         "vLLM 0.14: FLASH_ATTN with a float32 Mamba state (flash-attention issue 1974)"),
+        (NANO, {"gpu": "H100"}, "attention_backend", "FLASH_ATTN",
+         "--attention-backend unset → vLLM 0.33's choice on H100"),
+        (NANO, {"attention_backend": "FLASH_ATTN"}, "attention_backend", "FLASH_ATTN",
+         "--attention-backend FLASH_ATTN on an unspecified CUDA GPU"),
+        # docs/versions.md 0.20 row: the backend's preferred block when --block-size is
+        # unset (FLASH_ATTN: 16); before, CacheConfig's default 16
+        (NANO, {}, "base_block_size", "16", "--block-size unset → FLASH_ATTN's preferred size"),
+        (NANO, {"vllm_version": "0.19.1"}, "base_block_size", "16", "--block-size unset → 16"),
+        (NANO, {"block_size": 32}, "base_block_size", "32", "--block-size 32"),
+        (QWEN, {"gpu": "H100"}, "prefill_checkpoint", "64",
+         "H100: GDN prefill on FlashInfer, checkpoints every 64 tokens"),
+        # Nano's config names chunk_size 128; mode 'all' on 0.25 (fidelity-0.25.0: 2,176)
+        (NANO, {"vllm_version": "0.25.0", "enable_prefix_caching": True},
+         "mamba_chunk_alignment", "128",
+         "prefix caching in Mamba cache mode 'all' (vLLM 0.25): the model's Mamba chunk size"),
+        (NANO, {"vllm_version": "0.25.0", "enable_prefix_caching": True,
+                "mamba_block_size": 256}, "mamba_chunk_alignment", "256",
+         "prefix caching in Mamba cache mode 'all' (vLLM 0.25): --mamba-block-size replaces "
+         "the chunk size"),
+        # docs/versions.md 0.32 row: Falcon-H1's conv state gets speculative rows from 0.32
+        (FALCON_H1, {"vllm_version": "0.31.0", "num_speculative_tokens": 1},
+         "conv_state_spec_rows", "0",
+         "vLLM 0.30: falcon_h1's Mamba2 conv state has no speculative rows"),
+        # docs/versions.md 0.20 row: the CPU platform does no hybrid alignment
+        (NANO, {"vllm_version": "0.20.0", "gpu": "CPU"}, "hybrid_alignment", "off",
+         "vLLM 0.20's CPU platform does no hybrid block alignment"),
+        (NANO, {"pipeline_parallel_size": 2}, "pipeline_parallel_size", "2",
+         "--pipeline-parallel-size 2: each stage aligns on the layers it owns "
+         "(Platform.update_block_size_for_backend)"),
+        (NANO, {"pipeline_parallel_size": 2, "vllm_version": "0.19.1"},
+         "pipeline_parallel_size", "2",
+         "--pipeline-parallel-size 2: aligned once on the model config "
+         "(HybridAttentionMambaModelConfig)"),
+        (NANO, {"use_replayssm": True, "mamba_backend": "flashinfer",
+                "enable_prefix_caching": False}, "replayssm_ring", "17",
+         "--use-replayssm --replayssm-buffer-len 16 --mamba-backend flashinfer"),
+        (NANO, {"max_model_len": 4096}, "max_model_len", "4096", "--max-model-len"),
+        (NANO, {"vllm_version": "0.19.1", "transformers_version": "4.57.6"}, "transformers",
+         "4.57.6", "--transformers-version 4.57.6"),
+        (NANO, {"enable_prefix_caching": True}, "prefix_caching", "on",
+         "--enable-prefix-caching"),
+        (NANO, {"enable_prefix_caching": False}, "prefix_caching", "off",
+         "--no-enable-prefix-caching"),
+        # docs/versions.md: hybrid prefix caching default on in 0.33, off in 0.27
+        (NANO, {}, "prefix_caching", "on", "vLLM 0.33 default for hybrid models"),
+        (NANO, {"vllm_version": "0.27.1"}, "prefix_caching", "off",
+         "vLLM 0.27 default for hybrid models"),
+    ],
+)  # fmt: skip
+def test_explain_step(
+    model: str, settings: dict[str, object], key: str, value: str, source: str
+) -> None:
+    engine = create_engine_config(load_model(model), Settings(**settings))  # type: ignore[arg-type]
+    assert [(r.value, r.source) for r in engine.resolutions if r.key == key] == [(value, source)]
+
+
+@pytest.mark.parametrize(
+    ("settings", "note"),
+    [
+        ({"vllm_version": "0.20.0", "gpu": "CPU"},
+         "vLLM 0.20's CPU platform does no hybrid block alignment: the block stays at its "
+         "base size"),
+        ({"mamba_block_size": 256, "enable_prefix_caching": True},
+         "--mamba-block-size 256 does not move the block size in Mamba cache mode 'align' "
+         "(only 'all' aligns to it)"),
+    ],
+)  # fmt: skip
+def test_engine_notes(settings: dict[str, object], note: str) -> None:
+    engine = create_engine_config(load_model(NANO), Settings(**settings))  # type: ignore[arg-type]
+    assert note in engine.notes
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"pipeline_parallel_size": 0}, "--pipeline-parallel-size must be >= 1, got 0"),
+        ({"pp_layer_partition": "26,26"},
+         "--pp-layer-partition needs --pipeline-parallel-size > 1"),
+        ({"mamba_block_size": 0}, "--mamba-block-size must be positive, got 0"),
+        ({"max_model_len": 0}, "--max-model-len must be positive, got 0"),
+        ({"block_size": -16}, "--block-size must be positive, got -16"),
+        ({"num_speculative_tokens": -1}, "--num-speculative-tokens must be >= 0"),
+        # VllmConfig.validate_mamba_block_size (vllm/config/vllm.py 0.33)
+        ({"mamba_block_size": 256, "enable_prefix_caching": False},
+         "vLLM rejects this configuration: --mamba-block-size can only be set with "
+         "--enable-prefix-caching"),
+    ],
+)  # fmt: skip
+def test_engine_arg_errors(settings: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidSettings) as raised:
+        create_engine_config(load_model(NANO), Settings(**settings))  # type: ignore[arg-type]
+    assert str(raised.value) == message
+
+
+def test_with_block_size_rewrites_only_the_base_block_step() -> None:
+    engine = create_engine_config(load_model(NANO), Settings(block_size=32))
+    moved = engine.with_block_size(64)
+    steps = {r.key: (r.value, r.source) for r in moved.resolutions}
+    assert steps["base_block_size"] == ("64", "--block-size 64")
+    assert (moved.base_block, moved.settings.block_size) == (64, 64)
+    others = [r for r in moved.resolutions if r.key != "base_block_size"]
+    assert others == [r for r in engine.resolutions if r.key != "base_block_size"]
+    assert engine.with_block_size(32) is engine
+    with pytest.raises(InvalidSettings) as raised:
+        engine.with_block_size(0)
+    assert str(raised.value) == "--block-size must be positive, got 0"
