@@ -613,3 +613,29 @@ def test_with_block_size_rewrites_only_the_base_block_step() -> None:
     with pytest.raises(InvalidSettings) as raised:
         engine.with_block_size(0)
     assert str(raised.value) == "--block-size must be positive, got 0"
+
+
+def test_pipeline_note_when_the_layer_pattern_is_unknown() -> None:
+    # a hybrid whose config names no per-layer pattern: the stages' layers are unknown
+    note = (
+        "--pipeline-parallel-size 2: the config names no per-layer pattern, so the stages' "
+        "layers are unknown; each stage is assumed to own an attention layer"
+    )
+    settings = Settings(pipeline_parallel_size=2)
+    patternless = replace(load_model(NANO), layer_kinds=())
+    assert create_engine_config(patternless, settings).notes == (note,)
+    # Nano's config names its pattern; an attention-free model has no hybrid stages
+    assert create_engine_config(load_model(NANO), settings).notes == ()
+    assert create_engine_config(load_model("tiiuae/falcon-mamba-7b"), settings).notes == ()
+
+
+def test_attention_free_mamba2_config_error_on_0_14() -> None:
+    # measured (tests/golden/vllm-0.14.0.jsonl, Mamba-Codestral): every TP invalid,
+    # "AttributeError: 'Mamba2Config' object has no attribute 'num_attention_heads'";
+    # docs/versions.md 0.18 row: attention-free Mamba2 configs build again
+    model = load_model("mistralai/Mamba-Codestral-7B-v0.1")
+    assert create_engine_config(model, Settings(vllm_version="0.14.0")).config_error == (
+        "vLLM 0.14 cannot build this model's config: its ModelArchConfigConvertor reads "
+        "num_attention_heads, which the mamba2 config lacks (AttributeError; fixed in 0.18)"
+    )
+    assert create_engine_config(model, Settings(vllm_version="0.18.1")).config_error == ""
