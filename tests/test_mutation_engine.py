@@ -28,14 +28,15 @@ from kvalign.engine import (
     is_sm100,
     mamba_cache_mode,
 )
-from kvalign.errors import InvalidSettings
+from kvalign.errors import InvalidSettings, NotModelled
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import profile_named, resolve
-from tests.conftest import CATALOG
+from tests.conftest import CATALOG, ROOT
 from tests.resolve import rank_of
 
 QWEN = "Qwen/Qwen3.5-397B-A17B"
+DATA = ROOT / "tests" / "data"
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 
 
@@ -639,3 +640,37 @@ def test_attention_free_mamba2_config_error_on_0_14() -> None:
         "num_attention_heads, which the mamba2 config lacks (AttributeError; fixed in 0.18)"
     )
     assert create_engine_config(model, Settings(vllm_version="0.18.1")).config_error == ""
+
+
+@pytest.mark.parametrize(("version", "ssm"), [("0.17.0", "bfloat16"), ("0.25.0", "float32")])
+def test_text_only_qwen35_runs_as_the_multimodal_class(version: str, ssm: str) -> None:
+    # tests/data/qwen3.5-27b-text (Qwen3_5ForCausalLM, first registered in 0.27.0) runs as
+    # Qwen3_5ForConditionalGeneration before 0.27; measured (fidelity-0.17.0/0.25.0): the
+    # model-default hook (mamba_ssm_dtype float32) applies from 0.25 only: ssm bfloat16 on
+    # 0.17.0 (block 400 at TP 2), float32 on 0.25.0 (784)
+    engine = create_engine_config(load_model(str(DATA / "qwen3.5-27b-text")),
+                                  Settings(vllm_version=version))  # fmt: skip
+    line = version.rsplit(".", 1)[0]
+    problem = (
+        f"vLLM {line} fails at start-up: it registers no Qwen3_5ForCausalLM (from 0.27.0) and "
+        "runs the text-only checkpoint as the multimodal Qwen3_5ForConditionalGeneration, "
+        "which needs a vision_config (sizes as its start-up log prints them; upgrade to vLLM "
+        "0.27.0)"
+    )
+    steps = [(r.value, r.source) for r in engine.resolutions if r.key == "architecture"]
+    assert steps == [("Qwen3_5ForConditionalGeneration", problem)]
+    assert (engine.startup_error, engine.ssm_dtype) == (problem, ssm)
+    assert rank_of(load_model(str(DATA / "qwen3.5-27b-text")), engine, 2).block_size == {
+        "0.17.0": 400, "0.25.0": 784,
+    }[version]  # fmt: skip
+
+
+def test_packed_checkpoint_kv_cache_message_in_full() -> None:
+    geo = replace(load_model("nvidia/Qwen3.5-397B-A17B-NVFP4"), checkpoint_kv_cache_dtype="nvfp4")
+    with pytest.raises(NotModelled) as raised:
+        create_engine_config(geo, Settings())
+    assert str(raised.value) == (
+        f"{geo.config_path}: the checkpoint's quantization_config asks for a nvfp4 KV cache "
+        "(what --kv-cache-dtype auto resolves to): that packed layout is not modelled by "
+        "kvalign; pass --kv-cache-dtype fp8 or bfloat16 to size another layout"
+    )
