@@ -179,3 +179,16 @@ def test_gpu_classes_of_a_pool() -> None:
     assert fixes.gpu_classes(Settings(gpu="H100")) == (fixes.GpuClass("H100", "H100"),)
     assert fixes.gpu_classes(Settings()) == PLATFORM_CLASSES["cuda"]
     assert fixes.gpu_classes(Settings(attention_backend="ROCM_ATTN")) == PLATFORM_CLASSES["rocm"]
+
+
+def test_raised_block_sizes_without_a_cache_of_the_run() -> None:
+    # called on its own (no run cache given) it resolves in a cache of its own
+    geometry = load_model(NANO)
+    engine = create_engine_config(geometry, Settings(block_size=528))
+    pools = [FixPool(geometry, engine, 1, "decode TP 1")]
+    assert fixes.raised_block_sizes(pools) == [
+        f"decode TP 1: vLLM raises --block-size 528 to 2,112 on {CUDA_CLASSES}"
+    ]
+    assert fixes.raised_by_pool(pools) == {
+        "decode TP 1": [f"vLLM raises --block-size 528 to 2,112 on {CUDA_CLASSES}"]
+    }
