@@ -433,6 +433,13 @@ def test_mamba_cache_mode_branches(
         ("Qwen/Qwen3.5-27B", {"use_replayssm": True},
          "vLLM rejects this configuration: --use-replayssm is only supported for "
          "Nemotron-H models (got Qwen3_5ForConditionalGeneration)"),
+        # docs/versions.md 0.27 row: ReplaySSM is Triton only, no speculative decoding
+        (NANO, {"use_replayssm": True, "vllm_version": "0.28.0", "mamba_backend": "flashinfer"},
+         "vLLM 0.28 rejects this configuration: --use-replayssm requires --mamba-backend "
+         "triton"),
+        (NANO, {"use_replayssm": True, "vllm_version": "0.28.0", "num_speculative_tokens": 1},
+         "vLLM 0.28 rejects this configuration: --use-replayssm does not support speculative "
+         "decoding"),
         (NANO, {"use_replayssm": True, "vllm_version": "0.31.0", "mamba_cache_mode": "all"},
          "vLLM rejects this configuration: --use-replayssm supports prefix caching only in "
          "align mode; pass --mamba-cache-mode align"),
