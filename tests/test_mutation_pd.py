@@ -329,3 +329,34 @@ def test_pipeline_stage_notes_follow_the_measured_stages() -> None:
     notes = _notes(NANO, [1], [1], pipeline_parallel_size=6)
     assert "pipeline stages at TP 1: " + "; ".join(parts) in notes
     assert not [n for n in _notes(NANO, [1], [1]) if n.startswith("pipeline stages")]
+
+
+def test_levels_among_keep_only_pairs_inside() -> None:
+    # prefill TP 8 and 1, decode TP 1, --block-size 528: 8 → 1 is a ratio (error), 1 → 1 ok
+    # (both raised to 2,112); among {1}: only the 1 → 1 pair and TP 1's raised block
+    report = analyze(load_model(NANO), Settings(block_size=528), [8, 1], [1])
+    assert [p.level for p in report.pairs] == ["error", None]
+    assert report.levels({1}) == [None, "warning"]
+
+
+def test_max_model_len_note_names_every_short_tp() -> None:
+    # --max-model-len 500 is below both blocks (2,096 at TP 1, 528 at TP 8)
+    assert (
+        "--max-model-len 500 is below one block at TP 1 (2,096-token blocks), TP 8 "
+        "(528-token blocks): prefix caching can never hit there (only whole blocks are cached)"
+    ) in _notes(NANO, [8], [1], max_model_len=500)
+
+
+def test_no_group_or_stage_notes_where_there_are_none() -> None:
+    # an attention-only or attention-free model has no hybrid KV-cache groups; an invalid
+    # TP (3) gets neither notes nor hides TP 8's stages
+    for model in (LLAMA, "tiiuae/falcon-mamba-7b"):
+        assert not [n for n in _notes(model, [8], [1]) if n.startswith("KV-cache groups")]
+    notes = _notes(NANO, [3], [8], pipeline_parallel_size=2)
+    attention, state = _stage_counts(0, 26)
+    assert (
+        f"pipeline stages at TP 8: stage 0 layers 0-25 ({attention} attention, {state} state): "
+        f"block 528; stage 1 layers 26-51 ({_stage_counts(26, 52)[0]} attention, "
+        f"{_stage_counts(26, 52)[1]} state): block 528"
+    ) in notes
+    assert not [n for n in notes if n.startswith("pipeline stages at TP 3")]
