@@ -681,3 +681,13 @@ def test_packed_checkpoint_kv_cache_message_in_full() -> None:
         "(what --kv-cache-dtype auto resolves to): that packed layout is not modelled by "
         "kvalign; pass --kv-cache-dtype fp8 or bfloat16 to size another layout"
     )
+
+
+def test_fa4_head_256_pages_not_with_an_fp8_kv_cache() -> None:
+    # docs/versions.md 0.29 row: FA4's head-256 kernel is not used with an fp8 KV cache.
+    # fp8 at TP 8: a = 1 KV head · (256 + 256) · 1 B = 512 B/token, m = 533,504 B (module
+    # docstring) → 1,042 tokens; B200 (Dk 128) checkpoints every 64: 64 · cdiv(1,042, 64) =
+    # 1,088, kernel MultipleOf(16) = 1,088 (FA4 pages would give 128 · 9 = 1,152, kernel 128)
+    settings = Settings(gpu="B200", attention_backend="FLASH_ATTN", kv_cache_dtype="fp8")
+    rank = rank_of(load_model(QWEN), settings, 8)
+    assert (rank.block_size, rank.kernel_block_size) == (1088, 1088)
