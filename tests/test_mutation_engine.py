@@ -461,6 +461,10 @@ def test_replayssm_errors(model: str, settings: dict[str, object], message: str)
         # (0.32+)
         ({"vllm_version": "0.31.0", "mamba_backend": "flashinfer"}, 16 + 1),
         ({"mamba_backend": "flashinfer", "num_speculative_tokens": 2}, 16 + 1 + 2),
+        (
+            {"vllm_version": "0.32.0", "mamba_backend": "flashinfer", "num_speculative_tokens": 2},
+            16 + 1 + 2,
+        ),
     ],
 )
 def test_replayssm_ring_per_backend(settings: dict[str, object], ring: int) -> None:
