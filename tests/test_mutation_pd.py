@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import kvalign.engine
 from kvalign.pd import _padding_text, analyze, economics_notes
 from kvalign.settings import Settings
 from kvalign.sources import load_model
@@ -360,3 +361,136 @@ def test_no_group_or_stage_notes_where_there_are_none() -> None:
         f"{_stage_counts(26, 52)[1]} state): block 528"
     ) in notes
     assert not [n for n in notes if n.startswith("pipeline stages at TP 3")]
+
+
+def test_check_notes_in_full_for_the_reported_pair() -> None:
+    # Nano TP 8 → TP 1, defaults: the profile, the assumed backend, the economics (module
+    # docstring) and the groups (groups-0.33.0 vector at TP 1; 528 at TP 8), nothing else
+    # (no prefix-caching-off, GDN checkpoint, --gdn-prefill-backend or MLA note)
+    report = analyze(load_model(NANO), Settings(), [8], [1])
+    assert list(report.notes) == [
+        "vLLM 0.33 rules (default profile)",
+        "attention backend not given: FLASH_ATTN, what vLLM chooses on an unspecified CUDA "
+        "GPU (pass --gpu to match your deployment)",
+        "prefix caching at TP 1: smallest prefix that gives a hit 2,096 tokens, worst-case "
+        "recompute per turn up to 4,192 tokens, Mamba padding 12,288 bytes per layer per block",
+        "prefix caching at TP 8: smallest prefix that gives a hit 528 tokens, worst-case "
+        "recompute per turn up to 1,056 tokens, Mamba padding 3,584 bytes per layer per block",
+        "KV-cache groups at TP 1: 5: 4 mamba (6/6/6/5 layers, block 2096), 1 attention "
+        "(6 layers, block 2096)",
+        "KV-cache groups at TP 8: 5: 4 mamba (6/6/6/5 layers, block 528), 1 attention "
+        "(6 layers, block 528)",
+    ]
+    assert report.geometry.model_id == NANO and report.settings == Settings()
+    assert report.engine.settings == Settings() and report.engine.profile.name == "0.33"
+    rec = report.recommendation
+    assert rec.proven_on == (
+        "A100 (SM80)", "H100/H200 (SM90)", "B200 (SM100)", "B300 (SM103)",
+        "RTX-PRO-6000 (SM120)",
+    )  # fmt: skip
+    assert (rec.needed, rec.raised, rec.blockers) == (True, (), ())
+
+
+def test_platform_note_names_the_gpu_and_the_chosen_backend() -> None:
+    # docs/modelled.md: an MLA model runs on the platform's MLA counterpart
+    assert "attention backend not given: FLASH_ATTN, what vLLM chooses on H100" in _notes(
+        NANO, [8], [1], gpu="H100"
+    )
+    kimi = _notes("moonshotai/Kimi-K3", [1], [1])
+    assert (
+        "attention backend not given: FLASH_ATTN_MLA, what vLLM chooses on an unspecified "
+        "CUDA GPU (pass --gpu to match your deployment)"
+    ) in kimi
+    # the MLA backend named explicitly: no "attention runs on" note
+    named = _notes("moonshotai/Kimi-K3", [1], [1], attention_backend="FLASH_ATTN_MLA")
+    assert not [n for n in named if n.startswith("MLA model")]
+    # an attention-free model has no attention backend to note
+    assert not [n for n in _notes("tiiuae/falcon-mamba-7b", [1], [2]) if "backend" in n]
+
+
+def test_prefix_caching_off_by_flag_on_a_supporting_model() -> None:
+    # 0.11.1 keeps Nemotron-H's prefix caching (it supports Mamba prefix caching): off only
+    # because of the flag, and the note says so
+    assert (
+        "prefix caching is off (--no-enable-prefix-caching): logical block sizes only matter "
+        "for prefix-cache hashing, so drift alone does not fail the gate"
+    ) in _notes(NANO, [1], [1], vllm_version="0.11.1", enable_prefix_caching=False)
+
+
+def test_overridden_note_lists_every_tp() -> None:
+    # 528 is raised at TP 1 and TP 2 (both need 2,096: docs/why.md), kept at TP 8
+    assert "--block-size 528 is overridden by hybrid alignment at TP 1, 2" in _notes(
+        NANO, [8], [1, 2], block_size=528
+    )
+
+
+def test_pairs_follow_the_releases_nixl_rules() -> None:
+    # docs/versions.md: NIXL serves hybrids from 0.18; 0.17's connector does not, under
+    # vLLM's rules and the TP-stable what-if alike
+    report = analyze(load_model(NANO), Settings(vllm_version="0.17.0", alignment="tp-stable"),
+                     [8], [8])  # fmt: skip
+    assert [p.verdict for p in report.pairs] == ["incompatible"]
+    assert report.tp_stable_pairs is not None
+    assert [p.verdict for p in report.tp_stable_pairs] == ["incompatible"]
+    # 0.18-0.19 pair Mamba hybrids only at equal TP: TP 8 → 8 ok, 8 → 1 not, so no block
+    # size fixes the set (every prefill pool is paired with every decode pool)
+    equal = analyze(load_model(NANO), Settings(vllm_version="0.19.1"), [8], [8, 1])
+    assert [p.verdict for p in equal.pairs] == ["ok", "incompatible"]
+    assert equal.recommendation.text.startswith(
+        "no --block-size can fix this: vLLM 0.18's NIXL connector pairs Mamba hybrids only at "
+        "equal TP"
+    )
+
+
+def test_recommendation_fields_per_outcome() -> None:
+    same = analyze(load_model(NANO), Settings(), [8], [8]).recommendation
+    assert (same.block_size, same.padding_pct, same.needed, same.raised) == (None, {}, False, ())
+    blocked = analyze(load_model(NANO), Settings(), [16], [16]).recommendation
+    assert (blocked.padding_pct, blocked.needed, blocked.raised) == ({}, True, ())
+    free = analyze(load_model("tiiuae/falcon-mamba-7b"), Settings(), [1], [2]).recommendation
+    assert (free.padding_pct, free.needed) == ({}, False)
+
+
+def test_a_block_raised_only_on_some_classes_still_needs_a_fix() -> None:
+    # Qwen3.5-397B TP 8 with --block-size 528: kept with no GPU given (521 tokens, no
+    # checkpoint), raised on SM90/SM100/SM120 where the FlashInfer GDN prefill checkpoints
+    # every 64 tokens; no pair fails, but the raise alone asks for the fix that holds on
+    # every class: 64 · cdiv(521, 64) = 576 (test_mutation_engine's module docstring)
+    rec = analyze(load_model("Qwen/Qwen3.5-397B-A17B"), Settings(block_size=528), [8], [8])
+    assert (rec.recommendation.block_size, rec.recommendation.needed) == (576, True)
+    assert len(rec.recommendation.raised) == 2
+
+
+def test_invalid_tps_on_both_sides() -> None:
+    # the valid pools' pairs need nothing (TP 8 → 8): the invalid TP is the whole answer
+    only = analyze(load_model(NANO), Settings(), [3, 8], [8]).recommendation
+    assert only.text == (
+        f"no --block-size can fix this: prefill TP 3: TP 3 is invalid for {NANO} (heads not "
+        "divisible by tensor parallel size): use a valid TP (1, 2, 4, 8)"
+    )
+    # an invalid decode TP too: both named, without their pool labels, after the fix
+    both = analyze(load_model(NANO), Settings(), [3, 8], [1, 16]).recommendation
+    assert both.text.endswith(
+        f"; TP 3 is invalid for {NANO} (heads not divisible by tensor parallel size): use a "
+        f"valid TP (1, 2, 4, 8); TP 16 is invalid for {NANO} (n_groups G = 8 is neither "
+        "divisible by tensor parallel size 16 nor 1: vLLM's MambaMixer2 refuses to load): use "
+        "a valid TP (1, 2, 4, 8)"
+    )
+    assert both.block_size == 2096 and both.only_tps == (1, 8)
+
+
+def test_check_resolves_once_per_gpu_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the pools' settings resolved once with no GPU and once per CUDA class (the fix proof
+    # and the raised lines share the run's cache)
+    seen: list[Settings] = []
+    real = kvalign.engine.create_engine_config
+
+    def counting(geometry: object, settings: Settings) -> object:
+        seen.append(settings)
+        return real(geometry, settings)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kvalign.engine, "create_engine_config", counting)
+    analyze(load_model(NANO), Settings(block_size=528), [8], [1])
+    assert sorted(str(s.gpu) for s in seen) == sorted(
+        ["None", "A100", "H100", "B200", "B300", "RTX-PRO-6000"]
+    )
