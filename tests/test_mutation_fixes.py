@@ -192,3 +192,46 @@ def test_raised_block_sizes_without_a_cache_of_the_run() -> None:
     assert fixes.raised_by_pool(pools) == {
         "decode TP 1": [f"vLLM raises --block-size 528 to 2,112 on {CUDA_CLASSES}"]
     }
+
+
+def test_no_valid_tp_at_all_says_none() -> None:
+    # measured (tests/golden/vllm-0.14.0.jsonl): 0.14 rejects Mamba-Codestral at every TP
+    # (its config cannot be built), so there is no valid TP to offer
+    model = "mistralai/Mamba-Codestral-7B-v0.1"
+    geometry = load_model(model)
+    engine = create_engine_config(geometry, Settings(vllm_version="0.14.0"))
+    pools = [
+        FixPool(geometry, engine, 1, "prefill TP 1"),
+        FixPool(geometry, engine, 2, "decode TP 2"),
+    ]
+    fix = prove_fix(pools, [(0, 1)], engine.profile)
+    assert fix.block_size is None and len(fix.blockers) == 2
+    assert all(b.endswith("): use a valid TP (none)") for b in fix.blockers)
+
+
+def test_the_runs_proofs_are_kept_per_model() -> None:
+    # one run cache, two models with the same settings, TPs and labels: each gets its own
+    # proof (Nano 2,096, as above; Falcon-H1 another), as a fresh cache gives it
+    cache = fixes.RunCache()
+    answers = []
+    for model in (NANO, "tiiuae/Falcon-H1-0.5B-Base"):
+        geometry = load_model(model)
+        engine = create_engine_config(geometry, Settings())
+        pools = [
+            FixPool(geometry, engine, 4, "prefill TP 4"),
+            FixPool(geometry, engine, 1, "decode TP 1"),
+        ]
+        answers.append(prove_fix(pools, [(0, 1)], DEFAULT_PROFILE, cache).block_size)
+        assert answers[-1] == prove_fix(pools, [(0, 1)], DEFAULT_PROFILE).block_size
+    assert answers[0] == 2096 and answers[1] != 2096
+
+
+def test_pools_pinned_to_two_gpus_are_proven_on_both() -> None:
+    # every pool pinned: the fix is proven on the pinned GPUs (one scenario naming both);
+    # one backend on both (B200 would default to FLASHINFER)
+    geometry = load_model(NANO)
+    h100 = create_engine_config(geometry, Settings(gpu="H100", attention_backend="FLASH_ATTN"))
+    b200 = create_engine_config(geometry, Settings(gpu="B200", attention_backend="FLASH_ATTN"))
+    pools = [FixPool(geometry, h100, 8, "prefill TP 8"), FixPool(geometry, b200, 1, "decode TP 1")]
+    fix = prove_fix(pools, [(0, 1)], DEFAULT_PROFILE)
+    assert (fix.block_size, fix.proven_on) == (2096, ("B200/H100",))
