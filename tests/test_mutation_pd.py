@@ -490,7 +490,10 @@ def test_check_resolves_once_per_gpu_class(monkeypatch: pytest.MonkeyPatch) -> N
         return real(geometry, settings)  # type: ignore[arg-type]
 
     monkeypatch.setattr(kvalign.engine, "create_engine_config", counting)
+    every = sorted(["None", "A100", "H100", "B200", "B300", "RTX-PRO-6000"])
     analyze(load_model(NANO), Settings(block_size=528), [8], [1])
-    assert sorted(str(s.gpu) for s in seen) == sorted(
-        ["None", "A100", "H100", "B200", "B300", "RTX-PRO-6000"]
-    )
+    assert sorted(str(s.gpu) for s in seen) == every
+    # with an invalid TP the whole set and the valid pools are proven in the same cache
+    seen.clear()
+    analyze(load_model(NANO), Settings(block_size=528), [3, 8], [1])
+    assert sorted(str(s.gpu) for s in seen) == every
