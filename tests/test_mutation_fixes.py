@@ -235,3 +235,22 @@ def test_pools_pinned_to_two_gpus_are_proven_on_both() -> None:
     pools = [FixPool(geometry, h100, 8, "prefill TP 8"), FixPool(geometry, b200, 1, "decode TP 1")]
     fix = prove_fix(pools, [(0, 1)], DEFAULT_PROFILE)
     assert (fix.block_size, fix.proven_on) == (2096, ("B200/H100",))
+
+
+def test_group_fix_when_every_pool_keeps_the_block_but_a_pair_still_differs() -> None:
+    # H100 on FLASH_ATTN (kernel = the logical block), B200 on its default FLASHINFER
+    # (kernel blocks up to 1,024 on Blackwell): both pools keep 2,096, the kernel blocks
+    # still differ, so no block size is proven and the text says to align the backends
+    geometry = load_model(NANO)
+    h100 = create_engine_config(geometry, Settings(gpu="H100", attention_backend="FLASH_ATTN"))
+    b200 = create_engine_config(geometry, Settings(gpu="B200"))
+    pools = [FixPool(geometry, h100, 8, "prefill TP 8"), FixPool(geometry, b200, 1, "decode TP 1")]
+    text = fixes.GroupFix(pools, [(0, 1)], DEFAULT_PROFILE, fixes.RunCache()).text
+    assert text.startswith(
+        "no --block-size fixes every pair: with --block-size 2096 on B200/H100, prefill TP 8 → "
+        "decode TP 1 is still "
+    )
+    assert text.endswith(
+        "; the pools run different attention backends (FLASHINFER, FLASH_ATTN): use the same "
+        "--attention-backend on every pool"
+    )
