@@ -408,6 +408,21 @@ def test_mamba_cache_mode_errors(settings: dict[str, str], message: str) -> None
          ("none", "vLLM 0.14: no chunk alignment for qwen3_next")),
         (NANO, {"vllm_version": "0.14.0"}, True,
          ("all", "vLLM 0.14: Mamba prefix caching aligns to the chunk size")),
+        # an explicit "none" with prefix caching off is no reset
+        (NANO, {"vllm_version": "0.31.0", "mamba_cache_mode": "none"}, False,
+         ("none", "prefix caching is off")),
+        # docs/versions.md 0.33 row: the flag is a deprecated no-op, the mode is align
+        (NANO, {"mamba_cache_mode": "align"}, True,
+         ("align", "vLLM 0.33: prefix caching → align (--mamba-cache-mode align is a "
+                   "deprecated no-op)")),
+        # docs/versions.md 0.20 row: speculative decoding switches supporting models to align
+        (NANO, {"vllm_version": "0.20.0", "num_speculative_tokens": 1}, True,
+         ("align", "vLLM 0.20 default with speculative decoding for nemotron_h")),
+        # 0.15-0.27: 'all' only for models supporting Mamba prefix caching; LFM2 does not
+        ("LiquidAI/LFM2-1.2B", {"vllm_version": "0.25.0"}, True,
+         ("align", "vLLM 0.25 default for lfm2 with prefix caching")),
+        ("LiquidAI/LFM2-1.2B", {"vllm_version": "0.25.0", "mamba_cache_mode": "all"}, True,
+         ("align", "--mamba-cache-mode all unsupported for lfm2: align")),
     ],
 )  # fmt: skip
 def test_mamba_cache_mode_branches(
@@ -545,6 +560,9 @@ FALCON_H1 = "tiiuae/Falcon-H1-0.5B-Base"
         # docs/versions.md 0.20 row: the CPU platform does no hybrid alignment
         (NANO, {"vllm_version": "0.20.0", "gpu": "CPU"}, "hybrid_alignment", "off",
          "vLLM 0.20's CPU platform does no hybrid block alignment"),
+        # docs/versions.md 0.28 row: every model defaults to align
+        (NANO, {"vllm_version": "0.31.0"}, "mamba_cache_mode", "align",
+         "vLLM 0.30 default for nemotron_h with prefix caching"),
         (NANO, {"pipeline_parallel_size": 2}, "pipeline_parallel_size", "2",
          "--pipeline-parallel-size 2: each stage aligns on the layers it owns "
          "(Platform.update_block_size_for_backend)"),
@@ -695,3 +713,24 @@ def test_fa4_head_256_pages_not_with_an_fp8_kv_cache() -> None:
     settings = Settings(gpu="B200", attention_backend="FLASH_ATTN", kv_cache_dtype="fp8")
     rank = rank_of(load_model(QWEN), settings, 8)
     assert (rank.block_size, rank.kernel_block_size) == (1088, 1088)
+
+
+def test_no_prefill_checkpoint_before_0_33() -> None:
+    # docs/versions.md 0.33 row: the FlashInfer GDN checkpoints enter the alignment from
+    # 0.33; before, the checkpoint is 1 and the note says so
+    engine = create_engine_config(load_model(QWEN), Settings(vllm_version="0.31.0", gpu="H100"))
+    assert (engine.checkpoint, engine.checkpoint_note) == (1, "no prefill checkpoint alignment")
+
+
+def test_mamba_block_size_not_a_chunk_multiple_fails_at_start_up() -> None:
+    # vllm/model_executor/layers/mamba/mamba_mixer2.py (0.27.1 read): in mode 'all' the
+    # saved states stride by mamba_block_size // chunk_size (vLLM issue 57266); Nano's
+    # chunk is 128, so 200 saves them at the wrong offsets, 256 is fine
+    settings = Settings(vllm_version="0.25.0", enable_prefix_caching=True, mamba_block_size=200)
+    assert create_engine_config(load_model(NANO), settings).startup_error == (
+        "vLLM 0.25 fails at start-up: --mamba-block-size 200 is not a multiple of the Mamba "
+        "chunk size 128 in Mamba cache mode 'all' (MambaMixer2 strides the saved states by "
+        "mamba_block_size // chunk_size = 1; vLLM issue 57266): use a multiple of 128"
+    )
+    fine = replace(settings, mamba_block_size=256)
+    assert create_engine_config(load_model(NANO), fine).startup_error == ""
