@@ -254,3 +254,33 @@ def test_group_fix_when_every_pool_keeps_the_block_but_a_pair_still_differs() ->
         "; the pools run different attention backends (FLASHINFER, FLASH_ATTN): use the same "
         "--attention-backend on every pool"
     )
+
+
+def test_nothing_to_align_is_not_aligned() -> None:
+    # an attention-free model: vLLM does no hybrid block alignment, so the proof reports
+    # that there is nothing to align (no block size, no reason)
+    geometry = load_model("tiiuae/falcon-mamba-7b")
+    engine = create_engine_config(geometry, Settings())
+    pools = [
+        FixPool(geometry, engine, 1, "prefill TP 1"),
+        FixPool(geometry, engine, 2, "decode TP 2"),
+    ]
+    fix = prove_fix(pools, [(0, 1)], DEFAULT_PROFILE)
+    assert (fix.block_size, fix.aligned, fix.blockers, fix.unproven) == (None, False, (), "")
+
+
+def test_a_pool_off_the_class_does_not_stop_the_proof(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the ROCm pool runs on no CUDA class: it is skipped there, and the CUDA pool after it
+    # is still checked. Fault injection as above (requirement 2,000, unit 16): TP 1 raises
+    # every candidate below 2,096, so the proof must step on to 2,096
+    monkeypatch.setattr(fixes, "block_requirement", lambda *_args, **_kw: (16, 2000))
+    geometry = load_model(NANO)
+    cuda = create_engine_config(geometry, Settings(attention_backend="FLASH_ATTN"))
+    rocm = create_engine_config(geometry, Settings(attention_backend="ROCM_ATTN"))
+    pools = [
+        FixPool(geometry, cuda, 8, "prefill TP 8"),
+        FixPool(geometry, rocm, 8, "prefill/rocm"),
+        FixPool(geometry, cuda, 1, "decode TP 1"),
+    ]
+    fix = prove_fix(pools, [(0, 2), (1, 2)], DEFAULT_PROFILE)
+    assert fix.block_size == 2096
