@@ -734,3 +734,40 @@ def test_mamba_block_size_not_a_chunk_multiple_fails_at_start_up() -> None:
     )
     fine = replace(settings, mamba_block_size=256)
     assert create_engine_config(load_model(NANO), fine).startup_error == ""
+
+
+@pytest.mark.parametrize(("version", "kernel"), [("0.11.1", 64), ("0.12.0", 128)])
+def test_flash_attn_kernel_blocks_of_an_attention_only_model(version: str, kernel: int) -> None:
+    # docs/versions.md: FLASH_ATTN offers 16/32/64-token kernel blocks for every model in
+    # 0.11.1 (an attention-only Llama with --block-size 128: the largest dividing is 64),
+    # only for hybrids with a float32 state from 0.12 (MultipleOf(16): kernel = 128)
+    model = str(DATA / "llama-pd" / "model")
+    settings = Settings(vllm_version=version, attention_backend="FLASH_ATTN", block_size=128,
+                        gpu="H100")  # fmt: skip
+    engine = create_engine_config(load_model(model), settings)
+    rank = rank_of(load_model(model), engine, 1)
+    assert (rank.block_size, rank.kernel_block_size) == (128, kernel)
+    assert engine.backend is not None and engine.backend.name == "FLASH_ATTN"
+    assert (engine.backend.sizes == (16, 32, 64)) is (version == "0.11.1")
+
+
+def test_flash_attn_restriction_is_cuda_only() -> None:
+    # flash_attn.py get_supported_kernel_block_sizes: the float32 restriction is a CUDA
+    # one; on XPU FLASH_ATTN keeps MultipleOf(64) (is_xpu)
+    settings = Settings(vllm_version="0.14.0", attention_backend="FLASH_ATTN", gpu="Max-1550",
+                        enable_prefix_caching=True)  # fmt: skip
+    engine = create_engine_config(load_model(NANO), settings)
+    assert engine.backend is not None and engine.backend.sizes != (16, 32, 64)
+    assert engine.backend.multiple_of == 64
+    steps = [(r.key, r.value) for r in engine.resolutions if r.key == "kernel_block_sizes"]
+    assert steps == []
+
+
+def test_mamba_dtype_steps_of_a_model_without_defaults() -> None:
+    # Falcon-H1 names no ssm default: auto → the conv-state dtype (the model's bfloat16)
+    engine = create_engine_config(load_model(FALCON_H1), Settings())
+    steps = {r.key: (r.value, r.source) for r in engine.resolutions}
+    assert steps["mamba_cache_dtype"] == ("bfloat16", "--mamba-cache-dtype auto")
+    assert steps["mamba_ssm_cache_dtype"] == (
+        "bfloat16", "--mamba-ssm-cache-dtype auto → the conv-state dtype",
+    )  # fmt: skip
