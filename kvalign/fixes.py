@@ -332,14 +332,12 @@ def _prove_fix(
     return Fix(None, unproven=f"no --block-size up to {block - unit} is kept by every pool")
 
 
-def raised_block_sizes(pools: list[FixPool], cache: RunCache | None = None) -> list[str]:
-    """Where vLLM would raise a pool's own ``--block-size`` (hybrid alignment), one line
-    per pool and resulting size naming the GPU classes, e.g. ``prefill TP 8: vLLM raises
-    --block-size 2096 to 8,384 on H100/H200 (SM90), B200 (SM100)``. ``cache`` as in
-    :func:`prove_fix`."""
+def _raised(pools: list[FixPool], cache: RunCache | None) -> dict[tuple[str, int, int], list[str]]:
+    """``(pool label, asked, raised to) → GPU class labels`` where vLLM raises a pool's own
+    ``--block-size`` (in the order found)."""
     mine = [p for p in pools if p.settings.block_size is not None]
     if not mine:
-        return []
+        return {}
     cache = cache if cache is not None else RunCache()
     # what is raised depends on each pool's model, settings and TP, not on its label: an
     # audit of many copies of one deployment computes it once
@@ -365,9 +363,21 @@ def raised_block_sizes(pools: list[FixPool], cache: RunCache | None = None) -> l
         key = (mine[index].label, asked, new)
         if label not in found.setdefault(key, []):
             found[key].append(label)
+    return found
+
+
+def _raised_text(asked: int, new: int, where: list[str]) -> str:
+    return f"vLLM raises --block-size {asked} to {new:,} on {', '.join(where)}"
+
+
+def raised_block_sizes(pools: list[FixPool], cache: RunCache | None = None) -> list[str]:
+    """Where vLLM would raise a pool's own ``--block-size`` (hybrid alignment), one line
+    per pool and resulting size naming the GPU classes, e.g. ``prefill TP 8: vLLM raises
+    --block-size 2096 to 8,384 on H100/H200 (SM90), B200 (SM100)``. ``cache`` as in
+    :func:`prove_fix`."""
     return [
-        f"{who}: vLLM raises --block-size {asked} to {new:,} on {', '.join(where)}"
-        for (who, asked, new), where in found.items()
+        f"{who}: {_raised_text(asked, new, where)}"
+        for (who, asked, new), where in _raised(pools, cache).items()
     ]
 
 
@@ -375,9 +385,8 @@ def raised_by_pool(pools: list[FixPool], cache: RunCache | None = None) -> dict[
     """:func:`raised_block_sizes` keyed by pool label, each line without the label
     (``vLLM raises --block-size 2096 to 8,384 on H100/H200 (SM90), …``)."""
     out: dict[str, list[str]] = {}
-    for line in raised_block_sizes(pools, cache):
-        who, _, what = line.partition(": ")
-        out.setdefault(who, []).append(what)
+    for (who, asked, new), where in _raised(pools, cache).items():
+        out.setdefault(who, []).append(_raised_text(asked, new, where))
     return out
 
 

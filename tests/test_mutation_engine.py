@@ -15,19 +15,28 @@ Qwen3.5-397B-A17B at TP 8 (Hk 16, Hv 64, Dk = Dv = 128, K 4; float32 recurrent s
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kvalign.backends import get_gpu
-from kvalign.engine import EngineCache, checkpoint_alignment, create_engine_config, is_sm100
+from kvalign.engine import (
+    EngineCache,
+    checkpoint_alignment,
+    create_engine_config,
+    is_sm100,
+    mamba_cache_mode,
+)
+from kvalign.errors import InvalidSettings, NotModelled
 from kvalign.settings import Settings
 from kvalign.sources import load_model
-from kvalign.versions import profile_named
-from tests.conftest import CATALOG
+from kvalign.versions import profile_named, resolve
+from tests.conftest import CATALOG, ROOT
 from tests.resolve import rank_of
 
 QWEN = "Qwen/Qwen3.5-397B-A17B"
+DATA = ROOT / "tests" / "data"
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 
 
@@ -198,3 +207,567 @@ def test_sm100_test_per_release() -> None:
     early, later = profile_named("0.12"), profile_named("0.13")
     assert [is_sm100(early, g) for g in (b200, b300, h100, None)] == [True, False, False, False]
     assert [is_sm100(later, g) for g in (b200, b300, h100, None)] == [True, True, False, False]
+
+
+# ---- survivors of the mutmut run over kvalign/engine.py ---------------------------------
+
+
+def test_flash_attn_kernel_blocks_on_0_11_1_for_every_model() -> None:
+    # docs/versions.md (0.11.1 row; "FLASH_ATTN 16/32/64 for every model": 0.11.1
+    # v1/attention/backends/flash_attn.py supported_kernel_block_sizes = [16, 32, 64]).
+    # Measured (tests/golden/fidelity-0.11.1.jsonl): Nano, H100, FLASH_ATTN, prefix
+    # caching, TP 1 → block 1,152; its state is bfloat16 (no float32 condition), so only
+    # the every-model rule restricts the kernel: select_common_block_size takes the largest
+    # of 16/32/64 dividing 1,152 = 64 (MultipleOf(16) would keep 1,152)
+    settings = Settings(vllm_version="0.11.1", gpu="H100", attention_backend="FLASH_ATTN",
+                        enable_prefix_caching=True)  # fmt: skip
+    rank = rank_of(load_model(NANO), settings, 1)
+    assert (rank.block_size, rank.kernel_block_size) == (1152, 64)
+
+
+def test_kv_cache_dtype_from_the_checkpoint_names_its_source() -> None:
+    # the step `kvalign explain` prints for the checkpoint's kv_cache_scheme names the vLLM
+    # function that reads it (vllm/utils/torch_utils.py resolve_kv_cache_dtype_string); the
+    # note shown with every result gives the resolution without the citation
+    engine = create_engine_config(load_model("nvidia/Qwen3.5-397B-A17B-NVFP4"), Settings())
+    step = {r.key: r for r in engine.resolutions}["kv_cache_dtype"]
+    assert (step.value, step.source) == (
+        "fp8 (1 B)",
+        "--kv-cache-dtype auto → fp8 from the checkpoint's quantization_config "
+        "(vllm/utils/torch_utils.py resolve_kv_cache_dtype_string)",
+    )
+    assert (
+        "KV cache in fp8: --kv-cache-dtype auto → fp8 from the checkpoint's "
+        "quantization_config" in engine.notes
+    )
+
+
+def test_checkpoint_scheme_vllm_does_not_map_falls_back_to_the_model_dtype() -> None:
+    # a modelopt scheme vLLM does not map (dynamic fp8) resolves to "auto": vLLM then uses
+    # the model dtype (bfloat16, 2 B); explain must not say the checkpoint chose it
+    geo = replace(load_model("nvidia/Qwen3.5-397B-A17B-NVFP4"), checkpoint_kv_cache_dtype="auto")
+    engine = create_engine_config(geo, Settings())
+    step = {r.key: r for r in engine.resolutions}["kv_cache_dtype"]
+    assert (engine.kv_cache_dtype, engine.kv_bytes) == ("bfloat16", 2)
+    assert (step.value, step.source) == (
+        "bfloat16 (2 B)", "--kv-cache-dtype auto → the model dtype",
+    )  # fmt: skip
+    assert not [n for n in engine.notes if n.startswith("KV cache in")]
+
+
+def test_unspecified_gpu_checkpoint_note_in_full() -> None:
+    # the note `explain` prints when no --gpu is given for a GDN model with prefix caching:
+    # it names the GPUs whose GDN prefill runs on FlashInfer (SM90 H100/H200, SM100 B200)
+    assert checkpoint_alignment(load_model(QWEN), Settings(), None, True) == (
+        1,
+        "GPU unspecified: assumed the GDN prefill is not on FlashInfer (checkpoint "
+        "alignment 1); on H100/H200/B200 pass --gpu for the 64-token alignment",
+    )
+
+
+def test_engine_cache_keeps_each_model_alive_for_the_run() -> None:
+    # the cache keys on id(model): it must hold every model it resolved, or a model freed
+    # by the caller leaves its id to the next one and that one gets the freed model's
+    # config. Two variants of Nano that differ only in their model dtype (float16 vs the
+    # config's bfloat16), each dropped right after use: each must resolve its own dtype
+    base = load_model(NANO)
+    cache = EngineCache()
+    for i in range(40):
+        dtype = ("float16", "bfloat16")[i % 2]
+        model = replace(base, model_dtype=dtype)
+        assert cache.resolve(model, Settings()).model_dtype == dtype
+        del model
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        # vllm/config/cache.py MambaDType (docs/versions.md): bfloat16 from 0.22 (0.20.0
+        # measured: literal_error), float16 from 0.13; each error names the flag and what
+        # the release accepts
+        ({"vllm_version": "0.20.0", "mamba_cache_dtype": "bfloat16"},
+         "vLLM 0.20 rejects --mamba-cache-dtype bfloat16 (it accepts auto, float32, float16)"),
+        ({"vllm_version": "0.12.0", "mamba_ssm_cache_dtype": "float16"},
+         "vLLM 0.12 rejects --mamba-ssm-cache-dtype float16 (it accepts auto, float32)"),
+        # not a MambaDType at all: the flag named, the values listed
+        ({"mamba_cache_dtype": "int4"},
+         "--mamba-cache-dtype: unknown value 'int4' "
+         "(expected one of auto, float32, float16, bfloat16)"),
+        ({"mamba_ssm_cache_dtype": "fp8"},
+         "--mamba-ssm-cache-dtype: unknown value 'fp8' "
+         "(expected one of auto, float32, float16, bfloat16)"),
+    ],
+)  # fmt: skip
+def test_mamba_dtype_errors_name_the_flag(settings: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidSettings) as raised:
+        create_engine_config(load_model(NANO), Settings(**settings))  # type: ignore[arg-type]
+    assert str(raised.value) == message
+
+
+def test_explicit_ssm_dtype_step_names_the_flag() -> None:
+    # an explicit --mamba-ssm-cache-dtype overrides Nemotron-H's float32 default; explain's
+    # step says so (and the release accepts float16 from 0.13)
+    engine = create_engine_config(load_model(NANO), Settings(mamba_ssm_cache_dtype="float16"))
+    step = {r.key: r for r in engine.resolutions}["mamba_ssm_cache_dtype"]
+    assert (step.value, step.source) == ("float16", "--mamba-ssm-cache-dtype float16")
+
+
+def _ssm_step(model: str, **settings: object) -> tuple[tuple[str | None, str | None], str, str]:
+    engine = create_engine_config(load_model(model), Settings(**settings))  # type: ignore[arg-type]
+    step = {r.key: r for r in engine.resolutions}["mamba_ssm_cache_dtype"]
+    return (engine.conv_dtype, engine.ssm_dtype), step.value, step.source
+
+
+@pytest.mark.parametrize(
+    ("model", "settings", "dtypes", "source"),
+    [
+        # measured (tests/golden/fidelity-0.19.1*.jsonl): Nemotron-H-56B's config names no
+        # mamba_ssm_cache_dtype, so the fallback applies and depends on the transformers
+        # release, which the step names: float16 under 4.57.6, float32 under 5.20.2
+        ("nvidia/Nemotron-H-56B-Base-8K", {"vllm_version": "0.19.1",
+                                           "transformers_version": "4.57.6"},
+         ("bfloat16", "float16"),
+         "--mamba-ssm-cache-dtype auto → float16 (model default, vLLM 0.18) "
+         "with transformers 4.57.6"),
+        ("nvidia/Nemotron-H-56B-Base-8K", {"vllm_version": "0.19.1",
+                                           "transformers_version": "5.20.2"},
+         ("bfloat16", "float32"),
+         "--mamba-ssm-cache-dtype auto → float32 (model default, vLLM 0.18) "
+         "with transformers 5.20.2"),
+        # Nano's config names float32 itself: no fallback, so no transformers release
+        ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", {"vllm_version": "0.19.1",
+                                                        "transformers_version": "4.57.6"},
+         ("bfloat16", "float32"),
+         "--mamba-ssm-cache-dtype auto → float32 (model default, vLLM 0.18)"),
+        # Qwen3.5: mamba_ssm_dtype float32 (config value; vllm-0.33.0 vectors float32)
+        ("Qwen/Qwen3.5-27B", {}, ("bfloat16", "float32"),
+         "--mamba-ssm-cache-dtype auto → float32 (model default, vLLM 0.33)"),
+        # KDA before 0.30 keeps its recurrent state float32 whatever the flag says
+        # (docs/versions.md 0.30 row; measured: vllm-0.28.0.jsonl bfloat16 flag → float32)
+        ("moonshotai/Kimi-K3", {"vllm_version": "0.28.0"}, ("bfloat16", "float32"),
+         "KDA recurrent state always float32"),
+        ("moonshotai/Kimi-K3", {"vllm_version": "0.28.0", "mamba_ssm_cache_dtype": "bfloat16"},
+         ("bfloat16", "float32"),
+         "KDA recurrent state always float32 (vLLM 0.28 ignores --mamba-ssm-cache-dtype "
+         "bfloat16 for KDA)"),
+        # from 0.30 the flag is honoured (vllm-0.33.0.jsonl: bfloat16 → bfloat16); auto is
+        # KDA's float32 default
+        ("moonshotai/Kimi-K3", {}, ("bfloat16", "float32"),
+         "--mamba-ssm-cache-dtype auto → float32 (KDA default)"),
+        ("moonshotai/Kimi-K3", {"mamba_ssm_cache_dtype": "bfloat16"}, ("bfloat16", "bfloat16"),
+         "--mamba-ssm-cache-dtype bfloat16"),
+        # gated delta nets before 0.17 give both states the conv dtype and ignore the flag
+        # (measured: vllm-0.14.0.jsonl, Qwen3-Next with float32 → bfloat16, bfloat16)
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct", {"vllm_version": "0.14.0"},
+         ("bfloat16", "bfloat16"), "vLLM 0.14: GDN states both take --mamba-cache-dtype"),
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct", {"vllm_version": "0.14.0",
+                                              "mamba_ssm_cache_dtype": "float32"},
+         ("bfloat16", "bfloat16"),
+         "vLLM 0.14: GDN states both take --mamba-cache-dtype; --mamba-ssm-cache-dtype "
+         "float32 is ignored"),
+    ],
+)  # fmt: skip
+def test_ssm_dtype_step_per_model_default(
+    model: str, settings: dict[str, str], dtypes: tuple[str, str], source: str
+) -> None:
+    assert _ssm_step(model, **settings) == (dtypes, dtypes[1], source)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"mamba_cache_mode": "foo"},
+         "--mamba-cache-mode: unknown value 'foo' (expected one of none, align, all)"),
+        # docs/versions.md: the flag exists from 0.15; 0.32 removed 'all'
+        # (MambaCacheMode = Literal["align", "none"])
+        ({"vllm_version": "0.14.0", "mamba_cache_mode": "all"},
+         "--mamba-cache-mode: vLLM 0.14 has no such flag (it exists from 0.15)"),
+        ({"vllm_version": "0.32.0", "mamba_cache_mode": "all"},
+         "--mamba-cache-mode all: vLLM 0.32 accepts only none, align"),
+    ],
+)  # fmt: skip
+def test_mamba_cache_mode_errors(settings: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidSettings) as raised:
+        create_engine_config(load_model(NANO), Settings(**settings))  # type: ignore[arg-type]
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("model", "settings", "prefix_caching", "expected"),
+    [
+        # prefix caching off: mode none, whatever the flag (MambaModelConfig resets it)
+        (NANO, {"vllm_version": "0.31.0"}, False, ("none", "prefix caching is off")),
+        (NANO, {"vllm_version": "0.31.0", "mamba_cache_mode": "align"}, False,
+         ("none", "prefix caching is off: --mamba-cache-mode align is reset to none")),
+        # an attention-free model has no hybrid alignment: the flag is not "reset"
+        ("tiiuae/falcon-mamba-7b", {"vllm_version": "0.31.0", "mamba_cache_mode": "align"},
+         True, ("none", "no hybrid alignment")),
+        # before the flag (< 0.15): chunk alignment only for the models supporting Mamba
+        # prefix caching (docs/versions.md 0.11.1 row: Nemotron-H yes, Qwen3-Next no)
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct", {"vllm_version": "0.14.0"}, True,
+         ("none", "vLLM 0.14: no chunk alignment for qwen3_next")),
+        (NANO, {"vllm_version": "0.14.0"}, True,
+         ("all", "vLLM 0.14: Mamba prefix caching aligns to the chunk size")),
+        # an explicit "none" with prefix caching off is no reset
+        (NANO, {"vllm_version": "0.31.0", "mamba_cache_mode": "none"}, False,
+         ("none", "prefix caching is off")),
+        # docs/versions.md 0.33 row: the flag is a deprecated no-op, the mode is align
+        (NANO, {"mamba_cache_mode": "align"}, True,
+         ("align", "vLLM 0.33: prefix caching → align (--mamba-cache-mode align is a "
+                   "deprecated no-op)")),
+        # docs/versions.md 0.20 row: speculative decoding switches supporting models to align
+        (NANO, {"vllm_version": "0.20.0", "num_speculative_tokens": 1}, True,
+         ("align", "vLLM 0.20 default with speculative decoding for nemotron_h")),
+        # 0.15-0.27: 'all' only for models supporting Mamba prefix caching; LFM2 does not
+        ("LiquidAI/LFM2-1.2B", {"vllm_version": "0.25.0"}, True,
+         ("align", "vLLM 0.25 default for lfm2 with prefix caching")),
+        ("LiquidAI/LFM2-1.2B", {"vllm_version": "0.25.0", "mamba_cache_mode": "all"}, True,
+         ("align", "--mamba-cache-mode all unsupported for lfm2: align")),
+    ],
+)  # fmt: skip
+def test_mamba_cache_mode_branches(
+    model: str, settings: dict[str, str], prefix_caching: bool, expected: tuple[str, str]
+) -> None:
+    chosen = Settings(**settings)  # type: ignore[arg-type]
+    profile = resolve(chosen.vllm_version).profile
+    assert mamba_cache_mode(load_model(model), chosen, profile, prefix_caching) == expected
+
+
+@pytest.mark.parametrize(
+    ("model", "settings", "message"),
+    [
+        (NANO, {"mamba_backend": "cuda"},
+         "--mamba-backend: unknown value 'cuda' (expected triton or flashinfer)"),
+        # vllm/config/cache.py (0.33): replayssm_buffer_len = Field(default=16, gt=0)
+        (NANO, {"use_replayssm": True, "replayssm_buffer_len": 0},
+         "--replayssm-buffer-len must be positive"),
+        (NANO, {"use_replayssm": True, "vllm_version": "0.25.0"},
+         "--use-replayssm: vLLM 0.25 has no such flag (from 0.27)"),
+        # VllmConfig.validate_mamba_cached_kernel: supports_replayssm (Nemotron-H only);
+        # the error names the architecture
+        ("Qwen/Qwen3.5-27B", {"use_replayssm": True},
+         "vLLM rejects this configuration: --use-replayssm is only supported for "
+         "Nemotron-H models (got Qwen3_5ForConditionalGeneration)"),
+        # docs/versions.md 0.27 row: ReplaySSM is Triton only, no speculative decoding
+        (NANO, {"use_replayssm": True, "vllm_version": "0.28.0", "mamba_backend": "flashinfer"},
+         "vLLM 0.28 rejects this configuration: --use-replayssm requires --mamba-backend "
+         "triton"),
+        (NANO, {"use_replayssm": True, "vllm_version": "0.28.0", "num_speculative_tokens": 1},
+         "vLLM 0.28 rejects this configuration: --use-replayssm does not support speculative "
+         "decoding"),
+        (NANO, {"use_replayssm": True, "vllm_version": "0.31.0", "mamba_cache_mode": "all"},
+         "vLLM rejects this configuration: --use-replayssm supports prefix caching only in "
+         "align mode; pass --mamba-cache-mode align"),
+    ],
+)  # fmt: skip
+def test_replayssm_errors(model: str, settings: dict[str, object], message: str) -> None:
+    chosen = Settings(enable_prefix_caching=True, **settings)  # type: ignore[arg-type]
+    with pytest.raises(InvalidSettings) as raised:
+        create_engine_config(load_model(model), chosen)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("settings", "ring"),
+    [
+        # gt=0: one token is the smallest ring (Triton: the ring is B tokens)
+        ({"replayssm_buffer_len": 1}, 1),
+        # docs/versions.md: FlashInfer ring B + 1 (0.30-0.31), B + 1 + speculative tokens
+        # (0.32+)
+        ({"vllm_version": "0.31.0", "mamba_backend": "flashinfer"}, 16 + 1),
+        ({"mamba_backend": "flashinfer", "num_speculative_tokens": 2}, 16 + 1 + 2),
+        (
+            {"vllm_version": "0.32.0", "mamba_backend": "flashinfer", "num_speculative_tokens": 2},
+            16 + 1 + 2,
+        ),
+    ],
+)
+def test_replayssm_ring_per_backend(settings: dict[str, object], ring: int) -> None:
+    chosen = Settings(use_replayssm=True, enable_prefix_caching=False, **settings)  # type: ignore[arg-type]
+    assert create_engine_config(load_model(NANO), chosen).replay_ring == ring
+
+
+@pytest.mark.parametrize(
+    ("model", "remote"),
+    [
+        # Ultra's config names auto_map remote code, Lightning's does not
+        ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16",
+         "; the repository's remote code (auto_map, --trust-remote-code) could, but kvalign "
+         "never runs it"),
+        ("nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4",
+         " and it names no auto_map remote code either"),
+    ],
+)  # fmt: skip
+def test_transformers_4_cannot_load_a_transformers_5_nemotron_config(
+    model: str, remote: str
+) -> None:
+    # measured (tests/golden/fidelity-0.19.1-transformers-4.57.6.jsonl, Ultra): vLLM's own
+    # NemotronHConfig raises "AttributeError: property 'layers_block_type' ... has no
+    # setter"; the first default install with transformers 5 is 0.19.0
+    settings = Settings(vllm_version="0.19.1", transformers_version="4.57.6")
+    assert create_engine_config(load_model(model), settings).config_error == (
+        "vLLM 0.19.1 with transformers 4.57.6 cannot load this config: it spells "
+        "layers_block_type without hybrid_override_pattern (transformers 5), and vLLM's own "
+        "NemotronHConfig refuses it (AttributeError: property 'layers_block_type' has no "
+        f"setter){remote}; first release that can: vLLM 0.19.0 with transformers 5"
+    )
+    five = Settings(vllm_version="0.19.1", transformers_version="5.20.2")
+    assert create_engine_config(load_model(model), five).config_error == ""
+
+
+FALCON_H1 = "tiiuae/Falcon-H1-0.5B-Base"
+
+
+@pytest.mark.parametrize(
+    ("model", "settings", "key", "value", "source"),
+    [
+        # docs/versions.md "CPU kernel block": CPU_ATTN kernel blocks are multiples of 16
+        # in 0.21.0
+        (NANO, {"gpu": "CPU", "vllm_version": "0.21.0"}, "kernel_block_sizes",
+         "multiples of 16", "vLLM 0.21: CPU_ATTN get_supported_kernel_block_sizes"),
+        # docs/versions.md 0.29 row: FA4's head-256 kernel on 10.x, kernel blocks [128]
+        (QWEN, {"gpu": "B200", "attention_backend": "FLASH_ATTN"}, "kernel_block_sizes",
+         "128", "vLLM 0.33: FlashAttention 4's head-size-256 kernel on capability 10.x"),
+        # docs/versions.md 0.12 row: FLASH_ATTN 16/32/64 for hybrids with a float32 state
+        # (Nano's ssm state is float32 from 0.14)
+        (NANO, {"gpu": "H100", "attention_backend": "FLASH_ATTN", "vllm_version": "0.14.0",
+                "enable_prefix_caching": True}, "kernel_block_sizes",
+         "16, 32, 64",
+         "vLLM 0.14: FLASH_ATTN with a float32 Mamba state (flash-attention issue 1974)"),
+        (NANO, {"gpu": "H100"}, "attention_backend", "FLASH_ATTN",
+         "--attention-backend unset → vLLM 0.33's choice on H100"),
+        (NANO, {"attention_backend": "FLASH_ATTN"}, "attention_backend", "FLASH_ATTN",
+         "--attention-backend FLASH_ATTN on an unspecified CUDA GPU"),
+        # docs/versions.md 0.20 row: the backend's preferred block when --block-size is
+        # unset (FLASH_ATTN: 16); before, CacheConfig's default 16
+        (NANO, {}, "base_block_size", "16", "--block-size unset → FLASH_ATTN's preferred size"),
+        (NANO, {"vllm_version": "0.19.1"}, "base_block_size", "16", "--block-size unset → 16"),
+        (NANO, {"block_size": 32}, "base_block_size", "32", "--block-size 32"),
+        (QWEN, {"gpu": "H100"}, "prefill_checkpoint", "64",
+         "H100: GDN prefill on FlashInfer, checkpoints every 64 tokens"),
+        # Nano's config names chunk_size 128; mode 'all' on 0.25 (fidelity-0.25.0: 2,176)
+        (NANO, {"vllm_version": "0.25.0", "enable_prefix_caching": True},
+         "mamba_chunk_alignment", "128",
+         "prefix caching in Mamba cache mode 'all' (vLLM 0.25): the model's Mamba chunk size"),
+        (NANO, {"vllm_version": "0.25.0", "enable_prefix_caching": True,
+                "mamba_block_size": 256}, "mamba_chunk_alignment", "256",
+         "prefix caching in Mamba cache mode 'all' (vLLM 0.25): --mamba-block-size replaces "
+         "the chunk size"),
+        # docs/versions.md 0.32 row: Falcon-H1's conv state gets speculative rows from 0.32
+        (FALCON_H1, {"vllm_version": "0.31.0", "num_speculative_tokens": 1},
+         "conv_state_spec_rows", "0",
+         "vLLM 0.30: falcon_h1's Mamba2 conv state has no speculative rows"),
+        # docs/versions.md 0.20 row: the CPU platform does no hybrid alignment
+        (NANO, {"vllm_version": "0.20.0", "gpu": "CPU"}, "hybrid_alignment", "off",
+         "vLLM 0.20's CPU platform does no hybrid block alignment"),
+        # docs/versions.md 0.28 row: every model defaults to align
+        (NANO, {"vllm_version": "0.31.0"}, "mamba_cache_mode", "align",
+         "vLLM 0.30 default for nemotron_h with prefix caching"),
+        (NANO, {"pipeline_parallel_size": 2}, "pipeline_parallel_size", "2",
+         "--pipeline-parallel-size 2: each stage aligns on the layers it owns "
+         "(Platform.update_block_size_for_backend)"),
+        (NANO, {"pipeline_parallel_size": 2, "vllm_version": "0.19.1"},
+         "pipeline_parallel_size", "2",
+         "--pipeline-parallel-size 2: aligned once on the model config "
+         "(HybridAttentionMambaModelConfig)"),
+        (NANO, {"use_replayssm": True, "mamba_backend": "flashinfer",
+                "enable_prefix_caching": False}, "replayssm_ring", "17",
+         "--use-replayssm --replayssm-buffer-len 16 --mamba-backend flashinfer"),
+        (NANO, {"max_model_len": 4096}, "max_model_len", "4096", "--max-model-len"),
+        (NANO, {"vllm_version": "0.19.1", "transformers_version": "4.57.6"}, "transformers",
+         "4.57.6", "--transformers-version 4.57.6"),
+        (NANO, {"enable_prefix_caching": True}, "prefix_caching", "on",
+         "--enable-prefix-caching"),
+        (NANO, {"enable_prefix_caching": False}, "prefix_caching", "off",
+         "--no-enable-prefix-caching"),
+        # docs/versions.md: hybrid prefix caching default on in 0.33, off in 0.27
+        (NANO, {}, "prefix_caching", "on", "vLLM 0.33 default for hybrid models"),
+        (NANO, {"vllm_version": "0.27.1"}, "prefix_caching", "off",
+         "vLLM 0.27 default for hybrid models"),
+    ],
+)  # fmt: skip
+def test_explain_step(
+    model: str, settings: dict[str, object], key: str, value: str, source: str
+) -> None:
+    engine = create_engine_config(load_model(model), Settings(**settings))  # type: ignore[arg-type]
+    assert [(r.value, r.source) for r in engine.resolutions if r.key == key] == [(value, source)]
+
+
+@pytest.mark.parametrize(
+    ("settings", "note"),
+    [
+        ({"vllm_version": "0.20.0", "gpu": "CPU"},
+         "vLLM 0.20's CPU platform does no hybrid block alignment: the block stays at its "
+         "base size"),
+        ({"mamba_block_size": 256, "enable_prefix_caching": True},
+         "--mamba-block-size 256 does not move the block size in Mamba cache mode 'align' "
+         "(only 'all' aligns to it)"),
+    ],
+)  # fmt: skip
+def test_engine_notes(settings: dict[str, object], note: str) -> None:
+    engine = create_engine_config(load_model(NANO), Settings(**settings))  # type: ignore[arg-type]
+    assert note in engine.notes
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"pipeline_parallel_size": 0}, "--pipeline-parallel-size must be >= 1, got 0"),
+        ({"pp_layer_partition": "26,26"},
+         "--pp-layer-partition needs --pipeline-parallel-size > 1"),
+        ({"mamba_block_size": 0}, "--mamba-block-size must be positive, got 0"),
+        ({"max_model_len": 0}, "--max-model-len must be positive, got 0"),
+        ({"block_size": -16}, "--block-size must be positive, got -16"),
+        ({"num_speculative_tokens": -1}, "--num-speculative-tokens must be >= 0"),
+        # VllmConfig.validate_mamba_block_size (vllm/config/vllm.py 0.33)
+        ({"mamba_block_size": 256, "enable_prefix_caching": False},
+         "vLLM rejects this configuration: --mamba-block-size can only be set with "
+         "--enable-prefix-caching"),
+    ],
+)  # fmt: skip
+def test_engine_arg_errors(settings: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidSettings) as raised:
+        create_engine_config(load_model(NANO), Settings(**settings))  # type: ignore[arg-type]
+    assert str(raised.value) == message
+
+
+def test_with_block_size_rewrites_only_the_base_block_step() -> None:
+    engine = create_engine_config(load_model(NANO), Settings(block_size=32))
+    moved = engine.with_block_size(64)
+    steps = {r.key: (r.value, r.source) for r in moved.resolutions}
+    assert steps["base_block_size"] == ("64", "--block-size 64")
+    assert (moved.base_block, moved.settings.block_size) == (64, 64)
+    others = [r for r in moved.resolutions if r.key != "base_block_size"]
+    assert others == [r for r in engine.resolutions if r.key != "base_block_size"]
+    assert engine.with_block_size(32) is engine
+    with pytest.raises(InvalidSettings) as raised:
+        engine.with_block_size(0)
+    assert str(raised.value) == "--block-size must be positive, got 0"
+
+
+def test_pipeline_note_when_the_layer_pattern_is_unknown() -> None:
+    # a hybrid whose config names no per-layer pattern: the stages' layers are unknown
+    note = (
+        "--pipeline-parallel-size 2: the config names no per-layer pattern, so the stages' "
+        "layers are unknown; each stage is assumed to own an attention layer"
+    )
+    settings = Settings(pipeline_parallel_size=2)
+    patternless = replace(load_model(NANO), layer_kinds=())
+    assert create_engine_config(patternless, settings).notes == (note,)
+    # Nano's config names its pattern; an attention-free model has no hybrid stages
+    assert create_engine_config(load_model(NANO), settings).notes == ()
+    assert create_engine_config(load_model("tiiuae/falcon-mamba-7b"), settings).notes == ()
+
+
+def test_attention_free_mamba2_config_error_on_0_14() -> None:
+    # measured (tests/golden/vllm-0.14.0.jsonl, Mamba-Codestral): every TP invalid,
+    # "AttributeError: 'Mamba2Config' object has no attribute 'num_attention_heads'";
+    # docs/versions.md 0.18 row: attention-free Mamba2 configs build again
+    model = load_model("mistralai/Mamba-Codestral-7B-v0.1")
+    assert create_engine_config(model, Settings(vllm_version="0.14.0")).config_error == (
+        "vLLM 0.14 cannot build this model's config: its ModelArchConfigConvertor reads "
+        "num_attention_heads, which the mamba2 config lacks (AttributeError; fixed in 0.18)"
+    )
+    assert create_engine_config(model, Settings(vllm_version="0.18.1")).config_error == ""
+
+
+@pytest.mark.parametrize(("version", "ssm"), [("0.17.0", "bfloat16"), ("0.25.0", "float32")])
+def test_text_only_qwen35_runs_as_the_multimodal_class(version: str, ssm: str) -> None:
+    # tests/data/qwen3.5-27b-text (Qwen3_5ForCausalLM, first registered in 0.27.0) runs as
+    # Qwen3_5ForConditionalGeneration before 0.27; measured (fidelity-0.17.0/0.25.0): the
+    # model-default hook (mamba_ssm_dtype float32) applies from 0.25 only: ssm bfloat16 on
+    # 0.17.0 (block 400 at TP 2), float32 on 0.25.0 (784)
+    engine = create_engine_config(load_model(str(DATA / "qwen3.5-27b-text")),
+                                  Settings(vllm_version=version))  # fmt: skip
+    line = version.rsplit(".", 1)[0]
+    problem = (
+        f"vLLM {line} fails at start-up: it registers no Qwen3_5ForCausalLM (from 0.27.0) and "
+        "runs the text-only checkpoint as the multimodal Qwen3_5ForConditionalGeneration, "
+        "which needs a vision_config (sizes as its start-up log prints them; upgrade to vLLM "
+        "0.27.0)"
+    )
+    steps = [(r.value, r.source) for r in engine.resolutions if r.key == "architecture"]
+    assert steps == [("Qwen3_5ForConditionalGeneration", problem)]
+    assert (engine.startup_error, engine.ssm_dtype) == (problem, ssm)
+    assert rank_of(load_model(str(DATA / "qwen3.5-27b-text")), engine, 2).block_size == {
+        "0.17.0": 400, "0.25.0": 784,
+    }[version]  # fmt: skip
+
+
+def test_packed_checkpoint_kv_cache_message_in_full() -> None:
+    geo = replace(load_model("nvidia/Qwen3.5-397B-A17B-NVFP4"), checkpoint_kv_cache_dtype="nvfp4")
+    with pytest.raises(NotModelled) as raised:
+        create_engine_config(geo, Settings())
+    assert str(raised.value) == (
+        f"{geo.config_path}: the checkpoint's quantization_config asks for a nvfp4 KV cache "
+        "(what --kv-cache-dtype auto resolves to): that packed layout is not modelled by "
+        "kvalign; pass --kv-cache-dtype fp8 or bfloat16 to size another layout"
+    )
+
+
+def test_fa4_head_256_pages_not_with_an_fp8_kv_cache() -> None:
+    # docs/versions.md 0.29 row: FA4's head-256 kernel is not used with an fp8 KV cache.
+    # fp8 at TP 8: a = 1 KV head · (256 + 256) · 1 B = 512 B/token, m = 533,504 B (module
+    # docstring) → 1,042 tokens; B200 (Dk 128) checkpoints every 64: 64 · cdiv(1,042, 64) =
+    # 1,088, kernel MultipleOf(16) = 1,088 (FA4 pages would give 128 · 9 = 1,152, kernel 128)
+    settings = Settings(gpu="B200", attention_backend="FLASH_ATTN", kv_cache_dtype="fp8")
+    rank = rank_of(load_model(QWEN), settings, 8)
+    assert (rank.block_size, rank.kernel_block_size) == (1088, 1088)
+
+
+def test_no_prefill_checkpoint_before_0_33() -> None:
+    # docs/versions.md 0.33 row: the FlashInfer GDN checkpoints enter the alignment from
+    # 0.33; before, the checkpoint is 1 and the note says so
+    engine = create_engine_config(load_model(QWEN), Settings(vllm_version="0.31.0", gpu="H100"))
+    assert (engine.checkpoint, engine.checkpoint_note) == (1, "no prefill checkpoint alignment")
+
+
+def test_mamba_block_size_not_a_chunk_multiple_fails_at_start_up() -> None:
+    # vllm/model_executor/layers/mamba/mamba_mixer2.py (0.27.1 read): in mode 'all' the
+    # saved states stride by mamba_block_size // chunk_size (vLLM issue 57266); Nano's
+    # chunk is 128, so 200 saves them at the wrong offsets, 256 is fine
+    settings = Settings(vllm_version="0.25.0", enable_prefix_caching=True, mamba_block_size=200)
+    assert create_engine_config(load_model(NANO), settings).startup_error == (
+        "vLLM 0.25 fails at start-up: --mamba-block-size 200 is not a multiple of the Mamba "
+        "chunk size 128 in Mamba cache mode 'all' (MambaMixer2 strides the saved states by "
+        "mamba_block_size // chunk_size = 1; vLLM issue 57266): use a multiple of 128"
+    )
+    fine = replace(settings, mamba_block_size=256)
+    assert create_engine_config(load_model(NANO), fine).startup_error == ""
+
+
+@pytest.mark.parametrize(("version", "kernel"), [("0.11.1", 64), ("0.12.0", 128)])
+def test_flash_attn_kernel_blocks_of_an_attention_only_model(version: str, kernel: int) -> None:
+    # docs/versions.md: FLASH_ATTN offers 16/32/64-token kernel blocks for every model in
+    # 0.11.1 (an attention-only Llama with --block-size 128: the largest dividing is 64),
+    # only for hybrids with a float32 state from 0.12 (MultipleOf(16): kernel = 128)
+    model = str(DATA / "llama-pd" / "model")
+    settings = Settings(vllm_version=version, attention_backend="FLASH_ATTN", block_size=128,
+                        gpu="H100")  # fmt: skip
+    engine = create_engine_config(load_model(model), settings)
+    rank = rank_of(load_model(model), engine, 1)
+    assert (rank.block_size, rank.kernel_block_size) == (128, kernel)
+    assert engine.backend is not None and engine.backend.name == "FLASH_ATTN"
+    assert (engine.backend.sizes == (16, 32, 64)) is (version == "0.11.1")
+
+
+def test_flash_attn_restriction_is_cuda_only() -> None:
+    # flash_attn.py get_supported_kernel_block_sizes: the float32 restriction is a CUDA
+    # one; on XPU FLASH_ATTN keeps MultipleOf(64) (is_xpu)
+    settings = Settings(vllm_version="0.14.0", attention_backend="FLASH_ATTN", gpu="Max-1550",
+                        enable_prefix_caching=True)  # fmt: skip
+    engine = create_engine_config(load_model(NANO), settings)
+    assert engine.backend is not None and engine.backend.sizes != (16, 32, 64)
+    assert engine.backend.multiple_of == 64
+    steps = [(r.key, r.value) for r in engine.resolutions if r.key == "kernel_block_sizes"]
+    assert steps == []
+
+
+def test_mamba_dtype_steps_of_a_model_without_defaults() -> None:
+    # Falcon-H1 names no ssm default: auto → the conv-state dtype (the model's bfloat16)
+    engine = create_engine_config(load_model(FALCON_H1), Settings())
+    steps = {r.key: (r.value, r.source) for r in engine.resolutions}
+    assert steps["mamba_cache_dtype"] == ("bfloat16", "--mamba-cache-dtype auto")
+    assert steps["mamba_ssm_cache_dtype"] == (
+        "bfloat16", "--mamba-ssm-cache-dtype auto → the conv-state dtype",
+    )  # fmt: skip
