@@ -397,3 +397,55 @@ def test_release_limit_names_the_release() -> None:
     assert release_limit(resolve("0.17.0").profile, p, d, 2096, 2096) == (
         "vLLM 0.17's NIXL connector does not serve hybrid models (no SupportsHMA)"
     )
+
+
+QWEN3_NEXT = "Qwen/Qwen3-Next-80B-A3B-Instruct"
+
+
+def _family_pair(model: str, version: str):  # type: ignore[no-untyped-def]
+    geometry = load_model(model)
+    p, d = (rank_of(geometry, Settings(vllm_version=version), 1) for _ in range(2))
+    profile = resolve(version).profile
+    return p, d, profile
+
+
+def test_nixl_refuses_gdn_state_before_0_25() -> None:
+    # docs/versions.md "NIXL P/D per state family": derive_mamba_conv_split knows only
+    # mamba2 in 0.20-0.21 (NotImplementedError for GDN at start-up); GDN from 0.25.0
+    p, d, profile = _family_pair(QWEN3_NEXT, "0.21.0")
+    assert p.state_family == "gdn"
+    pair = analyze_pair(p, d, profile=profile)
+    assert pair.verdict == "incompatible"
+    assert pair.reason == (
+        "vLLM 0.21's NIXL connector cannot transfer gdn state (derive_mamba_conv_split "
+        "supports mamba2: NotImplementedError at start-up)"
+    )
+    assert blocking_limit(profile, p, d) == (
+        "vLLM 0.21's NIXL connector cannot transfer gdn state: upgrade to vLLM 0.25.0 or "
+        "later (the first release whose NIXL connector does), then check again with "
+        "--vllm-version 0.25.0"
+    )
+    # 0.25.0 transfers GDN state: same TP, same block → ok, nothing to upgrade
+    p, d, profile = _family_pair(QWEN3_NEXT, "0.25.0")
+    assert analyze_pair(p, d, profile=profile).verdict == "ok"
+    assert blocking_limit(profile, p, d) == ""
+
+
+def test_families_no_release_transfers_are_not_judged() -> None:
+    # short conv (LFM2): no release read transfers it, so kvalign pairs it as before
+    # (docs/versions.md: "Families no release read transfers are not judged")
+    p, d, profile = _family_pair("LiquidAI/LFM2-1.2B", "0.21.0")
+    assert p.state_family not in ("", "mamba2", "mamba1", "gdn")
+    assert analyze_pair(p, d, profile=profile).verdict == "ok"
+    assert blocking_limit(profile, p, d) == ""
+
+
+def test_family_limit_needs_a_family() -> None:
+    # a hybrid rank that names no state family is not judged per family
+    from kvalign.policy import _nixl_family_limited
+
+    profile = resolve("0.21.0").profile
+    assert _nixl_family_limited(profile, "gdn") is True
+    assert _nixl_family_limited(profile, "mamba2") is False
+    assert _nixl_family_limited(profile, "") is False
+    assert _nixl_family_limited(resolve("0.19.1").profile, "gdn") is False  # no per-family check
