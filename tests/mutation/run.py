@@ -46,7 +46,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     ),
     "families": (
         ["kvalign/families/*"],
-        ["tests/test_mutation_families.py", "tests/arithmetic/test_alignment.py"],
+        ["tests/test_mutation_families.py", "tests/test_mutation_families_readers.py",
+         "tests/arithmetic/test_alignment.py"],
     ),
     "policy": (["kvalign/policy.py"], ["tests/test_mutation_policy.py"]),
     "backends": (
