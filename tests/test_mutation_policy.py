@@ -289,9 +289,11 @@ def test_split_count_is_a_whole_number_when_decode_is_the_larger() -> None:
     # prefill 2032, decode 2048: gcd 16, units max(2032 / 16, 2048 / 16) = max(127, 128)
     # = 128, the count _split_remote_blocks compares with _MAX_HYBRID_BLOCK_SPLIT
     pair = _pair(2032, 2048)
-    assert "NIXL splits into 16-token units (128 per block)" in pair.reason
-    assert "2048 is not a multiple of 2032" in pair.reason
-    assert "(here prefill's is the larger)" not in pair.reason
+    assert pair.reason == (
+        "NIXL needs the decode kernel block to be a multiple of the prefill one: 2048 is "
+        "not a multiple of 2032; NIXL splits into 16-token units (128 per block); hard "
+        "failure on releases without the split path"
+    )
 
 
 def test_refused_split_names_the_unit_count_and_the_limit() -> None:
