@@ -232,3 +232,13 @@ def test_platform_note_names_the_gpu_platform_not_the_backend_default() -> None:
     assert (
         platform_note("FLASH_ATTN", "Max-1550") == "attention backend FLASH_ATTN on Max-1550 (XPU)"
     )
+
+
+def test_get_gpu_takes_node_label_forms() -> None:
+    # nvidia-smi / GPU feature discovery spellings name the GPU they contain
+    from kvalign.backends import get_gpu
+
+    for label, name in (("NVIDIA-H100-80GB-HBM3", "H100"), (" NVIDIA GB200 ", "GB200"),
+                        ("h800", "H800")):  # fmt: skip
+        gpu = get_gpu(label)
+        assert gpu is not None and gpu.name == name, label
