@@ -60,7 +60,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "rules": (
         ["kvalign/rules/*"],
         [*(f"tests/rules/test_kva{n:03d}.py" for n in range(1, 14)),
-         "tests/rules/test_rules_cli.py", "tests/audit/test_audit.py"],
+         "tests/rules/test_rules_cli.py", "tests/audit/test_audit.py",
+         "tests/test_mutation_rules.py"],
     ),
     "k8s": (["kvalign/deploy/k8s.py"], ["tests/deploy/test_deploy_corpus.py"]),
     "alignment": (

@@ -1,0 +1,240 @@
+"""Audit rule findings pinned field by field, at the inputs where a wrong rule (or a
+wrong branch inside one) changes what the user reads. The per-rule tests
+(tests/rules/test_kva0NN.py) check that a rule fires; these check what it says.
+
+Numbers: Falcon-H1-0.5B-Base blocks 800 / 400 at TP 1 / 4 and TP 16 refused ("Total number
+of attention heads (8) must be divisible by tensor parallel size (16)"), both from
+tests/golden/vllm-0.33.0.jsonl; its config has 8 attention heads, 2 KV heads, 24 Mamba
+heads and 1 group, so TPs 1, 2, 4, 8 of kvalign's choices (1 … 64) load. Nemotron-3-Nano at
+PP 6 with prefix caching: stage 5 (layers 44-51) has no attention layer and keeps block
+16 while the others take 2096 (tests/golden/pp-0.33.0.jsonl), which fails at start-up
+(vLLM issue 51752). The Mamba state dtypes of Falcon-H1 under ``auto`` are the model's
+bfloat16 (the same vectors); ``fp8`` is vLLM's alias of ``fp8_e4m3`` (``CacheDType``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from kvalign.audit import run_audit
+from kvalign.deploy import read_paths, read_text
+from kvalign.deploy.model import Location
+from kvalign.rules import rule_doc
+from kvalign.rules.base import Finding
+from tests.rules.harness import FALCON, audit_own
+
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+FALCON_TPS = "use a valid tensor parallel size (1, 2, 4, 8); no --block-size can fix this"
+
+
+def _of(rule: str, findings: tuple[Finding, ...]) -> list[Finding]:
+    return [f for f in findings if f.rule == rule]
+
+
+def test_kva010_every_invalid_pool_with_the_valid_tps() -> None:
+    found = _of("KVA010", audit_own("tp: 3", "tp: 16").findings)
+    assert found == [
+        Finding("KVA010", "error", ("prefill/prefill",), Location("x.yaml", 2),
+                f"TP 3 is invalid for {FALCON}: heads not divisible by tensor parallel size",
+                FALCON_TPS),
+        Finding("KVA010", "error", ("decode/decode",), Location("x.yaml", 3),
+                f"TP 16 is invalid for {FALCON}: heads not divisible by tensor parallel size",
+                FALCON_TPS),
+    ]  # fmt: skip
+
+
+STAGE = (
+    "vLLM 0.33 fails at start-up: pipeline stage 5 (layers 44-51) owns no attention layer, "
+    "so it skips the hybrid alignment and keeps block size 16 while the other stages use "
+    "2096; with prefix caching the stages disagree (vLLM issue 51752): pass --block-size "
+    "2096 or move an attention layer onto the stage (VLLM_PP_LAYER_PARTITION)"
+)
+
+
+def _nano_pp(prefill: str, decode: str) -> tuple[Finding, ...]:
+    doc = f"model: {NANO}\nprefill: {{{prefill}}}\ndecode: {{{decode}}}\n"
+    deployment = read_text(doc, "x.yaml")
+    assert deployment is not None
+    return run_audit([deployment]).findings
+
+
+def test_kva010_a_stage_that_keeps_its_block_is_fixed_by_the_aligned_block() -> None:
+    pp6 = "tp: 1, args: --pipeline-parallel-size 6 --enable-prefix-caching"
+    found = _of("KVA010", _nano_pp(pp6, pp6))
+    assert found == [
+        Finding("KVA010", "error", (f"{role}/{role}",), Location("x.yaml", line),
+                f"TP 1 fails for {NANO}: {STAGE}",
+                "--block-size 2096 (every pipeline stage then keeps it)")
+        for role, line in (("prefill", 2), ("decode", 3))
+    ]  # fmt: skip
+
+
+def test_kva010_after_a_stage_problem_the_next_pool_is_still_judged() -> None:
+    # prefill: the stage problem (fixable); decode: TP 16 of Nano's 8 groups (invalid)
+    pp6 = "tp: 1, args: --pipeline-parallel-size 6 --enable-prefix-caching"
+    found = _of("KVA010", _nano_pp(pp6, "tp: 16"))
+    assert [(f.pools, f.remediation.split(" (")[0]) for f in found] == [
+        (("prefill/prefill",), "--block-size 2096"),
+        (("decode/decode",), "use a valid tensor parallel size"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("prefill", "decode", "level", "tail"),
+    [
+        # TP 4 (400) vs TP 1 (800): drift; severity and consequence by prefix caching
+        ("tp: 4", "tp: 1", "error", "prefix-cache hashes never match across pools"),
+        ("tp: 4, args: --no-enable-prefix-caching", "tp: 1", "warning",
+         "prefix caching is on for the decode pool only, so no prefix is shared anyway"),
+        ("tp: 4", "tp: 1, args: --no-enable-prefix-caching", "warning",
+         "prefix caching is on for the prefill pool only, so no prefix is shared anyway"),
+        ("tp: 4, args: --no-enable-prefix-caching", "tp: 1, args: --no-enable-prefix-caching",
+         "info",
+         "prefix caching is off on both pools, so this costs nothing until it is turned on"),
+    ],
+)  # fmt: skip
+def test_kva001_consequence_follows_prefix_caching(
+    prefill: str, decode: str, level: str, tail: str
+) -> None:
+    (found,) = _of("KVA001", audit_own(prefill, decode).findings)
+    assert (found.severity, found.pools) == (level, ("prefill/prefill", "decode/decode"))
+    assert found.message == (f"logical block size 400 (prefill TP 4) vs 800 (decode TP 1): {tail}")
+
+
+@pytest.mark.parametrize(
+    ("args", "differ"),
+    [
+        ("--kv-cache-dtype fp8", [("kv-cache-dtype", "fp8_e4m3")]),
+        ("--kv-cache-dtype fp8_e5m2", [("kv-cache-dtype", "fp8_e5m2")]),
+        # auto follows the model dtype: the KV cache and both Mamba states (spec: conv
+        # state auto → model dtype, ssm state auto → the conv state's)
+        ("--dtype float16", [("kv-cache-dtype", "float16"), ("mamba-cache-dtype", "float16"),
+                             ("mamba-ssm-cache-dtype", "float16")]),
+        ("--mamba-cache-dtype float32", [("mamba-cache-dtype", "float32"),
+                                         ("mamba-ssm-cache-dtype", "float32")]),
+        ("--mamba-ssm-cache-dtype float32", [("mamba-ssm-cache-dtype", "float32")]),
+    ],
+)  # fmt: skip
+def test_kva005_names_the_setting_and_both_values(args: str, differ: list[tuple[str, str]]) -> None:
+    found = _of("KVA005", audit_own(f"tp: 1, args: {args}", "tp: 1").findings)
+    assert [(f.severity, f.pools, f.message, f.remediation) for f in found] == [
+        ("error", ("prefill/prefill", "decode/decode"),
+         f"{key} differs: prefill {value}, decode bfloat16 (KV pages are copied byte for byte)",
+         f"use the same {key} on both pools")
+        for key, value in differ
+    ]  # fmt: skip
+
+
+def test_kva005_same_settings_spelled_differently_do_not_differ() -> None:
+    # fp8 and fp8_e4m3 are one dtype; auto and the model's bfloat16 too
+    assert not _of(
+        "KVA005", audit_own("tp: 1, args: --kv-cache-dtype fp8", "tp: 1, args: --kv-cache-dtype "
+                            "fp8_e4m3").findings,
+    )  # fmt: skip
+    assert not _of("KVA005", audit_own("tp: 1, args: --kv-cache-dtype bfloat16", "tp: 1").findings)
+    # a differing setting also marks the fix as per-pool (fix KVA005 first)
+    ssm32 = "tp: 1, args: --mamba-ssm-cache-dtype float32"  # a larger state page: drift
+    found = _of("KVA001", audit_own(ssm32, "tp: 1").findings)
+    assert found and found[0].remediation.endswith(
+        "(each pool's own settings; their KV-cache settings differ: fix KVA005 first, then "
+        "a smaller --block-size may do)"
+    )
+    same = _of("KVA001", audit_own("tp: 4", "tp: 1").findings)
+    assert same and "KV-cache settings differ" not in same[0].remediation
+
+
+SCRIPT = """\
+vllm serve tiiuae/Falcon-H1-0.5B-Base --port 8100 {extra} \\
+  --kv-transfer-config '{{"kv_connector":"NixlConnector","kv_role":"kv_producer"}}' &
+vllm serve tiiuae/Falcon-H1-0.5B-Base --port 8200 {extra} \\
+  --kv-transfer-config '{{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}}' &
+"""
+
+
+@pytest.mark.parametrize(
+    ("version", "extra", "why"),
+    [
+        ("0.20.0", "", "vLLM 0.20 turns it off when --kv-transfer-config is set"),
+        ("0.33.0", "--disable-hybrid-kv-cache-manager",
+         "--disable-hybrid-kv-cache-manager is set"),
+    ],
+)  # fmt: skip
+def test_kva012_says_why_the_manager_is_off(
+    tmp_path: Path, version: str, extra: str, why: str
+) -> None:
+    path = tmp_path / "pd.sh"
+    path.write_text(SCRIPT.format(extra=extra))
+    deployments, skipped = read_paths([str(path)])
+    found = _of("KVA012", run_audit(deployments, vllm_version=version,
+                                    skipped=tuple(skipped)).findings)  # fmt: skip
+    assert len(found) == 2
+    assert {f.message for f in found} == {
+        f"{FALCON} is a hybrid model but the hybrid KV-cache manager is off ({why}): the KV "
+        "connector cannot serve it"
+    }
+    assert {f.remediation for f in found} == {
+        "add --no-disable-hybrid-kv-cache-manager to the vllm serve arguments"
+    }
+
+
+def test_rule_doc_of_a_module_without_source_or_fix() -> None:
+    module = ModuleType("kva999", "KVA999: a title line.\n\nFirst ``para``\ncontinued.\n\n"
+                                  "Second :func:`~kvalign.fixes.valid_tps`.\n")  # fmt: skip
+    module.CODE, module.SEVERITY, module.TITLE = "KVA999", "warning", "a title"  # type: ignore[attr-defined]
+    doc = rule_doc(module)
+    assert (doc.code, doc.severity, doc.title, doc.source, doc.fix) == (
+        "KVA999", "warning", "a title", "", "",
+    )  # fmt: skip
+    assert doc.rationale == ("First `para` continued.", "Second `kvalign.fixes.valid_tps`.")
+    one_line = ModuleType("kva998", "KVA998: only a title line")
+    one_line.CODE, one_line.SEVERITY, one_line.TITLE = "KVA998", "info", "t"  # type: ignore[attr-defined]
+    assert rule_doc(one_line).rationale == ()
+    bare = ModuleType("kva997")
+    bare.CODE, bare.SEVERITY, bare.TITLE = "KVA997", "info", "t"  # type: ignore[attr-defined]
+    assert rule_doc(bare).rationale == ()
+
+
+PRODUCER = """vllm serve tiiuae/Falcon-H1-0.5B-Base --port 8100 {tp} --kv-transfer-config \
+'{{"kv_connector":"NixlConnector","kv_role":"kv_{role}"}}'
+"""
+
+
+def _two_files(tmp_path: Path, pair_by: str) -> tuple[tuple[Finding, ...], str, str]:
+    prefill, decode = tmp_path / "p.sh", tmp_path / "d.sh"
+    prefill.write_text(PRODUCER.format(tp="-tp 4", role="producer"))
+    decode.write_text(PRODUCER.format(tp="", role="consumer"))
+    deployments, skipped = read_paths([str(prefill), str(decode)])
+    report = run_audit(deployments, skipped=tuple(skipped), pair_by=pair_by)  # type: ignore[arg-type]
+    return report.findings, str(prefill), str(decode)
+
+
+def test_pools_of_two_files_carry_their_file(tmp_path: Path) -> None:
+    # --pair-by model groups the TP 4 prefill (400) of p.sh with the TP 1 decode (800) of
+    # d.sh: the pair's labels name each pool's file, the finding sits on the decode pool
+    findings, prefill, decode = _two_files(tmp_path, "model")
+    (drift,) = _of("KVA001", findings)
+    assert drift.pools == (f"prefill/command-1 ({prefill})", f"decode/command-1 ({decode})")
+    assert drift.location == Location(decode, 1)
+
+
+def test_unpaired_pool_names_its_partner_in_another_file(tmp_path: Path) -> None:
+    # --pair-by label keeps the files apart: each pool names the other as its partner,
+    # with the partner's file (a pool of another file than the finding's)
+    findings, prefill, decode = _two_files(tmp_path, "label")
+    found = {f.pools: f.message for f in _of("KVA013", findings)}
+    assert found[("prefill/command-1",)].endswith(
+        f"; decode/command-1 ({decode}) could be its partner but was grouped apart"
+    )
+    assert found[("decode/command-1",)].endswith(
+        f"; prefill/command-1 ({prefill}) could be its partner but was grouped apart"
+    )
+
+
+def test_component_finding_names_pools_of_its_own_file_by_label() -> None:
+    # router block_size 800; prefill TP 4 runs 400 tokens, decode TP 1 800
+    (found,) = _of("KVA006", audit_own("tp: 4", "tp: 1", "router: {block_size: 800}").findings)
+    assert found.pools == ("prefill/prefill",)
+    assert found.message == "router block_size = 800 tokens but vLLM uses prefill/prefill 400"
