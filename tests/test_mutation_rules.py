@@ -238,3 +238,81 @@ def test_component_finding_names_pools_of_its_own_file_by_label() -> None:
     (found,) = _of("KVA006", audit_own("tp: 4", "tp: 1", "router: {block_size: 800}").findings)
     assert found.pools == ("prefill/prefill",)
     assert found.message == "router block_size = 800 tokens but vLLM uses prefill/prefill 400"
+
+
+KV_ROLE = """--kv-transfer-config '{{"kv_connector":"NixlConnector","kv_role":"kv_{role}"}}'"""
+
+
+def _script(tmp_path: Path, lines: list[str], version: str | None = None) -> tuple[Finding, ...]:
+    path = tmp_path / "pd.sh"
+    path.write_text("\n".join(f"vllm serve {FALCON} --port {8100 + n} {line} &"
+                              for n, line in enumerate(lines)) + "\n")  # fmt: skip
+    deployments, skipped = read_paths([str(path)])
+    return run_audit(deployments, vllm_version=version, skipped=tuple(skipped)).findings
+
+
+def test_pair_rules_judge_every_pair_after_a_good_one(tmp_path: Path) -> None:
+    # prefills at TP 1 (800) and TP 8 (208), one decode at TP 1 (800): the first pair is
+    # ok, the second drifts and splits: gcd(208, 800) = 16, 800 / 16 = 50 units <= 128
+    producer, consumer = KV_ROLE.format(role="producer"), KV_ROLE.format(role="consumer")
+    findings = _script(tmp_path, [f"-tp 1 {producer}", f"-tp 8 {producer}", f"-tp 1 {consumer}"])
+    pools = ("prefill/command-2", "decode/command-3")
+    (drift,) = _of("KVA001", findings)
+    assert (drift.pools, drift.severity) == (pools, "error")
+    assert drift.message.startswith("logical block size 208 (prefill TP 8) vs 800 (decode TP 1)")
+    (split,) = _of("KVA003", findings)
+    assert (split.pools, split.severity) == (pools, "error")
+    assert split.message == (
+        "NIXL needs the decode kernel block to be a multiple of the prefill one: 800 is not a "
+        "multiple of 208; NIXL splits into 16-token units (50 per block); hard failure on "
+        "releases without the split path"
+    )
+    # the proven fix: the larger block, 800, which TP 8 keeps as a --block-size
+    assert split.remediation == drift.remediation
+    assert split.remediation.startswith("set --block-size 800 on every prefill and decode pool")
+
+
+def test_kva010_after_a_valid_pool(tmp_path: Path) -> None:
+    found = _of("KVA010", audit_own("tp: 1", "tp: 3").findings)
+    assert [(f.pools, f.location.line) for f in found] == [(("decode/decode",), 3)]
+
+
+def test_kva012_judges_every_pool_after_a_skipped_one(tmp_path: Path) -> None:
+    producer, consumer = KV_ROLE.format(role="producer"), KV_ROLE.format(role="consumer")
+    # a standalone server (no --kv-transfer-config) first: not judged; the two P/D pools are
+    found = _of("KVA012", _script(tmp_path, ["", producer, consumer], "0.20.0"))
+    assert [f.pools for f in found] == [("prefill/command-2",), ("decode/command-3",)]
+    # a pool that keeps the manager on first: only the other pool is flagged
+    keep = f"--no-disable-hybrid-kv-cache-manager {producer}"
+    found = _of("KVA012", _script(tmp_path, [keep, consumer], "0.20.0"))
+    assert [f.pools for f in found] == [("decode/command-2",)]
+
+
+def test_kva006_second_component_of_a_group_and_every_wrong_pool() -> None:
+    # two files of one model grouped by --pair-by model, TP 4 everywhere (400 tokens):
+    # a.yaml's router says 400 (right), b.yaml's 800 (wrong for all four pools)
+    docs = [
+        read_text(f"model: {FALCON}\nprefill: {{tp: 4}}\ndecode: {{tp: 4}}\n"
+                  f"router: {{block_size: {size}}}\n", name)
+        for name, size in (("a.yaml", 400), ("b.yaml", 800))
+    ]  # fmt: skip
+    assert all(d is not None for d in docs)
+    (found,) = _of("KVA006", run_audit(docs, pair_by="model").findings)  # type: ignore[arg-type]
+    wrong = ("decode/decode", "decode/decode (a.yaml)", "prefill/prefill",
+             "prefill/prefill (a.yaml)")  # fmt: skip
+    assert (found.severity, found.pools, found.location) == ("error", wrong, Location("b.yaml", 4))
+    assert found.message == (
+        "router block_size = 800 tokens but vLLM uses decode/decode 400, decode/decode "
+        "(a.yaml) 400, prefill/prefill 400, prefill/prefill (a.yaml) 400"
+    )
+    assert found.remediation == "set router block_size to 400"
+
+
+def test_kva006_pools_on_different_blocks_are_fixed_first() -> None:
+    (found,) = _of("KVA006", audit_own("tp: 4", "tp: 8", "router: {block_size: 800}").findings)
+    assert found.message == (
+        "router block_size = 800 tokens but vLLM uses decode/decode 208, prefill/prefill 400"
+    )
+    assert found.remediation == (
+        "make every pool use one block size first (KVA001), then match it here"
+    )
