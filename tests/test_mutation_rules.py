@@ -316,3 +316,43 @@ def test_kva006_pools_on_different_blocks_are_fixed_first() -> None:
     assert found.remediation == (
         "make every pool use one block size first (KVA001), then match it here"
     )
+
+
+def _files(tmp_path: Path, roles: list[str]) -> tuple[list[str], tuple[Finding, ...]]:
+    paths = []
+    for n, role in enumerate(roles):
+        path = tmp_path / f"{n}-{role}.sh"
+        path.write_text(f"vllm serve {FALCON} --port 8100 {KV_ROLE.format(role=role)}\n")
+        paths.append(str(path))
+    deployments, skipped = read_paths(paths)
+    return paths, run_audit(deployments, skipped=tuple(skipped)).findings
+
+
+def test_kva013_lists_up_to_three_partners_of_the_other_role(tmp_path: Path) -> None:
+    # one producer and four consumers, each in its own file (--pair-by label: five groups)
+    paths, findings = _files(tmp_path, ["producer", *["consumer"] * 4])
+    by_pool = {f.location.file: f for f in _of("KVA013", findings)}
+    names = ", ".join(f"decode/command-1 ({p})" for p in paths[1:4])
+    assert by_pool[paths[0]].message == (
+        f"no decode pool in its deployment (file {paths[0]} (no deployment key)): no pair "
+        f"check ran; {names} and 1 more could be its partner but was grouped apart"
+    )
+    assert by_pool[paths[0]].severity == "error"
+    # a consumer names the producer only, not the other consumers (same model, same role)
+    assert by_pool[paths[1]].message.endswith(
+        f"; prefill/command-1 ({paths[0]}) could be its partner but was grouped apart"
+    )
+
+
+def test_kva013_says_when_a_partner_may_be_in_a_file_not_evaluated() -> None:
+    # the prefill pool names a revision the (offline) Hub cannot give: not evaluated
+    (found,) = _of("KVA013", audit_own("tp: 1, args: --revision abc", "tp: 1").findings)
+    assert (found.severity, found.pools) == ("warning", ("decode/decode",))
+    assert found.message == (
+        "no prefill pool in its deployment (file x.yaml (no deployment key)): no pair check "
+        "ran; a pool of x.yaml could not be evaluated (its partner may be there)"
+    )
+    assert found.remediation == (
+        "audit it with its prefill pool (pass both files or their common folder), or, if it "
+        "serves alone, drop its --kv-transfer-config"
+    )
