@@ -63,7 +63,10 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
          "tests/rules/test_rules_cli.py", "tests/audit/test_audit.py",
          "tests/test_mutation_rules.py"],
     ),
-    "k8s": (["kvalign/deploy/k8s.py"], ["tests/deploy/test_deploy_corpus.py"]),
+    "k8s": (
+        ["kvalign/deploy/k8s.py"],
+        ["tests/deploy/test_deploy_corpus.py", "tests/test_mutation_k8s.py"],
+    ),
     "alignment": (
         ["kvalign/alignment.py"],
         ["tests/test_mutation_alignment.py", "tests/arithmetic/test_alignment.py",

@@ -1,0 +1,153 @@
+"""The Kubernetes reader's per-kind branches pinned at the values the manifest itself
+states (the expected block sizes, TPs, roles and lines are read off the YAML below): the
+Dynamo frontend's ``--kv-cache-block-size`` / ``DYN_KV_CACHE_BLOCK_SIZE`` (NVIDIA Dynamo
+``dynamo.frontend`` options), AIBrix ``StormService`` roles (one pod template per role,
+the role's ``name`` its P/D role) and llm-d ``DisaggregatedSet`` roles.
+"""
+
+from __future__ import annotations
+
+from kvalign.deploy import read_text
+from kvalign.deploy.model import Deployment, Location
+
+FALCON = "tiiuae/Falcon-H1-0.5B-Base"
+
+DYNAMO = """\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata:
+  name: g
+spec:
+  components:
+  - name: Frontend
+    type: frontend
+    extraPodSpec:
+      mainContainer:
+        command: [python3, -m, dynamo.frontend, --router-mode, kv]
+        args: [--kv-cache-block-size, "$(BLOCK)"]
+        env:
+        - {name: BLOCK, value: "1056"}
+        - {name: DYN_KV_CACHE_BLOCK_SIZE, value: "528"}
+  - name: Router
+    type: router
+    extraPodSpec:
+      mainContainer:
+        command: [python3, -m, dynamo.frontend, --kv-cache-block-size, "64"]
+  - name: VllmPrefillWorker
+    type: prefill
+    extraPodSpec:
+      mainContainer:
+        command: [python3, -m, dynamo.vllm]
+        args: [--model, tiiuae/Falcon-H1-0.5B-Base, -tp, "2"]
+  - name: VllmDecodeWorker
+    type: decode
+    extraPodSpec:
+      mainContainer:
+        command: [python3, -m, dynamo.vllm]
+        args: [--model, tiiuae/Falcon-H1-0.5B-Base, -tp, "4"]
+"""
+
+
+def _read(text: str) -> Deployment:
+    deployment = read_text(text, "x.yaml")
+    assert deployment is not None
+    return deployment
+
+
+def test_dynamo_frontend_block_sizes_from_flags_and_env() -> None:
+    found = _read(DYNAMO)
+    # the flag's value through $(BLOCK) (Kubernetes env substitution), the env variable,
+    # and a router whose flag sits in command (no args); each at its own line
+    assert [(c.component, c.value) for c in found.components] == [
+        ("Dynamo Frontend --kv-cache-block-size", 1056),
+        ("Dynamo Frontend DYN_KV_CACHE_BLOCK_SIZE", 528),
+        ("Dynamo Router --kv-cache-block-size", 64),
+    ]
+    # the Frontend's values at their lines (the Router's flag is located at the first
+    # --kv-cache-block-size of the document, line 12: a known imprecision, not pinned)
+    assert [c.location for c in found.components[:2]] == [
+        Location("x.yaml", 12), Location("x.yaml", 15),
+    ]  # fmt: skip
+    # the frontends are no pools; the workers are, with their roles and TPs
+    assert [(p.role, p.name, p.model, p.tp) for p in found.pools] == [
+        ("prefill", "VllmPrefillWorker", FALCON, 2),
+        ("decode", "VllmDecodeWorker", FALCON, 4),
+    ]
+
+
+def test_dynamo_frontend_without_a_block_size_adds_no_component() -> None:
+    text = DYNAMO.replace('args: [--kv-cache-block-size, "$(BLOCK)"]', "args: [--port, '80']")
+    text = text.replace('- {name: DYN_KV_CACHE_BLOCK_SIZE, value: "528"}', "")
+    text = text.replace('--kv-cache-block-size, "64"', "--port, '81'")
+    assert _read(text).components == ()
+
+
+STORM = """\
+apiVersion: orchestration.aibrix.ai/v1alpha1
+kind: StormService
+metadata:
+  name: s
+spec:
+  template:
+    spec:
+      roles:
+      - name: prefill
+        template:
+          spec:
+            containers:
+            - name: p
+              image: vllm/vllm-openai:v0.33.0
+              args: [tiiuae/Falcon-H1-0.5B-Base, -tp, "2"]
+      - name: decode
+        template:
+          spec:
+            containers:
+            - name: d
+              image: vllm/vllm-openai:v0.33.0
+              args: [tiiuae/Falcon-H1-0.5B-Base, -tp, "4"]
+"""
+
+
+def test_storm_service_one_pool_per_role() -> None:
+    found = _read(STORM)
+    assert [(p.role, p.name, p.model, p.tp, p.role_source, p.location.line)
+            for p in found.pools] == [
+        ("prefill", "prefill", FALCON, 2, "field", 9),
+        ("decode", "decode", FALCON, 4, "field", 16),
+    ]  # fmt: skip
+    keys = {p.deployment_key for p in found.pools}
+    assert len(keys) == 1 and None not in keys  # both roles: one StormService
+
+
+DISAGG = """\
+apiVersion: llm-d.ai/v1alpha1
+kind: DisaggregatedSet
+metadata:
+  name: d
+spec:
+  roles:
+  - name: prefill
+    template:
+      spec:
+        containers:
+        - name: p
+          image: vllm/vllm-openai:v0.33.0
+          args: [tiiuae/Falcon-H1-0.5B-Base, -tp, "8"]
+  - name: decode
+    template:
+      spec:
+        containers:
+        - name: d
+          image: vllm/vllm-openai:v0.33.0
+          args: [tiiuae/Falcon-H1-0.5B-Base, -tp, "1"]
+"""
+
+
+def test_disaggregated_set_one_pool_per_role() -> None:
+    found = _read(DISAGG)
+    assert [(p.role, p.name, p.model, p.tp, p.role_source) for p in found.pools] == [
+        ("prefill", "prefill", FALCON, 8, "field"),
+        ("decode", "decode", FALCON, 1, "field"),
+    ]
+    keys = {p.deployment_key for p in found.pools}
+    assert len(keys) == 1 and None not in keys
