@@ -121,15 +121,17 @@ MAMBA2_FIELDS = {"hidden_size": 1536, "mamba_expand": 2, "mamba_n_groups": 4,
         ({"model_type": "granitemoehybrid", **MAMBA2_FIELDS},
          {"I": 3072, "G": 4, "H": 40, "P": 64, "N": 128, "K": 4},
          {"I": "mamba_expand", "G": "mamba_n_groups", "H": "mamba_n_heads",
-          "P": "mamba_d_head", "N": "mamba_d_state", "K": "mamba_d_conv"}),
+          "P": "mamba_d_head", "N": "mamba_d_state", "K": "mamba_d_conv",
+          "hidden_size": "hidden_size"}),
         ({"model_type": "bamba", **MAMBA2_FIELDS},
          {"I": 3072, "G": 4, "H": 40, "P": 64, "N": 128, "K": 4}, {"G": "mamba_n_groups"}),
         # Zamba2: mamba_ngroups, n_mamba_heads, mamba_headdim
         ({"model_type": "zamba2", "hidden_size": 2560, "mamba_expand": 2, "mamba_ngroups": 2,
           "n_mamba_heads": 80, "mamba_headdim": 64, "mamba_d_state": 64, "mamba_d_conv": 4},
          {"I": 5120, "G": 2, "H": 80, "P": 64, "N": 64, "K": 4},
-         {"G": "mamba_ngroups", "H": "n_mamba_heads", "P": "mamba_headdim",
-          "N": "mamba_d_state", "K": "mamba_d_conv"}),
+         {"I": "mamba_expand", "hidden_size": "hidden_size", "G": "mamba_ngroups",
+          "H": "n_mamba_heads", "P": "mamba_headdim", "N": "mamba_d_state",
+          "K": "mamba_d_conv"}),
         # Mamba2 (attention-free): expand, n_groups, num_heads, head_dim, state_size
         ({"model_type": "mamba2", "hidden_size": 4096, "expand": 2, "n_groups": 8,
           "num_heads": 128, "head_dim": 64, "state_size": 128, "conv_kernel": 4},
@@ -140,12 +142,14 @@ MAMBA2_FIELDS = {"hidden_size": 1536, "mamba_expand": 2, "mamba_n_groups": 4,
         ({"model_type": "falcon_h1", "hidden_size": 1024, "mamba_d_ssm": None,
           "mamba_expand": 1.5, "mamba_n_groups": 1, "mamba_n_heads": 24, "mamba_d_head": 64,
           "mamba_d_state": 128, "mamba_d_conv": 4},
-         {"I": 1536, "G": 1, "H": 24, "P": 64, "N": 128, "K": 4}, {"I": "mamba_expand"}),
+         {"I": 1536, "G": 1, "H": 24, "P": 64, "N": 128, "K": 4},
+         {"I": "mamba_expand", "hidden_size": "hidden_size"}),
         # Jamba: I = mamba_expand · hidden_size, mamba_d_state, mamba_d_conv
         ({"model_type": "jamba", "hidden_size": 4096, "mamba_expand": 2, "mamba_d_state": 16,
           "mamba_d_conv": 4},
          {"I": 8192, "N": 16, "K": 4},
-         {"I": "mamba_expand", "N": "mamba_d_state", "K": "mamba_d_conv"}),
+         {"I": "mamba_expand", "N": "mamba_d_state", "K": "mamba_d_conv",
+          "hidden_size": "hidden_size"}),
         # Mamba: intermediate_size, state_size, conv_kernel
         ({"model_type": "mamba", "intermediate_size": 5120, "state_size": 16,
           "conv_kernel": 4, "hidden_size": 2560},
@@ -184,8 +188,8 @@ MAMBA2_FIELDS = {"hidden_size": 1536, "mamba_expand": 2, "mamba_n_groups": 4,
         ({"model_type": "bailing_moe_linear", "num_attention_heads": 16, "head_dim": 128,
           "hidden_size": 4096},
          {"heads": 16, "d": 128}, {"heads": "num_attention_heads", "d": "head_dim"}),
-        # ... else hidden_size // num_attention_heads = 4096 // 32 = 128
-        ({"model_type": "bailing_moe_linear", "num_attention_heads": 32, "hidden_size": 4096},
+        # ... else hidden_size // num_attention_heads = 4104 // 32 = 128 (floor division)
+        ({"model_type": "bailing_moe_linear", "num_attention_heads": 32, "hidden_size": 4104},
          {"heads": 32, "d": 128}, {"heads": "num_attention_heads", "hidden_size": "hidden_size"}),
     ],
 )  # fmt: skip
@@ -195,6 +199,7 @@ def test_reader_of_each_model_type(
     model_type, params, provenance = _read(raw)
     assert model_type == raw["model_type"]
     assert params == expected
+    assert all(type(v) is int for v in params.values())
     for symbol, key in keys.items():
         assert provenance[symbol] == key, symbol
 
@@ -204,3 +209,56 @@ def test_kda_flat_keys_are_chosen_by_either_spelling() -> None:
     # branch: reading linear_attn_config instead would fail (it is absent)
     _, params, _ = _read({"model_type": "alice_ai", "linear_num_heads": 8, "linear_head_dim": 64})
     assert params == {"H": 8, "D": 64, "Hk": 8, "Dk": 64, "K": 4}
+
+
+# ---- the TP-divisibility messages a refused TP prints (each family's divided dimension) ----
+
+
+@pytest.mark.parametrize(
+    ("family", "params", "tp", "message"),
+    [
+        ("shortconv", {"C": 2048, "L": 3}, 3,
+         "conv dim C = 2048 is not divisible by tensor parallel size 3"),
+        # KDA conv dim H·D + 2·Hk·Dk = 6·64 + 2·6·64 = 1152; 1152 % 5 != 0
+        ("kda", {"H": 6, "D": 64, "Hk": 6, "Dk": 64, "K": 4}, 5,
+         "conv dim H*D + 2*Hk*Dk = 1152 is not divisible by tensor parallel size 5"),
+        # 1152 divides by 4 but H = 6 does not
+        ("kda", {"H": 6, "D": 64, "Hk": 6, "Dk": 64, "K": 4}, 4,
+         "KDA heads H = 6 is not divisible by tensor parallel size 4"),
+    ],
+)  # fmt: skip
+def test_indivisible_tp_names_the_dimension(
+    family: str, params: dict[str, int], tp: int, message: str
+) -> None:
+    from kvalign.families import IndivisibleTP
+
+    with pytest.raises(IndivisibleTP) as info:
+        family_module(family).shapes(params, tp, 0)  # type: ignore[arg-type]
+    assert str(info.value) == message
+
+
+def test_replay_ring_messages() -> None:
+    from kvalign.families import IndivisibleTP, mamba2
+
+    nano = {"I": 4096, "G": 8, "H": 64, "P": 64, "N": 128, "K": 4}
+    with pytest.raises(IndivisibleTP) as info:
+        mamba2.replay_ring_shapes({**nano, "H": 6}, 4, 16, padded=True)
+    assert str(info.value) == "mamba heads H = 6 is not divisible by tensor parallel size 4"
+    with pytest.raises(IndivisibleTP) as info:
+        mamba2.replay_ring_shapes(nano, 16, 16, padded=False)
+    assert str(info.value) == "n_groups G = 8 is not divisible by tensor parallel size 16"
+
+
+def test_kda_speculative_rows_and_dtype_message() -> None:
+    from kvalign.errors import InvalidSettings
+    from kvalign.families import kda
+
+    # conv rows K - 1 + num_spec = 4 - 1 + 2 = 5; conv dim (32·128 + 2·32·128) / 4 = 3072
+    p = {"H": 32, "D": 128, "Hk": 32, "Dk": 128, "K": 4}
+    assert kda.shapes(p, 4, 2) == ((5, 3072), (8, 128, 128))
+    with pytest.raises(InvalidSettings) as info:
+        kda.ssm_dtype("float16")
+    assert str(info.value) == (
+        "--mamba-ssm-cache-dtype float16: KDA recurrent state accepts only auto, float32 "
+        "or bfloat16 (vLLM rejects this configuration)"
+    )
