@@ -151,3 +151,62 @@ def test_disaggregated_set_one_pool_per_role() -> None:
     ]
     keys = {p.deployment_key for p in found.pools}
     assert len(keys) == 1 and None not in keys
+
+
+V1ALPHA1 = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: falcon
+  namespace: ns
+spec:
+  services:
+    Api:
+      componentType: frontend
+      extraPodSpec:
+        mainContainer:
+          command: [python3, -m, dynamo.frontend]
+          env:
+          - {name: DYN_KV_CACHE_BLOCK_SIZE, value: "800"}
+    Prefill:
+      componentType: worker
+      subComponentType: prefill
+      extraPodSpec:
+        mainContainer:
+          command: [python3, -m, dynamo.vllm, --model, tiiuae/Falcon-H1-0.5B-Base]
+    Decode:
+      componentType: decode
+      extraPodSpec:
+        mainContainer:
+          command: [python3, -m, dynamo.vllm, --model, tiiuae/Falcon-H1-0.5B-Base, -tp, "2"]
+"""
+
+
+def test_dynamo_v1alpha1_services() -> None:
+    # subComponentType names the role, else componentType; componentType frontend makes
+    # a frontend whatever the service is called
+    found = _read(V1ALPHA1)
+    assert [(c.component, c.value) for c in found.components] == [
+        ("Dynamo Api DYN_KV_CACHE_BLOCK_SIZE", 800),
+    ]
+    assert [(p.role, p.name, p.tp, p.role_source) for p in found.pools] == [
+        ("prefill", "Prefill", 1, "field"),
+        ("decode", "Decode", 2, "field"),
+    ]
+    keys = {p.deployment_key for p in found.pools}
+    assert len(keys) == 1
+    (key,) = keys
+    assert key is not None
+    assert (key.source, key.value, key.namespace) == ("DynamoGraphDeployment", "falcon", "ns")
+
+
+def test_dynamo_v1beta1_sub_component_type_and_unnamed_component() -> None:
+    text = DYNAMO.replace("    type: prefill\n", "    subComponentType: prefill\n")
+    text = text.replace("  - name: VllmDecodeWorker\n    type: decode\n", "  - type: decode\n")
+    found = _read(text)
+    assert [(p.role, p.name, p.tp) for p in found.pools] == [
+        ("prefill", "VllmPrefillWorker", 2),
+        ("decode", "?", 4),
+    ]
+    (key,) = {p.deployment_key for p in found.pools}
+    assert key is not None and (key.source, key.value) == ("DynamoGraphDeployment", "g")
