@@ -115,8 +115,21 @@ def test_storm_service_one_pool_per_role() -> None:
         ("prefill", "prefill", FALCON, 2, "field", 9),
         ("decode", "decode", FALCON, 4, "field", 16),
     ]  # fmt: skip
-    keys = {p.deployment_key for p in found.pools}
-    assert len(keys) == 1 and None not in keys  # both roles: one StormService
+    (key,) = {p.deployment_key for p in found.pools}  # both roles: one StormService
+    assert key is not None and (key.source, key.value) == ("StormService", "s")
+
+
+def test_storm_service_role_without_a_p_d_name_takes_it_from_the_args() -> None:
+    text = STORM.replace("      - name: decode\n", "      - replicas: 1\n")
+    text = text.replace('args: [tiiuae/Falcon-H1-0.5B-Base, -tp, "4"]', (
+        'args: [tiiuae/Falcon-H1-0.5B-Base, -tp, "4", --kv-transfer-config,\n'
+        '                     \'{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}\']'
+    ))  # fmt: skip
+    found = _read(text)
+    assert [(p.role, p.name, p.role_source) for p in found.pools] == [
+        ("prefill", "prefill", "field"),
+        ("decode", "?", "args"),
+    ]
 
 
 DISAGG = """\
