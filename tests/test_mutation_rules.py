@@ -356,3 +356,121 @@ def test_kva013_says_when_a_partner_may_be_in_a_file_not_evaluated() -> None:
         "audit it with its prefill pool (pass both files or their common folder), or, if it "
         "serves alone, drop its --kv-transfer-config"
     )
+
+
+# ---- the other rules' findings, field by field ----
+
+FIX_800 = (
+    "set --block-size 800 on every prefill and decode pool (holds on A100 (SM80), H100/H200 "
+    "(SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120))"
+)
+
+
+def test_kva002_ratio_on_releases_with_and_without_heterogeneous_blocks() -> None:
+    # TP 4 (400) prefill, TP 1 (800) decode: block_size_ratio 800 / 400 = 2
+    (found,) = _of("KVA002", audit_own("tp: 4", "tp: 1").findings)
+    assert (found.severity, found.pools, found.location.line) == (
+        "error", ("prefill/prefill", "decode/decode"), 3,
+    )  # fmt: skip
+    assert found.message == (
+        "block_size_ratio 2: decode kernel block 800 vs prefill 400; heterogeneous-block "
+        "path on every transfer"
+    )
+    assert found.remediation == FIX_800
+
+
+def test_kva004_every_raised_block_size() -> None:
+    # --block-size 16 is below the 800 the TP-1 state needs: raised on both pools
+    found = _of("KVA004", audit_own("tp: 1, args: --block-size 16",
+                                    "tp: 1, args: --block-size 16").findings)  # fmt: skip
+    assert [(f.rule, f.severity, f.pools, f.location.line,
+             f.message, f.remediation) for f in found] == [
+        ("KVA004", "warning", (f"{role}/{role}",), line,
+         "--block-size 16 becomes 800 at TP 1 (hybrid alignment)", FIX_800)
+        for role, line in (("prefill", 2), ("decode", 3))
+    ]  # fmt: skip
+    # a first pool that keeps its --block-size does not hide the second
+    found = _of("KVA004", audit_own("tp: 1, args: --block-size 800",
+                                    "tp: 1, args: --block-size 16").findings)  # fmt: skip
+    assert [f.pools for f in found] == [("decode/decode",)]
+
+
+@pytest.mark.parametrize(
+    ("chunk", "multiple"),
+    [
+        ("1000", 800),  # round(1000 / 800) = 1 → 800
+        ("2500", 2400),  # round(2500 / 800) = 3 → 2400
+        ("300", 800),  # round(300 / 800) = 0, at least one block → 800
+    ],
+)
+def test_kva007_names_the_nearest_multiple(chunk: str, multiple: int) -> None:
+    (found,) = _of("KVA007", audit_own(f"tp: 1, env: {{LMCACHE_CHUNK_SIZE: '{chunk}'}}",
+                                       "tp: 1").findings)  # fmt: skip
+    assert (found.severity, found.pools) == ("warning", ("prefill/prefill",))
+    assert found.message == (
+        f"LMCache chunk_size {chunk} (from LMCACHE_CHUNK_SIZE) is not a multiple of block size 800"
+    )
+    assert found.remediation == (f"set LMCache chunk_size to a multiple of 800 (e.g. {multiple})")
+
+
+@pytest.mark.parametrize(
+    ("prefill", "decode", "shown"),
+    [
+        ("tp: 1, env: {VLLM_SSM_CONV_STATE_LAYOUT: DS}", "tp: 1", "DS on prefill, unset (SD)"),
+        ("tp: 1", "tp: 1, env: {VLLM_SSM_CONV_STATE_LAYOUT: ds}", "unset (SD) on prefill, ds"),
+    ],
+)
+def test_kva008_names_both_layouts(prefill: str, decode: str, shown: str) -> None:
+    (found,) = _of("KVA008", audit_own(prefill, decode).findings)
+    assert (found.severity, found.pools) == ("error", ("prefill/prefill", "decode/decode"))
+    assert found.message == f"VLLM_SSM_CONV_STATE_LAYOUT is {shown} on decode"
+    assert found.remediation == "set VLLM_SSM_CONV_STATE_LAYOUT=DS on every prefill and decode pool"
+
+
+def test_kva008_layout_case_and_default() -> None:
+    # the layout is compared case-insensitively, and unset is SD
+    same = [("tp: 1, env: {VLLM_SSM_CONV_STATE_LAYOUT: ds}",
+             "tp: 1, env: {VLLM_SSM_CONV_STATE_LAYOUT: DS}"),
+            ("tp: 1, env: {VLLM_SSM_CONV_STATE_LAYOUT: sd}", "tp: 1")]  # fmt: skip
+    for prefill, decode in same:
+        assert not _of("KVA008", audit_own(prefill, decode).findings), prefill
+
+
+def test_kva009_names_the_limit_and_the_block() -> None:
+    (found,) = _of("KVA009", audit_own("tp: 1, args: --max-model-len 799", "tp: 1").findings)
+    assert (found.severity, found.pools, found.location.line) == (
+        "warning", ("prefill/prefill",), 2,
+    )  # fmt: skip
+    assert found.message == (
+        "--max-model-len 799 is below the aligned block size 800: no request fills a block, "
+        "prefix caching never hits"
+    )
+    assert found.remediation == "raise --max-model-len to at least 800 or disable prefix caching"
+    # the second pool is judged after a first one that is fine
+    (found,) = _of("KVA009", audit_own("tp: 1", "tp: 1, args: --max-model-len 799").findings)
+    assert found.pools == ("decode/decode",)
+
+
+@pytest.mark.parametrize(
+    ("size", "args", "resources", "fix"),
+    [
+        # 2 pods × 4 GPUs = 8 with PP 1 × DP 1: TP × PP would be 8 / 1 = 8
+        ("2", '"-tp", "4"', "{limits: {nvidia.com/gpu: 4}}",
+         "if the group is meant to run one engine on all 8 GPUs, set --tensor-parallel-size "
+         "× --pipeline-parallel-size to 8"),
+        # 3 pods × 2 GPUs = 6 with DP 2: 6 / 2 = 3
+        ("3", '"-tp", "2", "-dp", "2"', "{limits: {nvidia.com/gpu: 2}}",
+         "if the group is meant to run one engine on all 6 GPUs, set --tensor-parallel-size "
+         "× --pipeline-parallel-size to 3"),
+        # 3 pods × 1 GPU = 3 with DP 2: 3 is not a multiple of 2
+        ("3", '"-tp", "2", "-dp", "2"', "{limits: {nvidia.com/gpu: 1}}",
+         "make size × GPUs per pod equal TP × PP × DP"),
+    ],
+)  # fmt: skip
+def test_kva011_fix_divides_the_gpus_by_pp_and_dp(
+    tmp_path: Path, size: str, args: str, resources: str, fix: str
+) -> None:
+    from tests.rules.harness import audit, lws
+
+    (found,) = _of("KVA011", audit(lws(tmp_path, size, args, resources)).findings)
+    assert found.remediation == fix
