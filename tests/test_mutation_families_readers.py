@@ -222,6 +222,20 @@ def test_kda_flat_keys_are_chosen_by_either_spelling() -> None:
         # KDA conv dim H·D + 2·Hk·Dk = 6·64 + 2·6·64 = 1152; 1152 % 5 != 0
         ("kda", {"H": 6, "D": 64, "Hk": 6, "Dk": 64, "K": 4}, 5,
          "conv dim H*D + 2*Hk*Dk = 1152 is not divisible by tensor parallel size 5"),
+        # Mamba2, G = 8 at TP 3: G' = TP = 3, conv dim 4096 + 2·3·128 = 4864 = 3·1621 + 1
+        ("mamba2", {"I": 4096, "G": 8, "H": 64, "P": 64, "N": 128, "K": 4}, 3,
+         "conv dim I + 2*G'*N = 4864 is not divisible by tensor parallel size 3"),
+        # G = 1 at TP 2: G' = 2, conv dim 4096 + 2·2·128 = 4608 divides; H = 5 does not
+        ("mamba2", {"I": 4096, "G": 1, "H": 5, "P": 64, "N": 128, "K": 4}, 2,
+         "mamba heads H = 5 is not divisible by tensor parallel size 2"),
+        ("mamba1", {"I": 8192, "N": 16, "K": 4}, 3,
+         "intermediate size I = 8192 is not divisible by tensor parallel size 3"),
+        # GDN conv dim 2·16·128 + 32·128 = 8192
+        ("gdn", {"Hk": 16, "Dk": 128, "Hv": 32, "Dv": 128, "K": 4}, 3,
+         "conv dim 2*Hk*Dk + Hv*Dv = 8192 is not divisible by tensor parallel size 3"),
+        # conv dim 2·2·128 + 6·128 = 1280 divides by 4; Hv = 6 does not
+        ("gdn", {"Hk": 2, "Dk": 128, "Hv": 6, "Dv": 128, "K": 4}, 4,
+         "value heads Hv = 6 is not divisible by tensor parallel size 4"),
         # 1152 divides by 4 but H = 6 does not
         ("kda", {"H": 6, "D": 64, "Hk": 6, "Dk": 64, "K": 4}, 4,
          "KDA heads H = 6 is not divisible by tensor parallel size 4"),
@@ -261,4 +275,17 @@ def test_kda_speculative_rows_and_dtype_message() -> None:
     assert str(info.value) == (
         "--mamba-ssm-cache-dtype float16: KDA recurrent state accepts only auto, float32 "
         "or bfloat16 (vLLM rejects this configuration)"
+    )
+
+
+def test_divide_gives_whole_elements_and_load_problem_text() -> None:
+    from kvalign.families import divide, mamba2
+
+    quotient = divide(6144, 4, "x")
+    assert quotient == 1536 and type(quotient) is int
+    nano = {"I": 4096, "G": 8, "H": 64, "P": 64, "N": 128, "K": 4}
+    # MambaMixer2 asserts n_groups % TP == 0 or n_groups == 1
+    assert mamba2.load_problem(nano, 16) == (
+        "n_groups G = 8 is neither divisible by tensor parallel size 16 nor 1: vLLM's "
+        "MambaMixer2 refuses to load"
     )
