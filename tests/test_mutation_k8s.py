@@ -223,3 +223,112 @@ def test_dynamo_v1beta1_sub_component_type_and_unnamed_component() -> None:
     ]
     (key,) = {p.deployment_key for p in found.pools}
     assert key is not None and (key.source, key.value) == ("DynamoGraphDeployment", "g")
+
+
+# ---- helpers of the reader, at the inputs where a wrong branch changes the answer ----
+
+
+def test_kserve_merge_semantics() -> None:
+    # LLMInferenceServiceConfig merging: mappings key by key, named lists (containers,
+    # env) by name, any other list replaced
+    from kvalign.deploy.k8s import _merge
+
+    base = {"a": {"x": 1, "y": 2}, "containers": [{"name": "main", "image": "i", "args": ["1"]},
+                                                  {"name": "side"}],
+            "list": [1, 2], "keep": True}  # fmt: skip
+    over = {"a": {"y": 3}, "containers": [{"name": "main", "args": ["2"]}, {"name": "new"}],
+            "list": [3]}  # fmt: skip
+    assert _merge(base, over) == {
+        "a": {"x": 1, "y": 3},
+        "containers": [{"name": "main", "image": "i", "args": ["2"]}, {"name": "side"},
+                       {"name": "new"}],
+        "list": [3], "keep": True,
+    }  # fmt: skip
+    # a list whose items are not all named is replaced, as are scalars
+    assert _merge([{"name": "a"}, 1], [{"name": "b"}]) == [{"name": "b"}]
+    assert _merge([{"name": "a"}], [{"x": 1}]) == [{"x": 1}]
+    assert _merge({"k": 1}, 5) == 5
+    assert base["a"] == {"x": 1, "y": 2}  # the base is not changed in place
+
+
+def test_looks_like_vllm_reasons() -> None:
+    from kvalign.deploy.k8s import _looks_like_vllm
+
+    assert _looks_like_vllm({"args": ["--kv_transfer_config={}"]}) == (
+        "its arguments give --kv-transfer-config"
+    )
+    assert _looks_like_vllm({"args": ["org/m", "--max-model-len", "8", "--block-size", "16"]}) == (
+        "its args are a model then vLLM flags (--block-size, --max-model-len)"
+    )
+    assert _looks_like_vllm(
+        {"command": ["/start.sh"], "args": ["--tensor-parallel-size", "2"]}
+    ) == (
+        "its command '/start.sh' is an entrypoint script given vLLM flags (--tensor-parallel-size)"
+    )
+    assert _looks_like_vllm({"command": ["entrypoint"], "args": ["--block-size=16"]}) == (
+        "its command 'entrypoint' is an entrypoint script given vLLM flags (--block-size)"
+    )
+    # no vLLM-only flag; flags first (no model); a command that is no script
+    assert _looks_like_vllm({"args": ["org/m", "--port", "80"]}) is None
+    assert _looks_like_vllm({"args": ["--block-size", "16"]}) is None
+    assert _looks_like_vllm({"command": ["python3"], "args": ["--block-size", "16"]}) is None
+
+
+def test_labels_merge_workload_first_and_skip_containers() -> None:
+    from kvalign.deploy.k8s import _labels
+
+    doc = {"metadata": {"labels": {"role": "prefill", "a": 1}},
+           "spec": {"template": {"metadata": {"labels": {"role": "decode", "b": 2}},
+                                 "spec": {"containers": [{"labels": {"c": 3}}]}}},
+           "items": [{"labels": {"d": 4}}]}  # fmt: skip
+    assert _labels(doc) == {"role": "prefill", "a": 1, "b": 2, "d": 4}
+
+
+LWS_BAD_SIZE = """\
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata:
+  name: w
+  labels: {llm-d.ai/role: decode}
+spec:
+  leaderWorkerTemplate:
+    size: {size}
+    workerTemplate:
+      spec:
+        containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.33.0
+          args: [tiiuae/Falcon-H1-0.5B-Base, -tp, "2"]
+"""
+
+
+def test_lws_size_is_read_or_noted() -> None:
+    found = _read(LWS_BAD_SIZE.replace("{size}", "3"))
+    assert [(p.role, p.name, p.nodes) for p in found.pools] == [("decode", "w", 3)]
+    for bad in ("0", "two", "true"):
+        found = _read(LWS_BAD_SIZE.replace("{size}", bad))
+        assert [p.nodes for p in found.pools] == [None], bad
+        value = {"0": "0", "two": "'two'", "true": "True"}[bad]
+        assert [(p.location.line, p.message, p.blocking) for p in found.problems] == [
+            (8, f"w: leaderWorkerTemplate.size: expected a positive integer, got {value} "
+                "(not used)", False),
+        ], bad  # fmt: skip
+    # no size: nothing to say
+    found = _read(LWS_BAD_SIZE.replace("    size: {size}\n", ""))
+    assert [p.nodes for p in found.pools] == [None] and found.problems == ()
+
+
+def test_env_from_not_in_the_files_is_noted_once() -> None:
+    text = LWS_BAD_SIZE.replace("{size}", "1").replace(
+        "          image: vllm/vllm-openai:v0.33.0\n",
+        "          image: vllm/vllm-openai:v0.33.0\n"
+        "          envFrom:\n          - configMapRef: {name: cm}\n"
+        "          - secretRef: {name: s}\n          - configMapRef: {name: cm}\n",
+    )
+    found = _read(text)
+    assert [(p.location.line, p.message, p.blocking) for p in found.problems] == [
+        (14, "vllm: envFrom ConfigMap cm is not in the audited files: the variables it sets "
+             "are not known (evaluated without them)", False),
+        (14, "vllm: envFrom Secret s is not in the audited files: the variables it sets are "
+             "not known (evaluated without them)", False),
+    ]  # fmt: skip
