@@ -332,3 +332,121 @@ def test_env_from_not_in_the_files_is_noted_once() -> None:
         (14, "vllm: envFrom Secret s is not in the audited files: the variables it sets are "
              "not known (evaluated without them)", False),
     ]  # fmt: skip
+
+
+MODELSERVICE = """\
+modelArtifacts:
+  uri: hf://tiiuae/Falcon-H1-0.5B-Base
+  name: falcon-h1
+decode:
+  create: true
+  parallelism: {tensor: 4}
+  containers:
+  - name: vllm
+    image: ghcr.io/llm-d/llm-d:v0.4.0
+    modelCommand: vllmServe
+    args: [--block-size, "32"]
+  - name: sidecar
+    image: x
+prefill:
+  create: true
+  parallelism: {tensor: 2, data: 2}
+  acceleratorTypes: {labelKey: nvidia.com/gpu.product, labelValues: [NVIDIA-H100-80GB-HBM3]}
+  containers:
+  - name: vllm
+    image: ghcr.io/llm-d/llm-d:v0.4.0
+    args: [--kv-cache-dtype, fp8]
+"""
+
+
+def test_modelservice_pools() -> None:
+    # modelArtifacts' hf:// URI names the model; parallelism the TP/DP; the chart's
+    # default modelCommand is vllmServe (`vllm serve MODEL` + the container's args); the
+    # first container is the engine; acceleratorTypes pins the prefill GPU
+    found = _read(MODELSERVICE)
+    pools = {p.role: p for p in found.pools}
+    assert sorted(pools) == ["decode", "prefill"]
+    decode, prefill = pools["decode"], pools["prefill"]
+    assert (decode.name, decode.model, decode.tp, decode.dp) == ("decode", FALCON, 4, 1)
+    assert (prefill.name, prefill.model, prefill.tp, prefill.dp) == ("prefill", FALCON, 2, 2)
+    assert (decode.settings.block_size, prefill.settings.kv_cache_dtype) == (32, "fp8")
+    assert (decode.location.line, prefill.location.line) == (4, 14)
+    assert prefill.settings.gpu == "H100" and decode.settings.gpu is None
+
+
+def test_modelservice_skips_roles_not_created() -> None:
+    text = MODELSERVICE.replace("prefill:\n  create: true", "prefill:\n  create: false")
+    assert [p.role for p in _read(text).pools] == ["decode"]
+
+
+KSERVE = """\
+apiVersion: serving.kserve.io/v1alpha1
+kind: LLMInferenceService
+metadata:
+  name: falcon-h1
+spec:
+  model:
+    uri: hf://tiiuae/Falcon-H1-0.5B-Base
+  parallelism:
+    tensor: 4
+  template:
+    containers:
+    - name: sidecar
+      image: x
+    - name: main
+      env:
+      - name: VLLM_ADDITIONAL_ARGS
+        value: "--block-size 32"
+  prefill:
+    parallelism:
+      tensor: 2
+"""
+
+
+def test_kserve_prefill_and_decode_pools() -> None:
+    # spec.prefill is the prefill pool, the top-level spec the decode pool; the main
+    # container is the engine whatever its position
+    found = _read(KSERVE)
+    assert [(p.role, p.name, p.model, p.tp) for p in found.pools] == [
+        ("prefill", "falcon-h1-prefill", FALCON, 2),
+        ("decode", "falcon-h1-decode", FALCON, 4),
+    ]
+    assert [p.settings.block_size for p in found.pools] == [None, 32]
+    (key,) = {p.deployment_key for p in found.pools}
+    assert key is not None and (key.source, key.value) == ("LLMInferenceService", "falcon-h1")
+    # the prefill block has no container in the file: a note says where its flags are from
+    assert [(p.location.line, p.message) for p in found.problems] == [
+        (18, "falcon-h1-prefill: vLLM arguments come from the controller's default "
+             "(LLMInferenceServiceConfig not in this file): vLLM's defaults are assumed for "
+             "the flags it sets"),
+    ]  # fmt: skip
+
+
+def test_kserve_base_refs_merge_and_missing_config() -> None:
+    config = """\
+apiVersion: serving.kserve.io/v1alpha1
+kind: LLMInferenceServiceConfig
+metadata:
+  name: base
+spec:
+  template:
+    containers:
+    - name: main
+      env:
+      - {name: VLLM_ADDITIONAL_ARGS, value: "--block-size 64"}
+---
+"""
+    text = config + KSERVE.replace(
+        "spec:\n  model:", "spec:\n  baseRefs: [{name: base}, {name: gone}]\n  model:"
+    ).replace("    - name: main\n      env:\n      - name: VLLM_ADDITIONAL_ARGS\n"
+              '        value: "--block-size 32"\n', "")  # fmt: skip
+    found = _read(text)
+    # the decode pool takes the config's main container (merged by name)
+    assert [(p.role, p.settings.block_size) for p in found.pools] == [
+        ("prefill", None), ("decode", 64),
+    ]  # fmt: skip
+    # the prefill block still has none: its flags come from the missing config
+    assert [p.message for p in found.problems] == [
+        "falcon-h1-prefill: vLLM arguments come from baseRefs gone (LLMInferenceServiceConfig "
+        "not in this file): vLLM's defaults are assumed for the flags it sets",
+    ]
