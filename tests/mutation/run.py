@@ -336,6 +336,25 @@ WEAK_TESTS = [
     "test_fail_on_works_on_check_and_matrix`): not weak, unchanged.",
     "- no test computes its expectation with the function under test, and the snapshot tests",
     "  compare whole files (tests/snapshots/): none found to change.",
+    "- rule id only, value available: the `fires(...)` tests of tests/rules/test_kva0NN.py",
+    "  assert that a rule is among the findings, not what it says; tests/test_mutation_rules.py",
+    "  now pins the whole finding (severity, pools, location, message, remediation) of every",
+    "  rule at Falcon-H1/Nemotron-Nano inputs whose block sizes come from the golden vectors",
+    "  (the originals stay). `test_kva012` asserted a count and a remediation substring: the",
+    "  message with its reason is pinned there too.",
+    "- prefix or substring only where the whole text is shown: dtype errors",
+    "  (`test_packed_and_unknown_kv_cache_dtypes`), MambaMixer2's load refusal",
+    "  (`test_mamba2_load_problem_only_for_unshardable_groups`), the NIXL split reasons: the",
+    "  whole messages are pinned in tests/test_mutation_dtypes.py,",
+    "  tests/test_mutation_families_readers.py and tests/test_mutation_policy.py.",
+    "- the k8s module's only selected test (tests/deploy/test_deploy_corpus.py) checks pairing",
+    "  outcomes, not what the reader found per kind: tests/test_mutation_k8s.py asserts the",
+    "  pools, components, keys and notes of Dynamo, StormService, DisaggregatedSet,",
+    "  ModelService, LLMInferenceService and LeaderWorkerSet manifests written in the test.",
+    "- exit code only: `tests/shell/test_bash_eval.py::test_code_points_that_crash_the_grammar_"
+    "are_replaced`",
+    "  asserts that a child process exits 0: the value under test is that the grammar does not",
+    "  crash (stderr is shown on failure); not weak, unchanged.",
 ]
 
 
