@@ -474,3 +474,20 @@ def test_kva011_fix_divides_the_gpus_by_pp_and_dp(
 
     (found,) = _of("KVA011", audit(lws(tmp_path, size, args, resources)).findings)
     assert found.remediation == fix
+
+
+def test_kva005_reads_the_ssm_state_dtype_not_a_replayssm_ring() -> None:
+    # Nemotron-H keeps its SSM state in float32 (no mamba_ssm_cache_dtype in the config);
+    # --use-replayssm (0.27+, Triton) appends ring buffers x, dt, B in the model dtype and
+    # float32 after the conv and ssm states (docs/versions.md, 0.27 row). The ssm dtype is
+    # float32 on both pools: the ring's last buffer (bfloat16) is not the ssm state.
+    triton = "--attention-backend TRITON_ATTN --no-enable-prefix-caching"
+    ring = _nano_pp(f"tp: 1, args: --use-replayssm {triton}", f"tp: 1, args: {triton}")
+    assert not _of("KVA005", ring)
+    # an ssm dtype that does differ is still named
+    differ = _nano_pp(f"tp: 1, args: --use-replayssm {triton}",
+                      f"tp: 1, args: {triton} --mamba-ssm-cache-dtype bfloat16")  # fmt: skip
+    assert [f.message for f in _of("KVA005", differ)] == [
+        "mamba-ssm-cache-dtype differs: prefill float32, decode bfloat16 (KV pages are "
+        "copied byte for byte)"
+    ]
