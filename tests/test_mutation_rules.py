@@ -24,6 +24,7 @@ from kvalign.deploy import read_paths, read_text
 from kvalign.deploy.model import Location
 from kvalign.rules import rule_doc
 from kvalign.rules.base import Finding
+from tests.conftest import ROOT
 from tests.rules.harness import FALCON, audit_own
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
@@ -491,3 +492,24 @@ def test_kva005_reads_the_ssm_state_dtype_not_a_replayssm_ring() -> None:
         "mamba-ssm-cache-dtype differs: prefill float32, decode bfloat16 (KV pages are "
         "copied byte for byte)"
     ]
+
+
+def test_kva005_model_and_revision(tmp_path: Path) -> None:
+    # a local config directory takes --revision as given (nothing to download)
+    local = ROOT / "tests" / "data" / "qwen3.5-27b-text"
+    doc = read_text(f"model: {local}\nprefill: {{tp: 1, args: --revision abc}}\n"
+                    "decode: {tp: 1}\n", "x.yaml")  # fmt: skip
+    assert doc is not None
+    assert [f.message for f in _of("KVA005", run_audit([doc]).findings)] == [
+        "revision differs: prefill abc, decode (default) (KV pages are copied byte for byte)"
+    ]
+    # two models in one P/D script: the model is the first fact named
+    producer, consumer = KV_ROLE.format(role="producer"), KV_ROLE.format(role="consumer")
+    path = tmp_path / "pd.sh"
+    path.write_text(f"vllm serve {FALCON} --port 8100 {producer} &\n"
+                    f"vllm serve {NANO} --port 8200 {consumer} &\n")  # fmt: skip
+    deployments, skipped = read_paths([str(path)])
+    found = _of("KVA005", run_audit(deployments, skipped=tuple(skipped), pair_by="file").findings)
+    assert found and found[0].message == (
+        f"model differs: prefill {FALCON}, decode {NANO} (KV pages are copied byte for byte)"
+    )
