@@ -450,3 +450,18 @@ spec:
         "falcon-h1-prefill: vLLM arguments come from baseRefs gone (LLMInferenceServiceConfig "
         "not in this file): vLLM's defaults are assumed for the flags it sets",
     ]
+
+
+def test_dynamo_frontend_substitutes_in_command_and_skips_bad_args() -> None:
+    text = DYNAMO.replace(
+        'command: [python3, -m, dynamo.frontend, --kv-cache-block-size, "64"]',
+        'command: [python3, -m, dynamo.frontend, --kv-cache-block-size, "$(B)"]\n'
+        '        env:\n        - {name: B, value: "96"}',
+    ).replace('args: [--kv-cache-block-size, "$(BLOCK)"]', 'args: [--kv-cache-block-size, "x"]')
+    found = _read(text)
+    # the Frontend's flag value is no number: its arguments are not read (the env variable
+    # still is); the Router's flag comes through $(B) in its command
+    assert [(c.component, c.value) for c in found.components] == [
+        ("Dynamo Frontend DYN_KV_CACHE_BLOCK_SIZE", 528),
+        ("Dynamo Router --kv-cache-block-size", 96),
+    ]
