@@ -257,7 +257,7 @@ def gpu_from_product(product: str) -> str | None:
     ``NVIDIA-GH200-480GB`` → ``GH200``), ``None`` when no known GPU is named.
 
     A name matches as whole ``-``-separated parts (``H20`` does not match ``H200``); the
-    longest match wins.
+    longest match wins, and of equally long ones the first in :data:`GPUS`.
     """
     parts = [p.lower() for p in product.replace("_", "-").replace(" ", "-").split("-") if p]
     best: str | None = None

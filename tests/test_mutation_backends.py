@@ -201,3 +201,44 @@ def test_gpu_from_node_label(label: str, gpu: str | None) -> None:
 def test_platform_note(backend: str, gpu: str | None, resolved: str | None, note: str) -> None:
     # the assumption line every check prints (docs/why.md, docs/json.md "notes")
     assert platform_note(backend, gpu, resolved) == note
+
+
+# ---- survivors of the mutmut run (second pass) ----
+
+
+def test_default_backend_without_a_gpu() -> None:
+    # an unspecified CUDA GPU: vLLM's default FLASH_ATTN, and for MLA models its MLA
+    # counterpart FLASH_ATTN_MLA (vllm/platforms/cuda.py _get_backend_priorities, SM90
+    # lists, the default device class)
+    assert default_backend_name(None, use_mla=False, mla_blackwell="CUTLASS_MLA") == "FLASH_ATTN"
+    assert default_backend_name(None, use_mla=True, mla_blackwell="CUTLASS_MLA") == (
+        "FLASH_ATTN_MLA"
+    )
+
+
+def test_gpu_label_ties_go_to_the_first_known_name() -> None:
+    # two known names of the same length as whole parts: the first in the GPU table
+    assert gpu_from_product("NVIDIA-H100-H200") == "H100"
+    assert gpu_from_product("NVIDIA-H200-H100") == "H100"
+    # a longer one later in the label still wins
+    assert gpu_from_product("H100-GH200") == "GH200"
+
+
+def test_platform_note_names_the_gpu_platform_not_the_backend_default() -> None:
+    # TRITON_ATTN runs on CUDA, ROCm and XPU: with --gpu MI300X the note says ROCm
+    assert (
+        platform_note("TRITON_ATTN", "MI300X") == "attention backend TRITON_ATTN on MI300X (ROCm)"
+    )
+    assert (
+        platform_note("FLASH_ATTN", "Max-1550") == "attention backend FLASH_ATTN on Max-1550 (XPU)"
+    )
+
+
+def test_get_gpu_takes_node_label_forms() -> None:
+    # nvidia-smi / GPU feature discovery spellings name the GPU they contain
+    from kvalign.backends import get_gpu
+
+    for label, name in (("NVIDIA-H100-80GB-HBM3", "H100"), (" NVIDIA GB200 ", "GB200"),
+                        ("h800", "H800")):  # fmt: skip
+        gpu = get_gpu(label)
+        assert gpu is not None and gpu.name == name, label

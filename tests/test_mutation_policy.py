@@ -266,3 +266,188 @@ def test_drift_reason_and_level_follow_prefix_caching(
     assert pair.reason == (
         f"kernel blocks match (16) but logical blocks differ (528 vs 2096): {tail}"
     )
+
+
+# ---- survivors of the mutmut run (second pass): each test is at the input where the
+# ---- mutated line changes the answer ----
+
+
+def _hybrid(tp: int, block: int, kernel: int | None, **fields: object):  # type: ignore[no-untyped-def]
+    """A usable hybrid rank (Mamba page set) with the given logical and kernel blocks."""
+    from kvalign.alignment import RankResult
+
+    values: dict[str, object] = {
+        "tp": tp, "valid": True, "block_size": block, "kernel_block_size": kernel,
+        "tp_stable_block_size": block, "tp_stable_kernel_block_size": kernel,
+        "mamba_page_bytes": 1, "attn_page_bytes_per_token": 1, "state_family": "mamba2",
+    }  # fmt: skip
+    values.update(fields)
+    return RankResult(**values)  # type: ignore[arg-type]
+
+
+def test_split_count_is_a_whole_number_when_decode_is_the_larger() -> None:
+    # prefill 2032, decode 2048: gcd 16, units max(2032 / 16, 2048 / 16) = max(127, 128)
+    # = 128, the count _split_remote_blocks compares with _MAX_HYBRID_BLOCK_SPLIT
+    pair = _pair(2032, 2048)
+    assert pair.reason == (
+        "NIXL needs the decode kernel block to be a multiple of the prefill one: 2048 is "
+        "not a multiple of 2032; NIXL splits into 16-token units (128 per block); hard "
+        "failure on releases without the split path"
+    )
+
+
+def test_refused_split_names_the_unit_count_and_the_limit() -> None:
+    # 2064 vs 2048: gcd 16, 2064 / 16 = 129 units > _MAX_HYBRID_BLOCK_SPLIT 128
+    pair = _pair(2064, 2048)
+    assert pair.reason == (
+        "NIXL needs the decode kernel block to be a multiple of the prefill one: 2048 is "
+        "not a multiple of 2064 (here prefill's is the larger), and a 16-token split needs "
+        "129 > 128 units: NIXL transfer fails"
+    )
+
+
+def test_tp_stable_alignment_is_read_on_both_sides() -> None:
+    # logical/kernel under 'vllm' are 528 and 2096 (TP 8 and TP 1 of Nano, split 16 x 131:
+    # refused); under 'tp-stable' both sides use the TP-1 block 2096, so the pair is ok
+    prefill = _hybrid(8, 528, 528, tp_stable_block_size=2096, tp_stable_kernel_block_size=2096)
+    decode = _hybrid(1, 2096, 2096)
+    vllm = analyze_pair(prefill, decode)
+    assert (vllm.verdict, vllm.split_unit) == ("incompatible", 16)
+    stable = analyze_pair(prefill, decode, alignment="tp-stable")
+    assert (stable.verdict, stable.prefill_block_size, stable.decode_block_size) == (
+        "ok", 2096, 2096,
+    )  # fmt: skip
+    assert (stable.prefill_kernel_block_size, stable.decode_kernel_block_size) == (2096, 2096)
+    # the other way round: only decode's tp-stable block differs from its vllm block
+    stable = analyze_pair(decode, prefill, alignment="tp-stable")
+    assert (stable.verdict, stable.decode_block_size, stable.decode_kernel_block_size) == (
+        "ok", 2096, 2096,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("none_side", ["prefill", "decode"])
+def test_no_kernel_block_on_one_side_is_incompatible(none_side: str) -> None:
+    # HPC_ATTN lists only 64-token kernel blocks (no MultipleOf): a 2,096-token logical
+    # block (2096 % 64 = 48) has no kernel block (select_common_block_size finds none),
+    # while 2,112 (33 x 64) runs 64-token kernels. One side without a kernel block is
+    # enough to refuse the pair.
+    with_kernel, without = _hybrid(8, 2112, 64), _hybrid(1, 2096, None)
+    prefill, decode = (without, with_kernel) if none_side == "prefill" else (with_kernel, without)
+    pair = analyze_pair(prefill, decode)
+    assert pair.verdict == "incompatible" and pair.level == "error"
+    assert pair.reason == (
+        "no kernel block size the backend supports divides the logical block size"
+    )
+    assert (pair.prefill_tp, pair.decode_tp) == (prefill.tp, decode.tp)
+    assert (pair.prefill_block_size, pair.decode_block_size) == (
+        prefill.block_size, decode.block_size,
+    )  # fmt: skip
+    assert (pair.prefill_kernel_block_size, pair.decode_kernel_block_size) == (
+        prefill.kernel_block_size, decode.kernel_block_size,
+    )  # fmt: skip
+    assert (pair.block_size_ratio, pair.divisible, pair.prefix_cache_drift) == (None, False, True)
+    assert pair.split_unit is None
+
+
+def test_no_kernel_block_on_either_side_keeps_the_drift_fact() -> None:
+    same = analyze_pair(_hybrid(1, 2096, None), _hybrid(1, 2096, None))
+    assert (same.verdict, same.prefix_cache_drift, same.divisible) == ("incompatible", False, False)
+
+
+def test_blocking_limit_is_empty_when_one_side_is_invalid() -> None:
+    # an invalid TP is reported per pool (kvalign.fixes), even on a release (0.17) whose
+    # NIXL connector does not serve hybrids: no upgrade advice for the pair
+    geometry = load_model(NANO)
+    settings = Settings(vllm_version="0.17.0")
+    bad, good = (rank_of(geometry, settings, tp) for tp in (16, 1))
+    assert not bad.usable and good.usable
+    profile = resolve("0.17.0").profile
+    assert blocking_limit(profile, bad, good) == ""
+    assert blocking_limit(profile, good, bad) == ""
+
+
+def test_blocking_limit_names_the_first_release_for_equal_and_different_tp() -> None:
+    # docs/versions.md: hybrids over NIXL from 0.18.0, at different TP from 0.20.0
+    profile = resolve("0.17.0").profile
+    p, d = _ranks("0.17.0", 1, 1)
+    assert blocking_limit(profile, p, d) == (
+        "vLLM 0.17's NIXL connector does not serve hybrid models: upgrade to vLLM 0.18.0 or "
+        "later (the first release with hybrid P/D over NIXL), then check again with "
+        "--vllm-version 0.18.0: a common block size may still be needed there"
+    )
+    p, d = _ranks("0.17.0", 8, 1)
+    assert blocking_limit(profile, p, d) == (
+        "vLLM 0.17's NIXL connector does not serve hybrid models: upgrade to vLLM 0.20.0 or "
+        "later (the first release with hybrid P/D over NIXL at different prefill/decode TP), "
+        "then check again with --vllm-version 0.20.0: a common block size may still be "
+        "needed there"
+    )
+
+
+def test_blocking_limit_leaves_attention_only_models_alone() -> None:
+    # no Mamba state: 0.17's missing SupportsHMA does not matter, nothing to upgrade for
+    llama = load_model(str(ROOT / "tests" / "data" / "llama-pd" / "model"))
+    settings = Settings(vllm_version="0.17.0")
+    p, d = (rank_of(llama, settings, tp) for tp in (8, 1))
+    assert p.mamba_page_bytes is None and not p.attention_free
+    assert blocking_limit(resolve("0.17.0").profile, p, d) == ""
+    assert analyze_pair(p, d, profile=resolve("0.17.0").profile).verdict == "nothing-to-align"
+
+
+def test_release_limit_names_the_release() -> None:
+    p, d = _ranks("0.17.0", 1, 1)
+    assert release_limit(resolve("0.17.0").profile, p, d, 2096, 2096) == (
+        "vLLM 0.17's NIXL connector does not serve hybrid models (no SupportsHMA)"
+    )
+
+
+QWEN3_NEXT = "Qwen/Qwen3-Next-80B-A3B-Instruct"
+
+
+def _family_pair(model: str, version: str):  # type: ignore[no-untyped-def]
+    geometry = load_model(model)
+    p, d = (rank_of(geometry, Settings(vllm_version=version), 1) for _ in range(2))
+    profile = resolve(version).profile
+    return p, d, profile
+
+
+def test_nixl_refuses_gdn_state_before_0_25() -> None:
+    # docs/versions.md "NIXL P/D per state family": derive_mamba_conv_split knows only
+    # mamba2 in 0.20-0.21 (NotImplementedError for GDN at start-up); GDN from 0.25.0
+    p, d, profile = _family_pair(QWEN3_NEXT, "0.21.0")
+    assert p.state_family == "gdn"
+    pair = analyze_pair(p, d, profile=profile)
+    assert pair.verdict == "incompatible"
+    assert pair.reason == (
+        "vLLM 0.21's NIXL connector cannot transfer gdn state (derive_mamba_conv_split "
+        "supports mamba2: NotImplementedError at start-up)"
+    )
+    assert blocking_limit(profile, p, d) == (
+        "vLLM 0.21's NIXL connector cannot transfer gdn state: upgrade to vLLM 0.25.0 or "
+        "later (the first release whose NIXL connector does), then check again with "
+        "--vllm-version 0.25.0"
+    )
+    # 0.25.0 transfers GDN state: same TP, same block → ok, nothing to upgrade
+    p, d, profile = _family_pair(QWEN3_NEXT, "0.25.0")
+    assert analyze_pair(p, d, profile=profile).verdict == "ok"
+    assert blocking_limit(profile, p, d) == ""
+
+
+def test_families_no_release_transfers_are_not_judged() -> None:
+    # short conv (LFM2): no release read transfers it, so kvalign pairs it as before
+    # (docs/versions.md: "Families no release read transfers are not judged")
+    p, d, profile = _family_pair("LiquidAI/LFM2-1.2B", "0.21.0")
+    assert p.state_family not in ("", "mamba2", "mamba1", "gdn")
+    assert analyze_pair(p, d, profile=profile).verdict == "ok"
+    assert blocking_limit(profile, p, d) == ""
+
+
+def test_family_limit_needs_a_family() -> None:
+    # a hybrid rank that names no state family is not judged per family
+    from kvalign.policy import _nixl_family_limited
+
+    profile = resolve("0.21.0").profile
+    assert _nixl_family_limited(profile, "gdn") is True
+    assert _nixl_family_limited(profile, "mamba2") is False
+    assert _nixl_family_limited(profile, "") is False
+    assert _nixl_family_limited(resolve("0.19.1").profile, "gdn") is False  # no per-family check

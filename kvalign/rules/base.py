@@ -150,10 +150,12 @@ def kv_cache_facts(result: PoolResult) -> dict[str, str]:
         "revision": result.pool.args.revision or "(default)",
         "kv-cache-dtype": kv,
     }
+    # conv state first, then the ssm / recurrent state; a ReplaySSM pool appends its ring
+    # buffers after them (model dtype and float32), which are not the ssm state
     dtypes = result.rank.mamba_state_dtypes
     if len(dtypes) >= 2:
         facts["mamba-cache-dtype"] = dtypes[0]
-        facts["mamba-ssm-cache-dtype"] = dtypes[-1]
+        facts["mamba-ssm-cache-dtype"] = dtypes[1]
     return facts
 
 
