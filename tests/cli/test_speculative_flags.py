@@ -69,3 +69,25 @@ def test_bad_aux_layer_id_with_format_json_prints_an_error_document(
         "exit_code": 2,
     }
     assert err == f"kvalign: error: {document['error']['message']}\n"
+
+
+@pytest.mark.parametrize("release", ["0.25.0", "0.27.1", "0.28.0", "0.33.0"])
+def test_extract_hidden_states_without_layer_ids_fails_at_start_up_with_the_proposer_error(
+    release: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # vllm/v1/spec_decode/extract_hidden_states.py (0.25.0, 0.27.1, 0.28.0, 0.33.0):
+    # ExtractHiddenStatesProposer.__init__ raises ValueError when
+    # eagle_aux_hidden_state_layer_ids is empty or missing, and GPUModelRunner.__init__
+    # builds that proposer before any KV-cache spec is grouped: no ZeroDivisionError
+    args = ["check", NANO, "--speculative-method", "extract_hidden_states",
+            "--vllm-version", release, "--format", "json"]  # fmt: skip
+    out, _err, code = _run(fast_main, args, capsys)
+    assert code == 1
+    (pair,) = json.loads(out)["pairs"]
+    assert pair["verdict"] == "invalid"
+    assert (
+        f"vLLM {release[:4]} fails at start-up: speculative method extract_hidden_states "
+        "needs draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids"
+    ) in pair["reason"]
+    assert "proposer raises ValueError without them" in pair["reason"]
+    assert "ZeroDivisionError" not in out
