@@ -196,7 +196,7 @@ PipelineOpt = Annotated[
         min=1,
         max=MAX_TP,
         help="vLLM --pipeline-parallel-size: stages without an attention layer keep their "
-        "block size (vLLM ≥ 0.20; docs/fidelity.md).",
+        "block size (vLLM ≥ 0.20; docs/versions.md).",
     ),
 ]
 PpPartitionOpt = Annotated[
