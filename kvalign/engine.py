@@ -792,6 +792,10 @@ def resolve_hidden_state_cache(
     replaced by ``auto`` for it), not sharded by TP (``ExtractHiddenStatesModel`` and
     ``CacheOnlyAttentionLayer.get_kv_cache_spec``,
     ``vllm/model_executor/models/extract_hidden_states.py``, read in 0.20.0 → 0.33.0).
+    Without any layer id the release fails at start-up: ``GPUModelRunner.__init__`` builds
+    ``ExtractHiddenStatesProposer``, whose ``__init__`` raises ``ValueError`` for an empty or
+    missing list (``vllm/v1/spec_decode/extract_hidden_states.py``, read in 0.25.0, 0.27.1,
+    0.28.0, 0.33.0).
 
     Raises:
         NotModelled: a release before 0.22 (its grouping of that layer is not modelled),
@@ -822,9 +826,9 @@ def resolve_hidden_state_cache(
     if not heads:
         trail.startup_errors.append(
             f"vLLM {chosen.profile.name} fails at start-up: speculative method "
-            f"{EXTRACT_HIDDEN_STATES} without eagle_aux_hidden_state_layer_ids gives its "
-            "hidden-state layer 0 heads, a 0-byte page per token, which get_kv_cache_groups "
-            "divides by (ZeroDivisionError)"
+            f"{EXTRACT_HIDDEN_STATES} needs draft_model_config.hf_config."
+            "eagle_aux_hidden_state_layer_ids (--eagle-aux-hidden-state-layer-ids), and its "
+            "proposer raises ValueError without them, before any KV cache is sized"
         )
         return None, rule
     return per_token, rule

@@ -23,11 +23,14 @@ def layer_ids(text: str | None, flag: str) -> tuple[int, ...]:
         InvalidSettings: an entry that is not a non-negative integer.
     """
     from kvalign.errors import InvalidSettings
+    from kvalign.numbers import is_digits, quoted
 
     out = []
     for part in (text or "").replace(",", " ").split():
-        if not part.isdigit() or len(part) > 9:
-            raise InvalidSettings(f"{flag}: {part[:20]!r} is not a layer index")
+        if not is_digits(part, 9):
+            raise InvalidSettings(
+                f"{flag}: {quoted(part)} is not a layer index (ASCII digits 0-9, e.g. 1,20,39)"
+            )
         out.append(int(part))
     return tuple(out)
 

@@ -79,16 +79,16 @@ def guarded(action: Callable[[], T]) -> T:
         )
 
 
-def json_on_error(action: Callable[[], int], output_format: Enum) -> Callable[[], int]:
+def json_on_error(action: Callable[[], T], output_format: Enum | None) -> Callable[[], T]:
     """``action``, printing a JSON error document on stdout before a typed error when
     ``--format json`` was asked for (a CI consumer always gets a document to parse; the
     one-line message still goes to stderr and the exit code is unchanged)."""
 
-    def run() -> int:
+    def run() -> T:
         try:
             return action()
         except KvalignError as exc:
-            if output_format.value == "json":
+            if output_format is not None and output_format.value == "json":
                 from kvalign.cli.output import echo
                 from kvalign.report.json_format import error_to_json
 

@@ -170,7 +170,7 @@ def start_run() -> None:
 def run(args: list[str]) -> int | None:
     """Run a plain ``check``/``matrix`` command line (:func:`parse`); its exit code, or
     ``None`` when typer should run it."""
-    from kvalign.cli.exit import exit_code_of
+    from kvalign.cli.exit import exit_code_of, guarded, json_on_error
     from kvalign.cli.sizing import run_pairs, settings_from_flags, source_from_flags
 
     if not args or args[0] not in COMMANDS:
@@ -189,7 +189,10 @@ def run(args: list[str]) -> int | None:
     gc.disable()
     start_run()
     try:
-        settings = settings_from_flags({name: kwargs[name] for name in SETTINGS_OPTIONS})
+        flags = {name: kwargs[name] for name in SETTINGS_OPTIONS}
+        settings = guarded(
+            json_on_error(lambda: settings_from_flags(flags), kwargs["output_format"])
+        )
         source = source_from_flags({name: kwargs[name] for name in SOURCE_OPTIONS})
         if command == "check":
             tps = ((kwargs["prefill_tp"], "--prefill-tp"), (kwargs["decode_tp"], "--decode-tp"))

@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.models import OptionInfo
 
+from kvalign.cli.exit import guarded, json_on_error
 from kvalign.cli.output import OutputFormat
 from kvalign.cli.sizing import (
     AlignmentChoice,
@@ -195,7 +196,7 @@ PipelineOpt = Annotated[
         min=1,
         max=MAX_TP,
         help="vLLM --pipeline-parallel-size: stages without an attention layer keep their "
-        "block size (vLLM ≥ 0.20; docs/fidelity.md).",
+        "block size (vLLM ≥ 0.20; docs/versions.md).",
     ),
 ]
 PpPartitionOpt = Annotated[
@@ -395,7 +396,9 @@ def sizing_options(*, alignment: bool = True, trust: bool = True) -> Callable[[F
         def wrapper(**kwargs: Any) -> None:
             flags = {p.name: kwargs.pop(p.name) for p in settings_params}
             loading = {p.name: kwargs.pop(p.name) for p in source_params}
-            kwargs["settings"] = settings_from_flags(flags)
+            kwargs["settings"] = guarded(
+                json_on_error(lambda: settings_from_flags(flags), kwargs.get("output_format"))
+            )
             kwargs["source"] = source_from_flags(loading)
             func(**kwargs)
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from kvalign.backends import AUTO_BACKEND
 from kvalign.errors import InvalidSettings
-from kvalign.numbers import MAX_DIGITS, parse_int
+from kvalign.numbers import MAX_DIGITS, parse_int, quoted
 from kvalign.safeio import JsonProblem, parse_json
 from kvalign.settings import Settings
 
@@ -490,6 +490,24 @@ def _aux_layer_ids(spec: Mapping[str, Any]) -> tuple[int, ...] | None:
     return tuple(_int(i, flag) for i in ids)
 
 
+def _spec_method(spec: Mapping[str, Any]) -> str | None:
+    """``method`` of a ``--speculative-config`` object (``None`` when absent or ``null``).
+
+    vLLM validates it as one of its ``SpeculativeMethod`` names, a string
+    (``SpeculativeConfig.method``, ``vllm/config/speculative.py``).
+
+    Raises:
+        InvalidSettings: not a string (a number, list or object).
+    """
+    method = spec.get("method")
+    if method is None or isinstance(method, str):
+        return method
+    raise InvalidSettings(
+        f"--speculative-config.method: expected a method name (a JSON string), got "
+        f"{quoted(json.dumps(method))}"
+    )
+
+
 def _build(
     values: dict[str, Any], env: Mapping[str, str], unknown: tuple[str, ...], unres: tuple[str, ...]
 ) -> VllmArgs:
@@ -561,7 +579,7 @@ def _build(
             if values.get("kv-cache-dtype-skip-layers") is not None
             else None
         ),
-        speculative_method=str(spec["method"]) if spec.get("method") is not None else None,
+        speculative_method=_spec_method(spec),
         eagle_aux_hidden_state_layer_ids=_aux_layer_ids(spec),
         unknown=unknown,
         unresolved=unres,

@@ -50,6 +50,8 @@ def serve_args(plan: Plan, role: str) -> list[str]:
     for flag, value, default in optional:
         if value is not None and value != default:
             args += [flag, str(value)]
+    if s.kv_cache_dtype_skip_layers:  # vLLM's nargs="+" spelling: one word per entry
+        args += ["--kv-cache-dtype-skip-layers", *s.kv_cache_dtype_skip_layers]
     if s.use_replayssm:
         args += ["--use-replayssm", "--replayssm-buffer-len", str(s.replayssm_buffer_len)]
     if s.enable_prefix_caching is not None:
@@ -57,10 +59,10 @@ def serve_args(plan: Plan, role: str) -> list[str]:
             "--enable-prefix-caching" if s.enable_prefix_caching else "--no-enable-prefix-caching"
         )
     if s.num_speculative_tokens or s.speculative_method:
-        spec: dict[str, object] = {
-            "method": s.speculative_method or "mtp",
-            "num_speculative_tokens": s.num_speculative_tokens,
-        }
+        # vLLM refuses num_speculative_tokens 0 (SpeculativeConfig: Field(gt=0))
+        spec: dict[str, object] = {"method": s.speculative_method or "mtp"}
+        if s.num_speculative_tokens:
+            spec["num_speculative_tokens"] = s.num_speculative_tokens
         if s.eagle_aux_hidden_state_layer_ids:
             ids = list(s.eagle_aux_hidden_state_layer_ids)
             spec["draft_model_config"] = {"hf_config": {"eagle_aux_hidden_state_layer_ids": ids}}

@@ -134,3 +134,14 @@ def test_readme_is_short_and_starts_with_the_quick_start() -> None:
     assert re.search(r"^demo: .*\n\tHF_HUB_OFFLINE=1 \$\(BIN\)/kvalign check ", makefile, re.M)
     for command in ("check", "matrix", "audit", "rules", "survey", "explain", "verify", "models"):
         assert f"| `kvalign {command}" in "\n".join(lines), command
+
+
+def test_every_docs_page_the_code_names_exists() -> None:
+    # --help and error messages point users at docs/NAME.md: each must be a real page
+    # (the --pipeline-parallel-size help named docs/fidelity.md, which never existed)
+    named = set()
+    for source in (ROOT / "kvalign").rglob("*.py"):
+        named |= set(re.findall(r"docs/[A-Za-z0-9_-]+\.md", source.read_text(encoding="utf-8")))
+    assert "docs/versions.md" in named
+    missing = sorted(page for page in named if not (ROOT / page).is_file())
+    assert missing == []
