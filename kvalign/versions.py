@@ -485,8 +485,7 @@ SKIP_LAYER_RELEASES: dict[str, str] = {
 
 def skip_layer_rules(release: str) -> SkipLayerRules:
     """The :class:`SkipLayerRules` of vLLM ``release`` (a version such as ``0.27.1``)."""
-    wanted = Version(release)
-    on = {name: wanted >= Version(first) for name, first in SKIP_LAYER_RELEASES.items()}
+    on = {name: _at_least(release, first) for name, first in SKIP_LAYER_RELEASES.items()}
     return SkipLayerRules(**on)
 
 
@@ -504,10 +503,9 @@ HIDDEN_STATE_RULES: tuple[tuple[str, int], ...] = (("0.22.0", 1), ("0.28.0", 2),
 
 def hidden_state_rule(release: str) -> int:
     """The :data:`HIDDEN_STATE_RULES` rule of vLLM ``release`` (0: not modelled, < 0.22)."""
-    wanted = Version(release)
     rule = 0
     for first, number in HIDDEN_STATE_RULES:
-        if wanted >= Version(first):
+        if _at_least(release, first):
             rule = number
     return rule
 
