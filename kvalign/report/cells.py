@@ -6,6 +6,7 @@ from kvalign.alignment import RankResult
 from kvalign.dtypes import resolve_model_dtype
 from kvalign.errors import KvalignError
 from kvalign.geometry import ModelGeometry
+from kvalign.numbers import is_digits, quoted
 from kvalign.pd import CheckReport, PairResult
 from kvalign.policy import VERDICTS, fails
 from kvalign.settings import Settings
@@ -189,8 +190,24 @@ def header_lines(report: CheckReport) -> list[str]:
         f"mamba-cache-dtype={s.mamba_cache_dtype} mamba-ssm-cache-dtype={s.mamba_ssm_cache_dtype} "
         f"spec-tokens={s.num_speculative_tokens} backend={s.attention_backend} "
         f"gpu={s.gpu or 'unspecified CUDA'} alignment={s.alignment} "
-        f"vllm-version={s.vllm_version or 'newest profile'}",
+        f"vllm-version={s.vllm_version or 'newest profile'}{_speculative_and_skip(s)}",
     ]
+
+
+def _speculative_and_skip(s: Settings) -> str:
+    """The settings shown only when given: ``--kv-cache-dtype-skip-layers`` (an entry that
+    is not a plain layer index is quoted), ``--speculative-method`` and
+    ``--eagle-aux-hidden-state-layer-ids``; ``""`` when none is."""
+    parts = []
+    if s.kv_cache_dtype_skip_layers:
+        entries = (e if is_digits(e) else quoted(e) for e in s.kv_cache_dtype_skip_layers)
+        parts.append(f"kv-cache-dtype-skip-layers={','.join(entries)}")
+    if s.speculative_method is not None:
+        parts.append(f"speculative-method={quoted(s.speculative_method)[1:-1]}")
+    if s.eagle_aux_hidden_state_layer_ids:
+        ids = ",".join(str(i) for i in s.eagle_aux_hidden_state_layer_ids)
+        parts.append(f"eagle-aux-hidden-state-layer-ids={ids}")
+    return "".join(f" {p}" for p in parts)
 
 
 def _pair_name(pair: PairResult) -> str:

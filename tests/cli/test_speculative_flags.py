@@ -91,3 +91,23 @@ def test_extract_hidden_states_without_layer_ids_fails_at_start_up_with_the_prop
     ) in pair["reason"]
     assert "proposer raises ValueError without them" in pair["reason"]
     assert "ZeroDivisionError" not in out
+
+
+@pytest.mark.parametrize("entry", [fast_main, typer_main], ids=["fast", "typer"])
+def test_settings_line_names_the_skip_list_and_speculative_method(
+    entry: Callable[[list[str]], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The settings the answer was computed with are echoed when given (and only then), an
+    entry that is not a layer index quoted: ``'\\x1b[31m'`` stays visible text."""
+    given = ["check", NANO, "--prefill-tp", "2", "--decode-tp", "1", "--kv-cache-dtype", "fp8",
+             "--kv-cache-dtype-skip-layers", "0,5,\x1b[31m", "--num-speculative-tokens", "1",
+             "--speculative-method", "extract_hidden_states", AUX, "1,2,3"]  # fmt: skip
+    out, _, _ = _run(entry, given, capsys)
+    line = next(x for x in out.splitlines() if "vllm-version=" in x)
+    assert line.endswith(
+        "vllm-version=newest profile kv-cache-dtype-skip-layers=0,5,'\\x1b[31m' "
+        "speculative-method=extract_hidden_states eagle-aux-hidden-state-layer-ids=1,2,3"
+    )
+    out, _, _ = _run(entry, ["check", NANO, "--prefill-tp", "2", "--decode-tp", "1"], capsys)
+    line = next(x for x in out.splitlines() if "vllm-version=" in x)
+    assert line.endswith("vllm-version=newest profile")
