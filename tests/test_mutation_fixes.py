@@ -284,3 +284,30 @@ def test_a_pool_off_the_class_does_not_stop_the_proof(monkeypatch: pytest.Monkey
     ]
     fix = prove_fix(pools, [(0, 2), (1, 2)], DEFAULT_PROFILE)
     assert fix.block_size == 2096
+
+
+def test_run_cache_analyses_each_model_and_tp_once() -> None:
+    # RunCache.rank: analyze_rank once per (model, settings, TP); two models with the same
+    # settings each get their own rank (Nano TP 1: 2,096, module docstring)
+    cache = fixes.RunCache()
+    nano, falcon = load_model(NANO), load_model("tiiuae/falcon-mamba-7b")
+    first = cache.rank(nano, create_engine_config(nano, Settings()), 1)
+    assert first.block_size == 2096
+    assert cache.rank(nano, create_engine_config(nano, Settings()), 1) is first
+    other = cache.rank(falcon, create_engine_config(falcon, Settings()), 1)
+    assert other is not first and other.mamba_page_bytes != first.mamba_page_bytes
+
+
+def test_a_pinned_pool_is_named_beside_the_classes() -> None:
+    # one pool pinned to H100, the other unpinned: proven on every CUDA class and on the
+    # pinned pool's GPU
+    geometry = load_model(NANO)
+    pinned = create_engine_config(geometry, Settings(gpu="H100", attention_backend="FLASH_ATTN"))
+    free = create_engine_config(geometry, Settings(attention_backend="FLASH_ATTN"))
+    pools = [
+        FixPool(geometry, pinned, 8, "prefill TP 8"),
+        FixPool(geometry, free, 1, "decode TP 1"),
+    ]
+    fix = prove_fix(pools, [(0, 1)], DEFAULT_PROFILE)
+    assert fix.block_size == 2096
+    assert fix.proven_on == (*[c.label for c in PLATFORM_CLASSES["cuda"]], "H100 (pinned)")
