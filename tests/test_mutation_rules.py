@@ -513,3 +513,26 @@ def test_kva005_model_and_revision(tmp_path: Path) -> None:
     assert found and found[0].message == (
         f"model differs: prefill {FALCON}, decode {NANO} (KV pages are copied byte for byte)"
     )
+
+
+def test_kva013_exactly_three_partners_and_the_fix(tmp_path: Path) -> None:
+    paths, findings = _files(tmp_path, ["producer", *["consumer"] * 3])
+    (found,) = [f for f in _of("KVA013", findings) if f.location.file == paths[0]]
+    names = ", ".join(f"decode/command-1 ({p})" for p in paths[1:])
+    assert found.message.endswith(f"; {names} could be its partner but was grouped apart")
+    assert found.remediation == (
+        "put the partner in the same deployment (same deployment label and namespace: "
+        "--pair-by label) or audit with --pair-by model"
+    )
+
+
+def test_kva012_after_a_pool_that_is_not_hybrid(tmp_path: Path) -> None:
+    # an attention-only producer (the test Llama) is skipped; the hybrid consumer is judged
+    llama = ROOT / "tests" / "data" / "llama-pd" / "model"
+    producer, consumer = KV_ROLE.format(role="producer"), KV_ROLE.format(role="consumer")
+    path = tmp_path / "pd.sh"
+    path.write_text(f"vllm serve {llama} --port 8100 {producer} &\n"
+                    f"vllm serve {FALCON} --port 8200 {consumer} &\n")  # fmt: skip
+    deployments, skipped = read_paths([str(path)])
+    report = run_audit(deployments, vllm_version="0.20.0", skipped=tuple(skipped))
+    assert [f.pools for f in _of("KVA012", report.findings)] == [("decode/command-2",)]
