@@ -771,3 +771,32 @@ def test_mamba_dtype_steps_of_a_model_without_defaults() -> None:
     assert steps["mamba_ssm_cache_dtype"] == (
         "bfloat16", "--mamba-ssm-cache-dtype auto → the conv-state dtype",
     )  # fmt: skip
+
+
+def test_restricted_and_fa4_backends_keep_their_name_and_preference() -> None:
+    # FLASH_ATTN stays FLASH_ATTN when its kernel sizes are narrowed (0.14, float32 state)
+    # and with FA4's head-256 pages (docs/versions.md 0.29 row: kernel blocks [128],
+    # preferred 128, so the base block is 128 when --block-size is unset)
+    narrowed = create_engine_config(load_model(NANO), Settings(
+        vllm_version="0.14.0", gpu="H100", attention_backend="FLASH_ATTN",
+        enable_prefix_caching=True))  # fmt: skip
+    assert narrowed.backend is not None and narrowed.backend.name == "FLASH_ATTN"
+    fa4 = create_engine_config(
+        load_model(QWEN), Settings(gpu="B200", attention_backend="FLASH_ATTN")
+    )
+    assert fa4.backend is not None and fa4.backend.name == "FLASH_ATTN"
+    assert fa4.base_block == 128
+    # CPU_ATTN kernel blocks: multiples of 16 in 0.21.0 (docs/versions.md "CPU kernel block")
+    cpu = create_engine_config(load_model(NANO), Settings(gpu="CPU", vllm_version="0.21.0"))
+    assert cpu.backend is not None and cpu.backend.multiple_of == 16
+
+
+def test_prefix_caching_step_of_an_attention_only_model_and_the_refusal_note() -> None:
+    llama = create_engine_config(load_model(str(DATA / "llama-pd" / "model")), Settings())
+    steps = [(r.value, r.source) for r in llama.resolutions if r.key == "prefix_caching"]
+    assert steps == [("on", "vLLM 0.33 default")]
+    # 0.11.1 turns prefix caching off for Qwen3-Next whatever the flag: the note says why
+    forced = Settings(vllm_version="0.11.1", enable_prefix_caching=True)
+    qwen_next = create_engine_config(load_model("Qwen/Qwen3-Next-80B-A3B-Instruct"), forced)
+    refusal = [r.source for r in qwen_next.resolutions if r.key == "prefix_caching"]
+    assert not qwen_next.prefix_caching and list(qwen_next.notes) == refusal

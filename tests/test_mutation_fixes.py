@@ -10,6 +10,8 @@ back to ``check`` and gets ``ok``).
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kvalign import fixes
@@ -311,3 +313,30 @@ def test_a_pinned_pool_is_named_beside_the_classes() -> None:
     fix = prove_fix(pools, [(0, 1)], DEFAULT_PROFILE)
     assert fix.block_size == 2096
     assert fix.proven_on == (*[c.label for c in PLATFORM_CLASSES["cuda"]], "H100 (pinned)")
+
+
+def test_a_pool_off_the_class_without_fault_injection() -> None:
+    # the ROCm pool between the CUDA ones needs no requirement on a CUDA class: TP 1 needs
+    # 2,096 (module docstring), TP 8 keeps it
+    geometry = load_model(NANO)
+    cuda = create_engine_config(geometry, Settings(attention_backend="FLASH_ATTN"))
+    rocm = create_engine_config(geometry, Settings(attention_backend="ROCM_ATTN"))
+    pools = [
+        FixPool(geometry, cuda, 8, "prefill TP 8"),
+        FixPool(geometry, rocm, 8, "prefill/rocm"),
+        FixPool(geometry, cuda, 1, "decode TP 1"),
+    ]
+    assert prove_fix(pools, [(1, 2), (0, 2)], DEFAULT_PROFILE).block_size == 2096
+
+
+def test_run_cache_keeps_each_model_alive_for_the_run() -> None:
+    # RunCache.rank keys on id(model): a model freed by the caller must not hand its id,
+    # and its rank, to the next one (float16 vs bfloat16 state dtypes, as in the engine test)
+    base = load_model(NANO)
+    cache = fixes.RunCache()
+    for i in range(40):
+        dtype = ("float16", "bfloat16")[i % 2]
+        model = dataclasses.replace(base, model_dtype=dtype)
+        rank = cache.rank(model, create_engine_config(model, Settings()), 1)
+        assert rank.mamba_state_dtypes[0] == dtype
+        del model
