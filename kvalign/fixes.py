@@ -178,12 +178,17 @@ Scenario = tuple[str, list[EngineConfig | None]]
 
 
 def scenarios(pools: list[FixPool], cache: EngineCache) -> list[Scenario]:
-    """``(label, per-pool config)`` for each GPU class the unpinned pools may share;
+    """``(label, per-pool config)`` for each GPU class any unpinned pool may run on;
     pinned pools keep their own config. A pool whose backend cannot run on a class gets
     ``None`` there (it cannot be deployed on it). Each (pool settings, class) is resolved
     once through ``cache``."""
     unpinned = [p for p in pools if p.settings.gpu is None]
-    classes = gpu_classes(unpinned[0].settings) if unpinned else (None,)
+    # every class any unpinned pool may run on (a ROCm pool beside CUDA pools: the ROCm
+    # class and the CUDA ones), each once, in the order found
+    found: dict[GpuClass, None] = {}
+    for pool in unpinned:
+        found.update(dict.fromkeys(gpu_classes(pool.settings)))
+    classes: tuple[GpuClass | None, ...] = tuple(found) if unpinned else (None,)
     pinned = sorted({_gpu_name(p.settings) for p in pools if p.settings.gpu})
     out: list[Scenario] = []
     for cls in classes:

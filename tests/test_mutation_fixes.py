@@ -340,3 +340,19 @@ def test_run_cache_keeps_each_model_alive_for_the_run() -> None:
         rank = cache.rank(model, create_engine_config(model, Settings()), 1)
         assert rank.mamba_state_dtypes[0] == dtype
         del model
+
+
+def test_every_platform_of_the_unpinned_pools_is_checked() -> None:
+    # a ROCM_ATTN pool first and a FLASH_ATTN pool after it: the CUDA classes are the
+    # FLASH_ATTN pool's, so its raise (528 to 2,112 at TP 1 on every CUDA class, as in
+    # test_a_pool_that_cannot_run_on_a_class_is_skipped_there) is found; taking the classes
+    # from the first pool alone checked the ROCm class only and found nothing for it
+    geometry = load_model(NANO)
+    cuda = create_engine_config(geometry, Settings(block_size=528, attention_backend="FLASH_ATTN"))
+    rocm = create_engine_config(geometry, Settings(block_size=528, attention_backend="ROCM_ATTN"))
+    pools = [FixPool(geometry, rocm, 8, "prefill/rocm"), FixPool(geometry, cuda, 1, "decode TP 1")]
+    labels = [label for label, _ in fixes.scenarios(pools, fixes.RunCache())]
+    assert labels == ["ROCm (MI300X)", *(c.label for c in PLATFORM_CLASSES["cuda"])]
+    assert fixes.raised_by_pool(pools, fixes.RunCache())["decode TP 1"] == [
+        f"vLLM raises --block-size 528 to 2,112 on {CUDA_CLASSES}"
+    ]
