@@ -101,6 +101,8 @@ class ModelSource:
 
     def overrides(self) -> dict[str, object] | None:
         """``--hf-overrides`` parsed (``None`` when not given). Raises ``InvalidSettings``."""
+        if self.hf_overrides is None:  # the override module is imported only when needed
+            return None
         from kvalign.sources.overrides import parse_hf_overrides
 
         return parse_hf_overrides(self.hf_overrides)

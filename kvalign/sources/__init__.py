@@ -17,9 +17,11 @@ from typing import Any
 
 from kvalign.errors import ConfigNotFound, UnsupportedModel
 from kvalign.geometry import ModelGeometry
-from kvalign.sources import bundled, cache, catalog, hub
+from kvalign.sources import bundled, cache, catalog
 from kvalign.sources.config_file import parse_config_bytes, read_config_bytes
-from kvalign.sources.overrides import apply_hf_overrides
+
+# ``hub`` (a Hub download) and ``overrides`` (``--hf-overrides`` applied to a parsed
+# config) are imported where they are used: a bundled or cached model needs neither.
 
 __all__ = ["catalog", "load_model"]
 
@@ -70,6 +72,7 @@ def _geometry(
                 hit, model_id=model_id, config_path=str(config_path), source=source
             )
     from kvalign.sources.build import geometry_from_dict
+    from kvalign.sources.overrides import apply_hf_overrides
 
     raw = apply_hf_overrides(parse_config_bytes(data, config_path), hf_overrides)
     geometry = geometry_from_dict(
@@ -136,6 +139,8 @@ def load_model(
             _local_config(path), model_id=name, source="local", use_cache=use_cache,
             params=params, hf_overrides=hf_overrides,
         )  # fmt: skip
+    from kvalign.sources import hub
+
     if not hub.looks_like_repo_id(name):
         raise ConfigNotFound(
             f"{name}: not a bundled model, an existing path, or a Hub id of the form org/name "
@@ -164,6 +169,7 @@ def _remote_code_geometry(
 
     from kvalign.errors import InvalidConfig
     from kvalign.sources.build import geometry_from_dict
+    from kvalign.sources.overrides import apply_hf_overrides
 
     try:
         cfg = AutoConfig.from_pretrained(name, revision=revision, trust_remote_code=True)

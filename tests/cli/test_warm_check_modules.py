@@ -3,7 +3,10 @@
 ``kvalign check MODEL`` runs on the fast path (kvalign.cli.fast) and prints its table
 without rich when stdout is no terminal (kvalign.report.plain); packaging is imported
 only when a version range or a given version has to be parsed, and the cache's random
-key generator only when a key is created. Each probe runs a real command in a fresh
+key generator only when a key is created. Of kvalign's own modules, the other commands,
+the other report formats, the transformers-backed config builder and the Hub download
+(with ``--hf-overrides``) stay unimported: a bundled or cached model needs none of them.
+Each probe runs a real command in a fresh
 interpreter and lists the modules it loaded (a module set, not a timing).
 """
 
@@ -20,24 +23,42 @@ ROOT = Path(__file__).resolve().parents[2]
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 #: what a warm check (and a cold check of a bundled model) must not import
 NOT_LOADED = ("rich", "typer", "click", "pydantic", "packaging", "secrets")
+#: kvalign modules a warm check (and a cold check of a bundled model) must not import
+NOT_LOADED_KVALIGN = (
+    "kvalign.cli.app",
+    "kvalign.audit",
+    "kvalign.deploy",
+    "kvalign.shell",
+    "kvalign.explain",
+    "kvalign.plan",
+    "kvalign.survey",
+    "kvalign.rules",
+    "kvalign.report.json_format",
+    "kvalign.report.markdown",
+    "kvalign.sources.build",
+    "kvalign.sources.hub",
+    "kvalign.sources.overrides",
+)
 
 _PROBE = """
+import os
 import sys
 from kvalign.cli import main
 try:
     main({args!r})
 except SystemExit as exc:
     code = exc.code
-top = sorted({{m.split('.')[0] for m in sys.modules}})
-sys.stderr.write(f"exit={{code}} loaded={{' '.join(top)}}\\n")
+names = sorted({{m.split('.')[0] for m in sys.modules}} | set(sys.modules))
+# past kvalign's stderr guard, which bounds line length
+os.write(2, f"\\nexit={{code}} loaded={{' '.join(names)}}\\n".encode())
 """
 
 
 def _loaded(
     args: list[str], cache: Path, env: dict[str, str] | None = None
 ) -> tuple[int, set[str]]:
-    """(exit code, top-level modules loaded) of one ``kvalign`` run in a new process,
-    stdout a pipe (no terminal)."""
+    """(exit code, modules loaded: each full name and its top-level package) of one
+    ``kvalign`` run in a new process, stdout a pipe (no terminal)."""
     run_env = dict(os.environ, HF_HUB_OFFLINE="1", XDG_CACHE_HOME=str(cache), COLUMNS="200")
     for name in ("FORCE_COLOR", "TTY_COMPATIBLE"):
         run_env.pop(name, None)
@@ -65,12 +86,21 @@ def test_warm_check_loads_no_table_library(args: list[str], tmp_path: Path) -> N
     assert code == first and code in (0, 1)
     assert "kvalign" in loaded and "json" in loaded  # the probe saw the run's modules
     assert sorted(set(NOT_LOADED) & loaded) == []
+    assert sorted(set(NOT_LOADED_KVALIGN) & loaded) == []
 
 
 def test_cold_check_of_a_bundled_model_loads_no_table_library(tmp_path: Path) -> None:
     code, loaded = _loaded(["check", NANO, "--no-cache"], tmp_path)
     assert code == 0
     assert sorted(set(NOT_LOADED) & loaded) == []
+    assert sorted(set(NOT_LOADED_KVALIGN) & loaded) == []
+
+
+def test_an_hf_override_loads_the_override_module(tmp_path: Path) -> None:
+    # the module set follows the need: --hf-overrides is applied to the parsed config, so
+    # the bundled precomputed geometry is not used and the override module is imported
+    _, loaded = _loaded(["check", NANO, "--hf-overrides", '{"mamba_head_dim": 64}'], tmp_path)
+    assert "kvalign.sources.overrides" in loaded
 
 
 def test_a_terminal_asked_for_is_rich_and_a_version_given_is_packaging(tmp_path: Path) -> None:
