@@ -562,7 +562,8 @@ def check_speculative_method(settings: Settings, chosen: Resolved) -> None:
     mtp = sorted(name for name in accepted.names if name.endswith("_mtp"))
     others = sorted(name for name in accepted.names if not name.endswith("_mtp"))
     raise InvalidSettings(
-        f"--speculative-method {clean(bounded(repr(method), 80))}: vLLM {chosen.profile.name} "
+        f"--speculative-method (--speculative-config method) {clean(bounded(repr(method), 80))}: "
+        f"vLLM {chosen.profile.name} "
         f"refuses it at start-up (SpeculativeConfig.method is one of {', '.join(others)} "
         f"and {len(mtp)} *_mtp model types{basis})"
     )
@@ -863,6 +864,14 @@ def resolve_hidden_state_cache(
             or a config that names no ``hidden_size``.
     """
     if settings.speculative_method != EXTRACT_HIDDEN_STATES:
+        if settings.eagle_aux_hidden_state_layer_ids:
+            method = settings.speculative_method
+            given = "no method" if method is None else f"method {clean(bounded(repr(method), 80))}"
+            trail.notes.append(
+                "eagle_aux_hidden_state_layer_ids (--eagle-aux-hidden-state-layer-ids) size "
+                f"nothing without speculative method {EXTRACT_HIDDEN_STATES} ({given}): vLLM "
+                "adds no hidden-state KV-cache group for them"
+            )
         return None, 0
     rule = hidden_state_rule(chosen.release)
     if not rule:
