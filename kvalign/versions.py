@@ -510,7 +510,6 @@ def hidden_state_rule(release: str) -> int:
     return rule
 
 
-
 #: the names ``SpeculativeConfig.method`` accepts (the ``SpeculativeMethod`` Literal and
 #: the ``MTPModelTypes`` / ``EagleModelTypes`` ... Literals it unites,
 #: ``vllm/config/speculative.py``), as a chain: (first release read with the change, names

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kvalign.cli import app  # noqa: F401  (first: ``kvalign.cli.app`` stays typer's app)
 from kvalign.alignment import analyze_rank
+from kvalign.cli import app
 from kvalign.cli.app import main as typer_main
 from kvalign.cli.fast import main as fast_main
 from kvalign.engine import create_engine_config
