@@ -28,11 +28,13 @@ from kvalign.dtypes import (
 from kvalign.errors import InvalidSettings, KvalignError, NotModelled, UnsupportedModel
 from kvalign.families import kda
 from kvalign.geometry import AttentionGeometry, ModelGeometry
+from kvalign.sanitize import bounded, clean
 from kvalign.settings import Settings
 from kvalign.startup import mamba_block_size_problem, skip_layers_mamba_problem, stand_in_problem
 from kvalign.versions import (
     ARCHITECTURE_RELEASES,
     SKIP_LAYER_RELEASES,
+    SPECULATIVE_DEFAULT_TOKENS,
     Profile,
     Resolved,
     TransformersChoice,
@@ -41,6 +43,7 @@ from kvalign.versions import (
     hidden_state_rule,
     resolve,
     skip_layer_rules,
+    speculative_methods,
     transformers_for,
 )
 
@@ -537,6 +540,64 @@ def check_engine_args(settings: Settings) -> None:
             raise InvalidSettings(f"{flag_name} must be positive, got {value}")
 
 
+def check_speculative_method(settings: Settings, chosen: Resolved) -> None:
+    """Reject a ``--speculative-config`` ``method`` the release does not accept.
+
+    Mirrors the ``SpeculativeMethod`` Literal of ``SpeculativeConfig.method``
+    (``vllm/config/speculative.py``), which pydantic checks when
+    ``EngineArgs.create_speculative_config`` builds the config, before ``__post_init__``
+    renames ``*_mtp`` model types to ``mtp``
+    (:func:`kvalign.versions.speculative_methods`).
+
+    Raises:
+        InvalidSettings: a method name the release's Literal does not hold.
+    """
+    method = settings.speculative_method
+    if method is None:
+        return
+    accepted = speculative_methods(chosen.release)
+    if method in accepted.names:
+        return
+    basis = "" if accepted.basis == chosen.release else f", as read in {accepted.basis}"
+    mtp = sorted(name for name in accepted.names if name.endswith("_mtp"))
+    others = sorted(name for name in accepted.names if not name.endswith("_mtp"))
+    raise InvalidSettings(
+        f"--speculative-method (--speculative-config method) {clean(bounded(repr(method), 80))}: "
+        f"vLLM {chosen.profile.name} "
+        f"refuses it at start-up (SpeculativeConfig.method is one of {', '.join(others)} "
+        f"and {len(mtp)} *_mtp model types{basis})"
+    )
+
+
+def resolve_speculative_tokens(settings: Settings, chosen: Resolved, trail: _Trail) -> Settings:
+    """``settings`` with the ``num_speculative_tokens`` vLLM uses for a method given
+    without one (0).
+
+    Mirrors ``SpeculativeConfig``'s ``__post_init__`` and ``_verify_args``
+    (``vllm/config/speculative.py``, read in 0.11.1 → 0.33.0): ``suffix`` takes
+    ``suffix_decoding_max_tree_depth`` (24 by default,
+    :data:`kvalign.versions.SPECULATIVE_DEFAULT_TOKENS`); any other method fails at start-up
+    ("num_speculative_tokens must be provided"): without a draft ``model`` vLLM reads no
+    ``n_predict`` to take it from. Recorded as a start-up error; the sizing is still shown.
+    """
+    method = settings.speculative_method
+    if method is None or settings.num_speculative_tokens:
+        return settings
+    default = SPECULATIVE_DEFAULT_TOKENS.get(method)
+    if default is not None:
+        trail.add("num_speculative_tokens", str(default),
+                  f"--speculative-config method {method} without num_speculative_tokens: "
+                  f"vLLM takes suffix_decoding_max_tree_depth ({default})")  # fmt: skip
+        return replace(settings, num_speculative_tokens=default)
+    trail.startup_errors.append(
+        f"vLLM {chosen.profile.name} fails at start-up: --speculative-config method "
+        f"{method} needs num_speculative_tokens (--num-speculative-tokens, > 0); "
+        "SpeculativeConfig raises ValueError without it (only a draft model's n_predict or "
+        "suffix decoding supplies a default)"
+    )
+    return settings
+
+
 def resolve_model_config(
     geometry: ModelGeometry, settings: Settings, trail: _Trail
 ) -> tuple[Resolved, str]:
@@ -560,6 +621,7 @@ def resolve_model_config(
     trail.add("model_dtype", model_dtype,
               f"--dtype {settings.dtype} (config: {geometry.model_dtype})")  # fmt: skip
     check_engine_args(settings)
+    check_speculative_method(settings, chosen)
     problem = architecture_problem(geometry.architecture, chosen.release)
     if problem:
         raise UnsupportedModel(f"{geometry.model_id}: {problem}")
@@ -802,6 +864,14 @@ def resolve_hidden_state_cache(
             or a config that names no ``hidden_size``.
     """
     if settings.speculative_method != EXTRACT_HIDDEN_STATES:
+        if settings.eagle_aux_hidden_state_layer_ids:
+            method = settings.speculative_method
+            given = "no method" if method is None else f"method {clean(bounded(repr(method), 80))}"
+            trail.notes.append(
+                "eagle_aux_hidden_state_layer_ids (--eagle-aux-hidden-state-layer-ids) size "
+                f"nothing without speculative method {EXTRACT_HIDDEN_STATES} ({given}): vLLM "
+                "adds no hidden-state KV-cache group for them"
+            )
         return None, 0
     rule = hidden_state_rule(chosen.release)
     if not rule:
@@ -1096,6 +1166,7 @@ def create_engine_config(geometry: ModelGeometry, settings: Settings) -> EngineC
     """
     trail = _Trail()
     chosen, model_dtype = resolve_model_config(geometry, settings, trail)
+    settings = resolve_speculative_tokens(settings, chosen, trail)
     profile = chosen.profile
     geometry = resolve_stand_in(geometry, chosen, trail)
     prefix_caching = resolve_prefix_caching(geometry, settings, profile, trail)

@@ -510,6 +510,91 @@ def hidden_state_rule(release: str) -> int:
     return rule
 
 
+#: the names ``SpeculativeConfig.method`` accepts (the ``SpeculativeMethod`` Literal and
+#: the ``MTPModelTypes`` / ``EagleModelTypes`` ... Literals it unites,
+#: ``vllm/config/speculative.py``), as a chain: (first release read with the change, names
+#: added, names removed). The config is a pydantic dataclass: the Literal is checked when
+#: ``EngineArgs.create_speculative_config`` builds it, before ``__post_init__`` renames the
+#: ``*_mtp`` model types to ``mtp`` or infers a method from the draft model, so every
+#: accepted name is in the Literal. Read in 0.11.1, 0.14.0, 0.17.0, 0.18.0, 0.18.1, 0.19.0,
+#: 0.19.1, 0.20.0, 0.22.0 and 0.24.0 → 0.33.0 (:data:`SPECULATIVE_METHODS_READ`). A release
+#: not read takes the newest row at or below it (the nearest read release below it: a name
+#: added in a gap between two read releases counts from the later one); 0.10.x was not
+#: read and takes the 0.11.1 list.
+SPECULATIVE_METHOD_CHANGES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    (
+        "0.11.1",
+        ("ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "eagle", "eagle3",
+         "mtp", "deepseek_mtp", "mimo_mtp", "glm4_moe_mtp", "ernie_mtp", "qwen3_next_mtp",
+         "longcat_flash_mtp", "pangu_ultra_moe_mtp"),
+        (),
+    ),
+    ("0.14.0", ("exaone_moe_mtp",), ()),
+    (
+        "0.17.0",
+        ("extract_hidden_states", "glm4_moe_lite_mtp", "glm_ocr_mtp", "nemotron_h_mtp",
+         "qwen3_5_mtp", "step3p5_mtp"),
+        (),
+    ),
+    ("0.18.0", ("ngram_gpu",), ()),
+    ("0.20.0", ("exaone4_5_mtp", "hy_v3_mtp", "dflash"), ()),
+    ("0.22.0", ("custom_class", "mimo_v2_mtp", "gemma4_mtp"), ()),
+    ("0.24.0", ("minimax_m3_mtp",), ()),
+    ("0.25.0", ("bailing_hybrid_mtp", "dspark"), ()),
+    ("0.26.0", ("inkling_mtp",), ()),
+    ("0.27.1", ("kimi_k3_mtp",), ()),
+    ("0.28.0", ("dots3_note_mtp", "bailing_hybrid_v3_mtp"), ()),
+    ("0.29.0", ("qwen4_exp_mtp", "hy_v4_mtp"), ()),
+    ("0.30.0", ("glm5_next_mtp",), ()),
+    ("0.33.0", ("step5_mtp",), ("medusa", "mlp_speculator")),
+)  # fmt: skip
+
+#: the releases whose ``SpeculativeMethod`` Literal was read for
+#: :data:`SPECULATIVE_METHOD_CHANGES`.
+SPECULATIVE_METHODS_READ: tuple[str, ...] = (
+    "0.11.1", "0.14.0", "0.17.0", "0.18.0", "0.18.1", "0.19.0", "0.19.1", "0.20.0", "0.22.0",
+    "0.24.0", "0.25.0", "0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0",
+    "0.33.0",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SpeculativeMethods:
+    """The method names one release accepts (:data:`SPECULATIVE_METHOD_CHANGES`).
+
+    Attributes:
+        names: the accepted ``method`` values.
+        basis: the read release whose list applies (the release itself when it was read).
+    """
+
+    names: frozenset[str]
+    basis: str
+
+
+def speculative_methods(release: str) -> SpeculativeMethods:
+    """The ``SpeculativeConfig.method`` names vLLM ``release`` accepts, and the read
+    release they come from (:data:`SPECULATIVE_METHOD_CHANGES`)."""
+    names: set[str] = set()
+    for first, added, removed in SPECULATIVE_METHOD_CHANGES:
+        if first != SPECULATIVE_METHOD_CHANGES[0][0] and not _at_least(release, first):
+            break
+        names = (names | set(added)) - set(removed)
+    basis = SPECULATIVE_METHODS_READ[0]
+    for read in SPECULATIVE_METHODS_READ:
+        if _at_least(release, read):
+            basis = read
+    return SpeculativeMethods(frozenset(names), basis)
+
+
+#: the methods that give ``num_speculative_tokens`` themselves when it is not given and no
+#: draft ``model`` is named: ``suffix`` takes ``suffix_decoding_max_tree_depth`` (default 24,
+#: ``SpeculativeConfig._validate_suffix_decoding``). Every other method needs the count
+#: (``_verify_args``: "num_speculative_tokens must be provided"); a draft model's
+#: ``n_predict`` is read only when ``model`` is named, and without ``model`` ``__post_init__``
+#: fills it in only when the count is given. Read in every release of
+#: :data:`SPECULATIVE_METHODS_READ`.
+SPECULATIVE_DEFAULT_TOKENS: dict[str, int] = {"suffix": 24}
+
 #: the transformers range each vLLM release declares (``Requires-Dist: transformers`` in its
 #: wheel's METADATA), as a chain: (first release, specifier, releases read). A release takes
 #: the row of the newest ``first`` at or below it. Read in the published wheels.

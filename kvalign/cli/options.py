@@ -221,8 +221,9 @@ SpecMethodOpt = Annotated[
     str | None,
     typer.Option(
         "--speculative-method",
-        help="vLLM --speculative-config method (e.g. extract_hidden_states, whose "
-        "hidden-state layer is a KV-cache group of its own).",
+        help="vLLM --speculative-config method, one the release knows (e.g. mtp, eagle3, "
+        "extract_hidden_states, whose hidden-state layer is a KV-cache group of its own); "
+        "give --num-speculative-tokens too (vLLM defaults it only for suffix: 24).",
         show_default=False,
     ),
 ]

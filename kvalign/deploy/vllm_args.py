@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from kvalign.backends import AUTO_BACKEND
-from kvalign.errors import InvalidSettings
+from kvalign.errors import InvalidSettings, NotModelled
 from kvalign.numbers import MAX_DIGITS, parse_int, quoted
 from kvalign.safeio import JsonProblem, parse_json
 from kvalign.settings import Settings
@@ -490,6 +490,27 @@ def _aux_layer_ids(spec: Mapping[str, Any]) -> tuple[int, ...] | None:
     return tuple(_int(i, flag) for i in ids)
 
 
+def _draft_count_check(spec: Mapping[str, Any], method: str | None) -> None:
+    """A ``--speculative-config`` naming a ``method`` and a draft ``model`` but no
+    ``num_speculative_tokens``: vLLM takes the count from the draft model's config
+    (``n_predict``, ``SpeculativeConfig.__post_init__``, ``vllm/config/speculative.py``,
+    read in 0.11.1 → 0.33.0), which kvalign does not read.
+
+    Raises:
+        NotModelled: that combination (the launch is not evaluated).
+    """
+    if method is None or spec.get("num_speculative_tokens") is not None:
+        return
+    if spec.get("model") is None or method == "suffix":
+        return
+    raise NotModelled(
+        "--speculative-config: method "
+        f"{quoted(method)} with a draft model and no num_speculative_tokens: vLLM takes "
+        "the count from the draft model's n_predict, which kvalign does not read; give "
+        "num_speculative_tokens"
+    )
+
+
 def _spec_method(spec: Mapping[str, Any]) -> str | None:
     """``method`` of a ``--speculative-config`` object (``None`` when absent or ``null``).
 
@@ -501,6 +522,7 @@ def _spec_method(spec: Mapping[str, Any]) -> str | None:
     """
     method = spec.get("method")
     if method is None or isinstance(method, str):
+        _draft_count_check(spec, method)
         return method
     raise InvalidSettings(
         f"--speculative-config.method: expected a method name (a JSON string), got "

@@ -368,17 +368,16 @@ def test_cli_table_says_when_no_block_size_exists() -> None:
 def test_emit_keeps_skip_layers_and_the_hidden_state_method(tmp_path: Path) -> None:
     # LFM2-1.2B fp8 with layer 2 skipped is 32 on 0.33 (skip-layers-0.33.0.jsonl); the
     # snippet must launch what was planned: the skip list in vLLM's nargs="+" spelling and
-    # no num_speculative_tokens 0, which vLLM's SpeculativeConfig refuses (Field(gt=0),
-    # vllm/config/speculative.py)
+    # the method with its count (SpeculativeConfig refuses a method without
+    # num_speculative_tokens, _verify_args, and 0, Field(gt=0), vllm/config/speculative.py)
     p = _plan(LFM2, 1, 1, kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("2", "5"),
-              speculative_method="extract_hidden_states",
+              speculative_method="extract_hidden_states", num_speculative_tokens=1,
               eagle_aux_hidden_state_layer_ids=(1, 2), vllm_version="0.33.0")  # fmt: skip
     assert p.block_size == 32
     text = emit(p, "vllm-args")
     assert text.count(" --kv-cache-dtype-skip-layers 2 5 ") == 2
-    spec = '{"method":"extract_hidden_states","draft_model_config":{"hf_config":'
-    assert text.count(spec + '{"eagle_aux_hidden_state_layer_ids":[1,2]}}}') == 2
-    assert "num_speculative_tokens" not in text
+    spec = '{"method":"extract_hidden_states","num_speculative_tokens":1,"draft_model_config":'
+    assert text.count(spec + '{"hf_config":{"eagle_aux_hidden_state_layer_ids":[1,2]}}}') == 2
     path = tmp_path / "serve.sh"
     path.write_text(text, encoding="utf-8")
     done = runner.invoke(app, ["audit", str(path), "--vllm-version", "0.33.0", "--format", "json"])
