@@ -28,6 +28,7 @@ from kvalign.cli.fast import COMMANDS, parse
 from kvalign.cli.fast import main as fast_main
 from kvalign.cli.matrix import matrix
 from kvalign.cli.output import OutputFormat
+from tests.cli.entry import outcome
 
 ROOT = Path(__file__).resolve().parents[2]
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
@@ -133,22 +134,9 @@ def test_fast_table_is_typers(command: Callable[..., None]) -> None:
 
 
 # ---- same stdout, stderr and exit code as typer ------------------------------------------
-def _outcome(
-    entry: Callable[[list[str]], None], args: list[str], capsys: pytest.CaptureFixture[str]
-) -> tuple[str, str, object]:
-    capsys.readouterr()
-    try:
-        entry(list(args))
-        code: object = "returned"
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return out, err, code
-
-
 def _same_as_typer(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[str, str, object]:
-    typer_outcome = _outcome(typer_main, args, capsys)
-    fast_outcome = _outcome(fast_main, args, capsys)
+    typer_outcome = outcome(typer_main, args, capsys)
+    fast_outcome = outcome(fast_main, args, capsys)
     assert fast_outcome == typer_outcome
     return fast_outcome
 
@@ -254,7 +242,7 @@ def test_exit_codes_of_known_lines(capsys: pytest.CaptureFixture[str]) -> None:
     """The fast path's codes themselves: Nemotron-3 Nano at prefill TP 8 → decode TP 1
     fails the gate (exit 1, the README's demo: `make demo` accepts only 1); an unknown
     model is bad input (2); ``--block-size 0`` is below typer's minimum (usage, 2)."""
-    assert _outcome(fast_main, ["check", NANO, "--prefill-tp", "8", "--decode-tp", "1"],
+    assert outcome(fast_main, ["check", NANO, "--prefill-tp", "8", "--decode-tp", "1"],
                     capsys)[2] == 1  # fmt: skip
-    assert _outcome(fast_main, ["check", "no-such-org/no-such-model"], capsys)[2] == 2
-    assert _outcome(fast_main, ["check", NANO, "--block-size", "0"], capsys)[2] == 2
+    assert outcome(fast_main, ["check", "no-such-org/no-such-model"], capsys)[2] == 2
+    assert outcome(fast_main, ["check", NANO, "--block-size", "0"], capsys)[2] == 2

@@ -12,22 +12,10 @@ import pytest
 from kvalign.cli import app  # noqa: F401  (first: ``kvalign.cli.app`` stays typer's app)
 from kvalign.cli.app import main as typer_main
 from kvalign.cli.fast import main as fast_main
+from tests.cli.entry import outcome
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 AUX = "--eagle-aux-hidden-state-layer-ids"
-
-
-def _run(
-    entry: Callable[[list[str]], None], args: list[str], capsys: pytest.CaptureFixture[str]
-) -> tuple[str, str, object]:
-    capsys.readouterr()
-    try:
-        entry(list(args))
-        code: object = "returned"
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return out, err, code
 
 
 @pytest.mark.parametrize(
@@ -46,7 +34,7 @@ def test_bad_aux_layer_id_is_one_line_exit_2(
     value: str, entry: Callable[[list[str]], None], capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ["check", NANO, "--speculative-method", "extract_hidden_states", AUX, value]
-    out, err, code = _run(entry, args, capsys)
+    out, err, code = outcome(entry, args, capsys)
     assert out == ""
     assert code == 2
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
@@ -61,7 +49,7 @@ def test_bad_aux_layer_id_with_format_json_prints_an_error_document(
     command: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = [*command, AUX, "1.5", "--format", "json"]
-    out, err, code = _run(typer_main, args, capsys)
+    out, err, code = outcome(typer_main, args, capsys)
     assert code == 2
     document = json.loads(out)
     assert document["error"] == {
@@ -81,7 +69,7 @@ def test_extract_hidden_states_without_layer_ids_fails_at_start_up_with_the_prop
     # builds that proposer before any KV-cache spec is grouped: no ZeroDivisionError
     args = ["check", NANO, "--speculative-method", "extract_hidden_states",
             "--vllm-version", release, "--format", "json"]  # fmt: skip
-    out, _err, code = _run(fast_main, args, capsys)
+    out, _err, code = outcome(fast_main, args, capsys)
     assert code == 1
     (pair,) = json.loads(out)["pairs"]
     assert pair["verdict"] == "invalid"
@@ -102,12 +90,12 @@ def test_settings_line_names_the_skip_list_and_speculative_method(
     given = ["check", NANO, "--prefill-tp", "2", "--decode-tp", "1", "--kv-cache-dtype", "fp8",
              "--kv-cache-dtype-skip-layers", "0,5,\x1b[31m", "--num-speculative-tokens", "1",
              "--speculative-method", "extract_hidden_states", AUX, "1,2,3"]  # fmt: skip
-    out, _, _ = _run(entry, given, capsys)
+    out, _, _ = outcome(entry, given, capsys)
     line = next(x for x in out.splitlines() if "vllm-version=" in x)
     assert line.endswith(
         "vllm-version=newest profile kv-cache-dtype-skip-layers=0,5,'\\x1b[31m' "
         "speculative-method=extract_hidden_states eagle-aux-hidden-state-layer-ids=1,2,3"
     )
-    out, _, _ = _run(entry, ["check", NANO, "--prefill-tp", "2", "--decode-tp", "1"], capsys)
+    out, _, _ = outcome(entry, ["check", NANO, "--prefill-tp", "2", "--decode-tp", "1"], capsys)
     line = next(x for x in out.splitlines() if "vllm-version=" in x)
     assert line.endswith("vllm-version=newest profile")

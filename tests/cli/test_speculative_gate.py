@@ -19,6 +19,8 @@ from kvalign.engine import create_engine_config
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import speculative_methods
+from tests.audit.test_audit_speculative import _pair
+from tests.cli.entry import outcome
 
 runner = CliRunner()
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
@@ -52,25 +54,12 @@ def test_a_release_not_read_takes_the_nearest_read_release_below() -> None:
 
 
 # ---- check: an unknown name is exit 2 --------------------------------------------------
-def _run(
-    entry: Callable[[list[str]], None], args: list[str], capsys: pytest.CaptureFixture[str]
-) -> tuple[str, str, object]:
-    capsys.readouterr()
-    try:
-        entry(list(args))
-        code: object = "returned"
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return out, err, code
-
-
 @pytest.mark.parametrize("entry", [fast_main, typer_main], ids=["fast", "typer"])
 def test_an_unknown_method_is_one_line_exit_2(
     entry: Callable[[list[str]], None], capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ["check", LFM2, "--speculative-method", "bogus", "--num-speculative-tokens", "1"]
-    out, err, code = _run(entry, args, capsys)
+    out, err, code = outcome(entry, args, capsys)
     assert code == 2 and out == ""
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert "--speculative-method" in err and "'bogus'" in err and "vLLM 0.33 refuses" in err
@@ -121,19 +110,6 @@ def test_suffix_takes_the_tree_depth_as_its_count() -> None:
 
 
 # ---- audit ------------------------------------------------------------------------------
-def _pair(tmp_path: Path, spec: str) -> Path:
-    transfer = '\'{"kv_connector":"NixlConnector","kv_role":"%s"}\''
-    base = f"vllm serve {LFM2} --speculative-config '{spec}'"
-    script = tmp_path / "serve.sh"
-    script.write_text(
-        "#!/bin/sh\n"
-        f"{base} --kv-transfer-config {transfer % 'kv_producer'} &\n"
-        f"{base} --kv-transfer-config {transfer % 'kv_consumer'} &\n",
-        encoding="utf-8",
-    )
-    return script
-
-
 def test_audit_does_not_evaluate_an_unknown_method(tmp_path: Path) -> None:
     script = _pair(tmp_path, '{"method": "bogus", "num_speculative_tokens": 1}')
     done = runner.invoke(app, ["audit", str(script), "--vllm-version", "0.33.0"])
