@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import sys
+from collections.abc import Iterator
 from enum import Enum
 from typing import Annotated
 
@@ -186,7 +189,36 @@ def audit(
             _say((*outcome.unevaluated_messages(), f"{audit_report.headline(report)}"))
         return report.exit_code()
 
-    raise typer.Exit(guarded(run))
+    with few_collections():
+        code = guarded(run)
+    raise typer.Exit(code)
+
+
+#: the cyclic collector's thresholds during an audit (:func:`few_collections`).
+AUDIT_GC_THRESHOLDS = (20_000, 10, 10)
+
+
+@contextlib.contextmanager
+def few_collections() -> Iterator[None]:
+    """Run the block with the cyclic garbage collector's start-up objects frozen
+    (``gc.freeze``: the imported modules are never traversed again) and its thresholds
+    raised to :data:`AUDIT_GC_THRESHOLDS`; both restored afterwards.
+
+    An audit keeps every file's deployment until the report is written, so with the
+    default thresholds (700, 10, 10) the collector walks an ever larger heap: about a
+    fifth of a 10,000-file audit's CPU time, for the few cycles it frees (a YAML
+    loader per file, mostly). With 20,000 the young generation still frees those
+    cycles (peak memory grows by about a tenth); reference counting frees everything
+    else as always.
+    """
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(*AUDIT_GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 def _say(messages: tuple[str, ...]) -> None:
