@@ -332,9 +332,9 @@ def _yaml_module() -> Any:
 
 
 #: most (node kind, value, implicit) → tag answers :func:`_loader_class`'s loader keeps
-#: (then it starts again: a hostile file of distinct scalars cannot grow it further).
+#: (the least recently used go first: a hostile file of distinct scalars cannot grow it
+#: further).
 _MAX_TAGS = 65_536
-_TAGS: dict[tuple[Any, Any, Any], str] = {}
 _LOADER: Any = None
 
 
@@ -343,26 +343,36 @@ def _loader_class() -> Any:
     is kept per (node kind, value, implicit): the composer asks it for every node, and a
     folder of manifests repeats its keys and values. The answer is PyYAML's own
     (``BaseResolver.resolve``), a function of those three alone while no path resolver
-    is registered (the safe loader has none; with one, nothing is kept)."""
+    is registered (the safe loader has none; with one, the loader is PyYAML's as is).
+
+    Without path resolvers PyYAML's ``descend_resolver`` / ``ascend_resolver``, which
+    the composer calls around every node, return at once; they are replaced by C
+    callables that do nothing either (``{}.get`` of the two arguments, ``tuple()``), and
+    the kept answers are looked up by ``functools.lru_cache`` in C: no Python frame per
+    node."""
     global _LOADER
     if _LOADER is None:
+        import functools
+
         yaml = _yaml_module()
         base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        tags = _TAGS
-
-        def resolve(self: Any, kind: Any, value: Any, implicit: Any) -> Any:
-            if self.yaml_path_resolvers:  # pragma: no cover - the safe loader has none
-                return base.resolve(self, kind, value, implicit)
-            key = (kind, value, implicit)
-            tag = tags.get(key)
-            if tag is None:
-                tag = base.resolve(self, kind, value, implicit)
-                if len(tags) >= _MAX_TAGS:
-                    tags.clear()
-                tags[key] = tag
-            return tag
-
-        _LOADER = type("KvalignSafeLoader", (base,), {"resolve": resolve})
+        if base.yaml_path_resolvers:  # pragma: no cover - the safe loader has none
+            _LOADER = base
+            return _LOADER
+        probe = yaml.resolver.Resolver()  # resolve() reads only the class's resolvers
+        # the loader's own resolvers (a subclass may add implicit ones to its copy)
+        probe.yaml_implicit_resolvers = base.yaml_implicit_resolvers
+        resolve = functools.lru_cache(maxsize=_MAX_TAGS)(probe.resolve)
+        _LOADER = type(
+            "KvalignSafeLoader",
+            (base,),
+            {
+                "resolve": staticmethod(resolve),
+                # (parent, index) -> index; () -> (): what PyYAML's do without path resolvers
+                "descend_resolver": staticmethod({}.get),
+                "ascend_resolver": staticmethod(tuple),
+            },
+        )
     return _LOADER
 
 
@@ -500,19 +510,20 @@ def _build_tree(root: Any, loader: Any) -> Any:
                 raise _NotPlain
             nodes[0] += 2 * len(pairs)
             data: dict[Any, Any] = {}
-            seen: set[tuple[str, str]] = set()
             for key_node, value_node in pairs:
                 if key_node.__class__ is not scalar_node:
                     raise _NotPlain
-                marker = (key_node.tag, key_node.value)
-                if marker in seen:
-                    raise _NotPlain
-                seen.add(marker)
-                key = scalar(key_node)
-                if value_node.__class__ is scalar_node:
-                    data[key] = scalar(value_node)
-                else:
+                key = key_node.value if key_node.tag == str_tag else scalar(key_node)
+                if value_node.__class__ is not scalar_node:
                     data[key] = build(value_node, depth + 1)
+                elif value_node.tag == str_tag:
+                    data[key] = value_node.value
+                else:
+                    data[key] = scalar(value_node)
+            if len(data) != len(pairs):
+                # two keys built alike (the same tag and text, a duplicate; or e.g. 1 and
+                # 0x1): the checked path tells which, and raises or builds as PyYAML does
+                raise _NotPlain
             return data
         if kind is sequence_node:
             if node.tag != _SEQ_TAG:
@@ -524,7 +535,9 @@ def _build_tree(root: Any, loader: Any) -> Any:
                 raise _NotPlain
             nodes[0] += len(items)
             return [
-                scalar(item) if item.__class__ is scalar_node else build(item, depth + 1)
+                (item.value if item.tag == str_tag else scalar(item))
+                if item.__class__ is scalar_node
+                else build(item, depth + 1)
                 for item in items
             ]
         if kind is scalar_node:
