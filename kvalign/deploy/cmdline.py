@@ -21,6 +21,7 @@ alternative (named ``command-N.a``, ``command-N.b``), with a note listing them.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
 from collections.abc import Callable, Mapping
 from pathlib import PurePath
@@ -36,7 +37,7 @@ from kvalign.deploy.common import (
 )
 from kvalign.deploy.interface import Source
 from kvalign.deploy.model import Deployment, Location, Pool, Problem
-from kvalign.deploy.vllm_args import dynamo_worker, serve_arguments
+from kvalign.deploy.vllm_args import VllmArgs, dynamo_worker, serve_arguments
 from kvalign.errors import InvalidSettings
 from kvalign.shell import UNRESOLVED, Command, Script, is_shell, shown
 from kvalign.shell import evaluate as evaluate_shell
@@ -152,11 +153,23 @@ def _hint(command: Command, single: bool, file: str) -> str:
     return ""
 
 
+#: the parsed arguments two alternatives are compared on: every field of
+#: :class:`VllmArgs` its equality compares but the flags kvalign ignores.
+_SIGNATURE_FIELDS = operator.attrgetter(
+    *(
+        f.name
+        for f in dataclasses.fields(VllmArgs)
+        if f.compare and f.name not in ("unknown", "unresolved", "unresolved_noted")
+    )
+)
+
+
 def signature(pool: Pool) -> tuple[Any, ...]:
     """What makes two pools read from alternatives of one command different: role, model,
-    sizes, settings and parsed arguments (not flags kvalign ignores)."""
-    args = dataclasses.replace(pool.args, unknown=(), unresolved=(), unresolved_noted=())
-    return (pool.role, pool.model, pool.tp, pool.dp, pool.settings, args)
+    sizes, settings and parsed arguments (not flags kvalign ignores): equal for two pools
+    exactly when their ``args`` with those flags emptied (``dataclasses.replace``) are
+    equal, without building them."""
+    return (pool.role, pool.model, pool.tp, pool.dp, pool.settings, _SIGNATURE_FIELDS(pool.args))
 
 
 def differences(commands: list[Command]) -> list[str]:
