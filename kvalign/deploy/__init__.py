@@ -323,7 +323,17 @@ def _walk(path: Path, notes: list[Problem] | None) -> list[Path]:
     included, symbolic links to folders followed (each real folder once: a link to a
     folder already scanned, or one that loops back, is noted and not read twice), but not
     :data:`_NOT_SCANNED` folders nor virtual environments."""
-    entries: list[Path] = []
+    return [child for child, _, _ in _walk_typed(path, notes)]
+
+
+def _walk_typed(path: Path, notes: list[Problem] | None) -> list[tuple[Path, bool, bool]]:
+    """:func:`_walk`'s entries, each with whether it is a symbolic link and (for one that
+    is not) whether it is a regular file, as the folder listing tells (``os.scandir``:
+    no ``stat`` per file). Lists the folders as ``os.walk`` does (top-down, a folder that
+    cannot be listed is left out, links to folders not entered but followed afterwards);
+    a folder that is not a link is at its parent's real path joined with its name, so
+    no ``realpath`` per folder either."""
+    entries: list[tuple[str, bool, bool]] = []
     seen: set[str] = set()
     pending = [path]
     while pending:
@@ -342,22 +352,38 @@ def _walk(path: Path, notes: list[Problem] | None) -> list[Path]:
             continue
         seen.add(real)
         links: list[Path] = []
-        for root, dirs, names in os.walk(folder):
-            here = Path(root)
-            kept = []
-            for name in dirs:
-                child = here / name
-                if name in _NOT_SCANNED or (child / "pyvenv.cfg").is_file():
+        folders = [(str(folder), real)]
+        while folders:
+            top, real_top = folders.pop()
+            try:
+                with os.scandir(top) as listing:
+                    found = list(listing)
+            except OSError:
+                continue  # as os.walk without onerror
+            for entry in found:
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                name = entry.name
+                child = os.path.join(top, name)
+                if not is_dir:
+                    link = entry.is_symlink()
+                    entries.append((child, link, not link and entry.is_file()))
                     continue
-                if child.is_symlink():
-                    links.append(child)
+                if name in _NOT_SCANNED or Path(child, "pyvenv.cfg").is_file():
+                    continue
+                if entry.is_symlink():
+                    links.append(Path(child))
                 else:
-                    kept.append(name)
-                    seen.add(os.path.realpath(child))
-            dirs[:] = kept
-            entries += (here / name for name in names)
+                    real_child = os.path.join(real_top, name)
+                    seen.add(real_child)
+                    folders.append((child, real_child))
         pending += sorted(links, reverse=True)
-    return sorted(entries)
+    # sorted as the paths sort (part by part): every entry starts with the scanned
+    # folder's text, so splitting at "/" orders them as their parts do
+    entries.sort(key=lambda entry: entry[0].split("/"))
+    return [(Path(child), link, regular) for child, link, regular in entries]
 
 
 #: documentation (a README with ``vllm serve`` in a code block): never sniffed as a launch.
@@ -381,17 +407,18 @@ def _scanned(
     with those suffixes that dangles, a FIFO, socket or device. ``notes`` receives one
     note per symbolic link to a folder read already."""
     files: list[Path] = []
-    for child in _walk(path, notes):
-        loop = child.is_symlink() and _loops(child)
-        wanted = child.suffix.lower() in SUFFIXES or justfile.is_justfile(child.name)
+    for child, link, regular in _walk_typed(path, notes):
+        loop = link and _loops(child)
+        suffix = child.suffix.lower()
+        wanted = suffix in SUFFIXES or justfile.is_justfile(child.name)
         if not wanted and not loop:
-            documentation = child.suffix.lower() in DOCUMENTATION
-            if others is not None and child.is_file() and not documentation:
+            documentation = suffix in DOCUMENTATION
+            if others is not None and (child.is_file() if link else regular) and not documentation:
                 others.append(child)
             continue
-        if child.is_file():
+        if child.is_file() if link else regular:
             files.append(child)
-        elif child.is_symlink() and not child.exists():
+        elif link and not child.exists():
             if unread is not None:
                 unread.append(
                     Problem(

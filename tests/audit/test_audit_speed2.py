@@ -4,6 +4,7 @@ replaces gives, and the run-wide state it changes is restored."""
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,64 @@ def test_the_loader_resolves_tags_as_pyyaml_and_keeps_no_path_state() -> None:
         )
     assert loader.descend_resolver(None, None) is None
     assert loader.ascend_resolver() == ()
+
+
+def test_signature_compares_what_the_emptied_arguments_compare() -> None:
+    # two alternatives that differ only in flags kvalign ignores are one pool; a
+    # different --block-size is another
+    import dataclasses
+
+    from kvalign.deploy.cmdline import signature
+    from kvalign.deploy.model import Location, Pool
+    from kvalign.deploy.vllm_args import VllmArgs
+    from kvalign.settings import Settings
+
+    def pool(**args: object) -> Pool:
+        return Pool(
+            role="prefill",
+            name="p",
+            model="m/m",
+            tp=1,
+            dp=1,
+            settings=Settings(),
+            args=VllmArgs(**args),  # type: ignore[arg-type]
+            location=Location("f.sh", 1),
+        )
+
+    plain = pool(block_size=16)
+    noisy = pool(block_size=16, unknown=("--foo",), unresolved=("$X",), unresolved_noted=("$X",))
+    other = pool(block_size=32)
+    assert signature(plain) == signature(noisy)
+    assert hash(signature(plain)) == hash(signature(noisy))
+    assert signature(plain) != signature(other)
+    emptied = dataclasses.replace(noisy.args, unknown=(), unresolved=(), unresolved_noted=())
+    assert emptied == plain.args
+
+
+def test_the_typed_walk_tells_links_and_regular_files_as_pathlib(tmp_path: Path) -> None:
+    import os
+
+    from kvalign.deploy import _walk, _walk_typed
+
+    (tmp_path / "a-b").mkdir()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.yaml").write_text("k: v\n")
+    (tmp_path / "a-b" / "y.sh").write_text("echo\n")
+    (tmp_path / "a.txt").write_text("t\n")
+    os.symlink(tmp_path / "a" / "x.yaml", tmp_path / "link.yaml")
+    os.symlink(tmp_path / "missing", tmp_path / "dangling.yaml")
+    os.mkfifo(tmp_path / "fifo.yaml")
+    typed = _walk_typed(tmp_path, [])
+    # sorted part by part, as paths sort ("a/x.yaml" before "a-b/y.sh", unlike the text)
+    assert [child for child, _, _ in typed] == sorted(child for child, _, _ in typed)
+    assert [child.relative_to(tmp_path).as_posix() for child in _walk(tmp_path, [])] == [
+        "a/x.yaml",
+        "a-b/y.sh",
+        "a.txt",
+        "dangling.yaml",
+        "fifo.yaml",
+        "link.yaml",
+    ]
+    for child, link, regular in typed:
+        assert link == child.is_symlink()
+        assert link or regular == child.is_file()
