@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import os
-import sys
-from collections.abc import Iterator
-from enum import Enum
 from typing import Annotated
 
 import typer
 
-from kvalign.cli.exit import guarded
-from kvalign.cli.options import FailOn, FailOnOpt, NoCacheOpt, VersionOpt, warn_beyond_newest
-from kvalign.cli.output import AUDIT, AuditFormat, View
-from kvalign.errors import KvalignError
+from kvalign.cli.audit_run import (
+    AUDIT_GC_THRESHOLDS,
+    PairByChoice,
+    execute,
+    few_collections,
+)
+from kvalign.cli.options import FailOn, FailOnOpt, NoCacheOpt, VersionOpt
+from kvalign.cli.output import AuditFormat
 
-
-class PairByChoice(str, Enum):
-    """``kvalign audit --pair-by`` values (:mod:`kvalign.grouping`)."""
-
-    label = "label"
-    file = "file"
-    model = "model"
+__all__ = ["AUDIT_GC_THRESHOLDS", "PairByChoice", "audit", "few_collections"]
 
 
 def audit(
@@ -135,10 +127,7 @@ def audit(
     3 a file could not be evaluated.
     """
 
-    from kvalign.auditing import AuditRequest, AuditStopped
-    from kvalign.auditing import run as run_audit
-    from kvalign.report import audit as audit_report
-    from kvalign.safeio import write_output
+    from kvalign.auditing import AuditRequest
 
     request = AuditRequest(
         paths=tuple(paths),
@@ -156,72 +145,4 @@ def audit(
         fail_on=fail_on.value,
         output=output,
     )
-
-    def run() -> int:
-        warn_beyond_newest(vllm_version)
-        try:
-            outcome = run_audit(request)
-        except AuditStopped as exc:
-            # the reasons behind "nothing found" (e.g. an image not recognised as vLLM)
-            # are kept for --verbose; --format json still prints a document
-            _say(exc.messages)
-            if output_format is AuditFormat.json:
-                text = audit_report.error_to_json(str(exc), exc.exit_code, list(exc.notes)) + "\n"
-                # an error never replaces an existing file (it may be an input)
-                if output is None or os.path.lexists(output):
-                    typer.echo(text, nl=False)
-                else:
-                    try:
-                        write_output(output, text)
-                    except KvalignError:
-                        typer.echo(text, nl=False)
-            raise
-        _say(outcome.messages)
-        report = outcome.report
-        view = View(
-            fail_on.value,
-            None if output is None else audit_report.FILE_WIDTH,
-            verbose=verbose,
-            quiet=quiet,
-        )
-        AUDIT.emit(report, output_format, view, output)
-        if output is not None:  # the report went to a file: say why exit 3 here, once
-            _say((*outcome.unevaluated_messages(), f"{audit_report.headline(report)}"))
-        return report.exit_code()
-
-    with few_collections():
-        code = guarded(run)
-    raise typer.Exit(code)
-
-
-#: the cyclic collector's thresholds during an audit (:func:`few_collections`).
-AUDIT_GC_THRESHOLDS = (20_000, 10, 10)
-
-
-@contextlib.contextmanager
-def few_collections() -> Iterator[None]:
-    """Run the block with the cyclic garbage collector's start-up objects frozen
-    (``gc.freeze``: the imported modules are never traversed again) and its thresholds
-    raised to :data:`AUDIT_GC_THRESHOLDS`; both restored afterwards.
-
-    An audit keeps every file's deployment until the report is written, so with the
-    default thresholds (700, 10, 10) the collector walks an ever larger heap: about a
-    fifth of a 10,000-file audit's CPU time, for the few cycles it frees (a YAML
-    loader per file, mostly). With 20,000 the young generation still frees those
-    cycles (peak memory grows by about a tenth); reference counting frees everything
-    else as always.
-    """
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(*AUDIT_GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
-
-
-def _say(messages: tuple[str, ...]) -> None:
-    """Library messages on stderr, one ``kvalign: `` line each."""
-    for message in messages:
-        sys.stderr.write(f"kvalign: {message}\n")
+    raise typer.Exit(execute(request, output_format, verbose=verbose, quiet=quiet))

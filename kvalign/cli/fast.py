@@ -20,7 +20,7 @@ import sys
 from enum import Enum
 from typing import Any
 
-from kvalign.cli.output import OutputFormat
+from kvalign.cli.output import AuditFormat, OutputFormat
 from kvalign.cli.sizing import (
     AlignmentChoice,
     FailOn,
@@ -94,8 +94,28 @@ COMMANDS: dict[str, dict[str, tuple[Any, dict[str, Kind]]]] = {
     },
     "matrix": {"tp": ("1,2,4,8", {"--tp": str}), **SHARED_OPTIONS},
 }
+
+
+def audit_options() -> dict[str, tuple[Any, dict[str, Kind]]]:
+    """The ``audit`` options the fast path reads (a line with any other goes to typer):
+    ``{parameter: (default, {spelling: kind})}``, as typer declares them
+    (:func:`kvalign.cli.audit.audit`). A function: the ``--pair-by`` enum's module is
+    imported only for an ``audit`` line."""
+    from kvalign.cli.audit_run import PairByChoice
+
+    return {
+        "output_format": (AuditFormat.table, {"--format": AuditFormat}),
+        "fail_on": (FailOn.error, {"--fail-on": FailOn}),
+        "verbose": (False, {"--verbose": True}),
+        "quiet": (False, {"--quiet": True, "-q": True}),
+        "no_cache": (False, {"--no-cache": True}),
+        "pair_by": (PairByChoice.label, {"--pair-by": PairByChoice}),
+        "skip_unrelated": (False, {"--skip-unrelated": True}),
+    }
+
+
 #: commands the fast path serves.
-FAST_COMMANDS = tuple(COMMANDS)
+FAST_COMMANDS = (*COMMANDS, "audit")
 
 
 def _value(kind: Kind, text: str) -> tuple[bool, Any]:
@@ -156,6 +176,86 @@ def parse(command: str, args: list[str]) -> dict[str, Any] | None:
     return given
 
 
+def parse_audit(args: list[str]) -> dict[str, Any] | None:
+    """Keyword arguments of ``audit`` (``paths`` and the :func:`audit_options`) from
+    ``args`` (after the command name), or ``None`` when typer should parse them: one or
+    more PATHs (none empty, none starting with ``-``, so no stdin), the options of
+    :func:`audit_options` each at most once."""
+    options = audit_options()
+    spelled = {name: (param, kind) for param, (_, names) in options.items()
+               for name, kind in names.items()}  # fmt: skip
+    paths: list[str] = []
+    given: dict[str, Any] = {}
+    tokens = iter(args)
+    for token in tokens:
+        if not token.startswith("-"):
+            if not token:
+                return None
+            paths.append(token)
+            continue
+        if token not in spelled:  # also --name=value: left to typer
+            return None
+        param, kind = spelled[token]
+        if param in given:
+            return None
+        if isinstance(kind, bool):
+            given[param] = kind
+            continue
+        text = next(tokens, None)
+        if text is None:
+            return None
+        ok, value = _value(kind, text)
+        if not ok:
+            return None
+        given[param] = value
+    if not paths:
+        return None
+    for param, (default, _) in options.items():
+        given.setdefault(param, default)
+    given["paths"] = paths
+    return given
+
+
+def run_audit_line(args: list[str]) -> int | None:
+    """Run a plain ``audit`` command line (:func:`parse_audit`) as typer's command would
+    (:func:`kvalign.cli.audit_run.execute`); its exit code, or ``None`` when typer should
+    run it."""
+    from kvalign.cli.exit import exit_code_of
+
+    kwargs = parse_audit(args)
+    if kwargs is None:
+        return None
+    from kvalign.auditing import AuditRequest
+    from kvalign.cli.audit_run import execute
+
+    start_run()
+    request = AuditRequest(
+        paths=tuple(kwargs["paths"]),
+        vllm_version=None,
+        select=None,
+        ignore=None,
+        baseline=None,
+        config=None,
+        verbose=kwargs["verbose"],
+        use_cache=not kwargs["no_cache"],
+        pair_by=kwargs["pair_by"].value,
+        gpu=None,
+        attention_backend=None,
+        skip_unrelated=kwargs["skip_unrelated"],
+        fail_on=kwargs["fail_on"].value,
+        output=None,
+    )
+    try:
+        return execute(
+            request, kwargs["output_format"], verbose=kwargs["verbose"], quiet=kwargs["quiet"]
+        )
+    except Exception as exc:  # typer.Exit, raised by kvalign.cli.exit.fail
+        code = exit_code_of(exc)
+        if code is None:
+            raise
+        return code
+
+
 def start_run() -> None:
     """What every command does first (typer's app callback calls it too): forget the
     inputs of an earlier run (``--output`` may not replace what this run reads) and
@@ -173,6 +273,8 @@ def run(args: list[str]) -> int | None:
     from kvalign.cli.exit import exit_code_of, guarded, json_on_error
     from kvalign.cli.sizing import run_pairs, settings_from_flags, source_from_flags
 
+    if args and args[0] == "audit":
+        return run_audit_line(args[1:])
     if not args or args[0] not in COMMANDS:
         return None
     command = args[0]
