@@ -91,6 +91,19 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     ),
 }  # fmt: skip
 
+#: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
+#: cost: mutmut runs every covering test per mutant. What they check is checked faster by
+#: the module's own mutation tests (named beside each).
+DESELECT: dict[str, list[str]] = {
+    "shell": [
+        # 20,010 commands, 2 s a mutant; the bound's rule is checked with it lowered to 3:
+        # tests/shell/test_mutation_evaluate.py::test_the_command_bound_stops_reading_...
+        "tests/shell/test_bash_eval.py::test_many_commands_stop_at_the_bound_with_a_note",
+        # child processes only: mutmut's stats map it to no function (never run per mutant)
+        "tests/shell/test_bash_eval.py::test_code_points_that_crash_the_grammar_are_replaced",
+    ],
+}
+
 #: mutmut exit codes that mean a test noticed the mutant: a failure, pytest's internal
 #: error, a timeout, the type checker, a crash. Anything else (survived, no tests,
 #: skipped, suspicious) is reported as a survivor.
@@ -135,7 +148,8 @@ def _scratch(module: str) -> Path:
         "source_paths": ["kvalign"],
         "only_mutate": mutate,
         "also_copy": ["configs", "docs", "README.md"],
-        "pytest_add_cli_args_test_selection": tests,
+        "pytest_add_cli_args_test_selection": tests
+        + [arg for test in DESELECT.get(module, []) for arg in ("--deselect", test)],
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "no:cov", "-x", "-q"],
         "use_git_change_detection": False,
     }

@@ -3,6 +3,8 @@ by hand on each fragment (recorded beside the test) or from the bash manual."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from kvalign.shell import CLOSE, MAX_WORD, OPEN, evaluate, shown
@@ -54,7 +56,7 @@ def test_unquoted_expansions_split_on_blanks(script: str, expected: list[str]) -
 def test_backslashes_outside_and_inside_double_quotes() -> None:
     # bash 5.2: run|a b|$x|$y|\q|z\|a\b|c"d  (in double quotes a backslash is removed only
     # before $ ` " \ and newline; in single quotes never)
-    script = "run a\\ b \\$x \"\\$y\" \"\\q\" 'z\\' \"a\\\\b\" \"c\\\"d\"\n"
+    script = 'run a\\ b \\$x "\\$y" "\\q" \'z\\\' "a\\\\b" "c\\"d"\n'
     assert _words(script) == [["run", "a b", "$x", "$y", "\\q", "z\\", "a\\b", 'c"d']]
 
 
@@ -145,9 +147,7 @@ def test_arithmetic_length_bound() -> None:
 def test_positional_parameters_set_and_shifted() -> None:
     # bash: run|2|a|b c|a|b|c|a|b|c|a|b|c  ($3 is unset: empty, no word)
     script = 'set -- a "b c"\nrun $# "$@" $@ $1 $2 $3 ${1} ${2}\n'
-    assert _words(script) == [
-        ["run", "2", "a", "b c", "a", "b", "c", "a", "b", "c", "a", "b", "c"]
-    ]
+    assert _words(script) == [["run", "2", "a", "b c", "a", "b", "c", "a", "b", "c", "a", "b", "c"]]
     # bash: run|xa|b cy ("x$@y": the first item gets the prefix, the last the suffix)
     assert _words('set -- a "b c"\nrun "x$@y"\n') == [["run", "xa", "b cy"]]
     # bash: run|r|2 ; run|r|s
@@ -290,25 +290,37 @@ def test_built_budget_is_inclusive_and_its_message_pinned() -> None:
     assert str(error.value) == "shell budget exceeded: more than 16 MiB of expanded text"
 
 
-def test_script_size_budget() -> None:
-    evaluate("#" * MAX_SCRIPT_BYTES)  # exactly the budget: read
+def test_script_size_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = importlib.import_module("kvalign.shell.evaluate")
+
+    assert MAX_SCRIPT_BYTES == 1024 * 1024
+    monkeypatch.setattr(module, "MAX_SCRIPT_BYTES", 2048)  # 2 KiB: the rule, faster
+    evaluate("#" * 2048)  # exactly the budget: read
     with pytest.raises(ShellBudgetExceeded) as error:
-        evaluate("#" * (MAX_SCRIPT_BYTES + 1))
-    assert str(error.value) == "shell budget exceeded: script longer than 1024 KiB"
+        evaluate("#" * 2049)
+    assert str(error.value) == "shell budget exceeded: script longer than 2 KiB"
 
 
-def test_a_script_over_the_step_budget_raises() -> None:
-    # 1,000 items per "${A[@]}" (one step each): 101 commands are over 100,000 steps
-    items = " ".join(["x"] * 1000)
-    with pytest.raises(ShellBudgetExceeded, match="evaluation steps"):
-        evaluate(f"A=({items})\n" + 'run "${A[@]}"\n' * 101)
+def test_a_script_over_the_step_budget_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kvalign.shell import expand
+
+    monkeypatch.setattr(expand, "MAX_STEPS", 300)
+    # 100 items per "${A[@]}" (one step each): 3 commands are over 300 steps
+    items = " ".join(["x"] * 100)
+    with pytest.raises(ShellBudgetExceeded, match="more than 300 evaluation steps"):
+        evaluate(f"A=({items})\n" + 'run "${A[@]}"\n' * 3)
+    evaluate(f"A=({items})\n" + 'run "${A[@]}"\n')
 
 
-def test_a_script_over_the_built_budget_raises() -> None:
-    # a 200,000-character value expanded 90 times: 18 MB of words (over 16 MiB)
-    value = "y" * 200_000
-    with pytest.raises(ShellBudgetExceeded, match="MiB of expanded text"):
-        evaluate(f"A={value}\n" + 'run "$A" "$A" "$A"\n' * 30)
+def test_a_script_over_the_built_budget_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kvalign.shell import expand
+
+    monkeypatch.setattr(expand, "MAX_BUILT", 1024 * 1024)
+    # a 100,000-character value expanded 12 times: 1.2 MB of words (over 1 MiB)
+    value = "y" * 100_000
+    with pytest.raises(ShellBudgetExceeded, match="more than 1 MiB of expanded text"):
+        evaluate(f"A={value}\n" + 'run "$A" "$A" "$A"\n' * 4)
+    evaluate(f"A={value}\n" + 'run "$A" "$A" "$A"\n' * 2)
 
 
 # ---- the word builder ----------------------------------------------------------------------
