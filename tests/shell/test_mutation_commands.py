@@ -7,6 +7,7 @@ import pytest
 
 from kvalign.shell import evaluate, is_shell, remote_script, shell_script, shown, unresolved
 from kvalign.shell.commands import OPEN, _command_start, session_script
+from kvalign.shell.parse import first_error, node_text, parse, same_node
 
 
 def _words(text: str) -> list[list[str]]:
@@ -144,3 +145,52 @@ def test_a_hole_is_never_split_by_ssh_joining() -> None:
     # the remote command keeps an unknown word whole
     assert OPEN not in (remote_script(["ssh", "h", "run", "x"]) or "")
     assert _words('ssh h "run $(hostname)"\n') == [["run", "$(hostname)"]]
+
+
+# ---- parsing (kvalign/shell/parse.py) ------------------------------------------------------
+def test_unsafe_code_points_are_replaced_before_parsing() -> None:
+    tree = parse("run \U00030000 \U0010ffff \U0002ffff\n")
+    # planes 3-16 become U+FFFD; plane 2 (U+2FFFF) is kept
+    assert node_text(tree.root_node) == "run \ufffd \ufffd \U0002ffff\n"
+    assert [shown(w) for w in evaluate("run \U00030000x\n").commands[0].words] == [
+        "run",
+        "\ufffdx",
+    ]
+
+
+def test_node_text_of_a_node_and_bad_bytes() -> None:
+    tree = parse("run a\n")
+    command = tree.root_node.named_children[0]
+    assert node_text(command) == "run a"
+    # a lone surrogate is passed through as bytes and decoded with replacement
+    text = node_text(parse("run \udc80\n").root_node)
+    assert text.startswith("run ") and "\udc80" not in text
+
+
+def test_same_node() -> None:
+    tree = parse("run a\nrun b\n")
+    first, second = tree.root_node.named_children
+    assert same_node(first, tree.root_node.named_children[0])
+    assert not same_node(first, second)
+    assert not same_node(first, None) and not same_node(None, first)
+    assert same_node(None, None)
+    # same span, other type: the command `run` and its command_name `run`
+    command = parse("run\n").root_node.named_children[0]
+    name = command.named_children[0]
+    assert (command.start_byte, command.end_byte) == (name.start_byte, name.end_byte)
+    assert not same_node(command, name)
+
+
+def test_first_error_line() -> None:
+    assert first_error(parse("run a\nrun b\n").root_node) is None
+    # an unclosed quote / parenthesis on line 3: the error starts there
+    assert first_error(parse("run a\nrun b\nrun 'c\n").root_node) == 3
+    assert first_error(parse("run a\nrun b\nrun (\n").root_node) == 3
+    assert first_error(parse("run a\n\nrun )\n").root_node) == 3
+    assert first_error(parse("x\ny\nrun $((\n").root_node) == 3
+
+
+def test_a_syntax_error_is_noted_at_its_line() -> None:
+    script = evaluate("run a\nrun b\nrun (\n")
+    assert (3, "shell syntax not understood here") in script.notes
+    assert [shown(w) for w in script.commands[0].words] == ["run", "a"]

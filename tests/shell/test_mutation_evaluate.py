@@ -522,3 +522,72 @@ def test_the_nesting_bound_is_noted(monkeypatch: pytest.MonkeyPatch) -> None:
     script = evaluate("{ { { { { run deep; }; }; }; }; }\nrun top\n")
     assert [c.words for c in script.commands] == [("run", "top")]
     assert script.notes == [(1, "nested deeper than 4 levels: not read")]
+
+
+# ---- preconditions: guards on what the script is given ------------------------------------
+def test_a_guard_on_several_variables_names_each() -> None:
+    # a list of tests (type "list", not a test command) is a guard as well; the names are
+    # sorted; lower-case names count too
+    script = evaluate('if [ -z "$A" ] || [ -z "$b_2" ]; then echo no; exit 1; fi\nrun after\n')
+    assert [[shown(w) for w in c.words] for c in script.commands] == [
+        ["echo", "no"],
+        ["run", "after"],
+    ]
+    assert script.notes == [
+        (
+            1,
+            "precondition on environment variable(s) A, b_2 taken to hold "
+            '([ -z "$A" ] || [ -z "$b_2" ]; the script exits otherwise): evaluated past it',
+        )
+    ]
+
+
+def test_a_long_guard_is_cut_at_80_characters_in_its_note() -> None:
+    condition = '[ -z "$A_VERY_LONG_VARIABLE_NAME_FOR_A_TOKEN" ] || [ -z "$ANOTHER_NAME_XYZ_1234" ]'
+    assert len(condition) > 80
+    script = evaluate(f"if {condition}; then exit 1; fi\nrun after\n")
+    assert script.notes == [
+        (
+            1,
+            "precondition on environment variable(s) ANOTHER_NAME_XYZ_1234, "
+            f"A_VERY_LONG_VARIABLE_NAME_FOR_A_TOKEN taken to hold ({condition[:80]}; the "
+            "script exits otherwise): evaluated past it",
+        )
+    ]
+
+
+def test_a_command_that_exits_is_no_guard() -> None:
+    # bash 5.2 prints nothing: cd "" succeeds, then exit 1; a command (not a test) is
+    # taken to succeed, so the path ends
+    script = evaluate('cd "$DIR" && exit 1\nrun after\n')
+    assert [[shown(w) for w in c.words] for c in script.commands] == [["cd", "$DIR"]]
+    assert script.notes == []
+    script = evaluate('if grep -q x "$F"; then exit 1; fi\nrun after\n')
+    assert [[shown(w) for w in c.words] for c in script.commands] == [
+        ["grep", "-q", "x", "$F"],
+        ["run", "after"],
+    ]
+    assert script.notes == []
+
+
+def test_a_heredoc_shell_has_no_arguments_and_this_shells_exports() -> None:
+    # bash 5.2 (run exported with export -f) prints run|0|x|2: the child shell is given no
+    # arguments; it sees the exported B
+    script = "export B=2\nbash <<'X'\nrun $# x$1 $B\nX\n"
+    (command,) = _commands(script)
+    assert [shown(w) for w in command.words] == ["run", "0", "x", "2"]
+    assert dict(command.env) == {"B": "2"}
+    # on an undecided branch, the child's commands carry the branch
+    script = "if [ \"$Q\" = 1 ]; then\nbash <<'X'\nrun in\nX\nfi\n"
+    (command,) = _commands(script)
+    assert command.alternative == ('if [ "$Q" = 1 ]',)
+
+
+def test_test_command_on_empty_and_unset_values() -> None:
+    # bash 5.2: run|a|a|b (test -z / -n: an unset variable is empty)
+    script = (
+        'E=\nif test -z "$E"; then R=a; else R=b; fi\n'
+        'if test -z "$NEVER"; then S=a; else S=b; fi\n'
+        'if test -n "$NEVER"; then T=a; else T=b; fi\nrun $R $S $T\n'
+    )
+    assert _runs(script) == [["run", "a", "a", "b"]]

@@ -410,3 +410,36 @@ def test_env_scalar_and_environment() -> None:
     assert env.environment() == {"A": "1", "L": "x y"}
     env.allexport = True
     assert env.environment() == {"A": "1", "L": "x y", "E": "", "H": "h"}
+
+
+def test_arithmetic_on_lower_case_names() -> None:
+    # bash 5.2: run|5|8
+    assert _words("n=4\nm_2=8\nrun $((n+1)) $((m_2))\n") == [["run", "5", "8"]]
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        # bash 5.2 prints each: "${@}" and "$@" of no arguments are no word
+        ('set --\nrun "${@}" "$@" x\n', ["run", "x"]),
+        ('set -- a b\nrun "${@}" "x${@}"\n', ["run", "a", "b", "xa", "b"]),
+        # ${10} and $10 (= ${1}0)
+        ("set -- 1 2 3 4 5 6 7 8 9 10\nrun ${10} $10\n", ["run", "10", "10"]),
+        ('run "${1:-d}" "${1-d}" "${@:-d}"\n', ["run", "d", "d", "d"]),
+        ('X=\nrun ${X:+a} "${X:+a}" ${NEVER+b} x\n', ["run", "", "x"]),
+        ('A=(x y)\nrun ${A[@]:-d} "${A[0]:-d}" "${A[1]}"\n', ["run", "x", "y", "x", "y"]),
+        ("V=1\nrun ${V:=2} $V\n", ["run", "1", "1"]),
+        # a lone $ is text
+        ('run "$" "a$" $ x\n', ["run", "$", "a$", "$", "x"]),
+        # a glob matching no file is kept as written (bash's default, no nullglob)
+        ("run *.nothing-matches-here\n", ["run", "*.nothing-matches-here"]),
+    ],
+)
+def test_more_parameter_expansions(script: str, expected: list[str]) -> None:
+    assert _words(script) == [expected]
+
+
+def test_expansions_kvalign_leaves_as_written() -> None:
+    # bash expands these (brace expansion, ~, an unset variable to nothing); kvalign keeps
+    # them as written: a piece it cannot know from the script alone
+    assert _words("run {a,b} ~/x --x=$NEVER_Y\n") == [["run", "{a,b}", "~/x", "--x=$NEVER_Y"]]
