@@ -591,3 +591,21 @@ def test_test_command_on_empty_and_unset_values() -> None:
         'if test -n "$NEVER"; then T=a; else T=b; fi\nrun $R $S $T\n'
     )
     assert _runs(script) == [["run", "a", "a", "b"]]
+
+
+def test_loop_headers_and_the_comments_above_are_hints() -> None:
+    script = "# start both\nfor i in a; do\n  run $i\ndone\n"
+    (command,) = _commands(script)
+    assert command.hints == ("for i in a; do", "# start both")
+    # a one-line loop: its first 120 characters
+    body = "run " + "x" * 150
+    (command,) = _commands(f"for i in a; do {body}; done\n")
+    assert command.hints == (f"for i in a; do {body}; done"[:120],)
+    # a blank line between the comment and the loop still counts (one is allowed)
+    (command,) = _commands("# start\n\nwhile true; do\n  run w\ndone\n")
+    assert command.hints == ("while true; do", "# start")
+
+
+def test_for_loop_items_from_a_variable() -> None:
+    # bash 5.2: run|a then run|b (an unquoted expansion is split into items)
+    assert _runs('L="a b"\nfor i in $L; do run $i; done\n') == [["run", "a"], ["run", "b"]]

@@ -443,3 +443,16 @@ def test_expansions_kvalign_leaves_as_written() -> None:
     # bash expands these (brace expansion, ~, an unset variable to nothing); kvalign keeps
     # them as written: a piece it cannot know from the script alone
     assert _words("run {a,b} ~/x --x=$NEVER_Y\n") == [["run", "{a,b}", "~/x", "--x=$NEVER_Y"]]
+
+
+def test_arithmetic_operators_kvalign_does_not_compute() -> None:
+    # bash 5.2 prints 1 -2 for $((1<2)) $((~1)): comparisons and ~ are not computed here
+    assert _words("run $((1<2)) $((~1))\n") == [["run", "$((1<2))", "$((~1))"]]
+
+
+def test_arithmetic_products_from_2_to_the_62_are_kept_as_written() -> None:
+    # bash 5.2: 2147483647*2147483648 = 4611686016279904256 (under 2**62: computed);
+    # 2147483648*2147483648 = 2**62 = 4611686018427387904: at the bound, kept as written
+    assert _words("run $((2147483647*2147483648)) $((2147483648*2147483648))\n") == [
+        ["run", "4611686016279904256", "$((2147483648*2147483648))"]
+    ]
