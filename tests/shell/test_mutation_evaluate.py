@@ -609,3 +609,92 @@ def test_loop_headers_and_the_comments_above_are_hints() -> None:
 def test_for_loop_items_from_a_variable() -> None:
     # bash 5.2: run|a then run|b (an unquoted expansion is split into items)
     assert _runs('L="a b"\nfor i in $L; do run $i; done\n') == [["run", "a"], ["run", "b"]]
+
+
+def test_every_path_goes_through_a_loop() -> None:
+    # two paths (A=1, A=2) enter each loop; both come out of it
+    two = 'if [ "$Q" = 1 ]; then A=1; else A=2; fi\n'
+    assert _runs(two + "for f in $(ls); do :; done\nrun $A\n") == [["run", "1"], ["run", "2"]]
+    assert _runs(two + "for f in $(ls); do run in $A; done\n") == [
+        ["run", "in", "1"],
+        ["run", "in", "2"],
+    ]
+    assert _runs(two + "for f in x; do :; done\nrun $A\n") == [["run", "1"], ["run", "2"]]
+
+
+def test_paths_multiplied_in_a_loop_are_merged_at_the_loop() -> None:
+    # 4 undecided ifs: 16 paths; an undecided if in the loop body doubles them to 32,
+    # over MAX_ALTERNATIVES: merged at the loop (line 5)
+    ifs = "".join(f'if [ "$A{i}" = x ]; then V{i}=y; fi\n' for i in range(4))
+    script = evaluate(ifs + 'for i in a; do if [ "$Q" = $i ]; then B=1; fi; done\nrun $B\n')
+    assert [[shown(w) for w in c.words] for c in script.commands] == [["run", "$B"]]
+    assert [line for line, _ in script.notes] == [5]
+
+
+def test_a_case_pattern_list_with_a_star_always_matches() -> None:
+    # bash 5.2: run|1 (a|* matches anything: no path falls through the case)
+    assert _runs("case $Q in\n  a|*) R=1 ;;\nesac\nrun ${R-none}\n") == [["run", "1"]]
+
+
+def test_the_last_star_item_is_the_default_of_an_unknown_subject() -> None:
+    commands = _commands("case $Q in\n  a) R=1 ;;\n  b) R=2 ;;\n  *) R=3 ;;\nesac\nrun $R\n")
+    assert [(c.words[-1], c.alternative) for c in commands] == [
+        ("1", ("case a)",)),
+        ("2", ("not case a)", "case b)")),
+        ("3", ("not case a)", "not case b)")),  # the default: no condition of its own
+    ]
+
+
+def test_declare_without_x_exports_nothing() -> None:
+    # bash 5.2: `declare B` / `declare x-y B` (x-y is not a valid identifier) do not
+    # export B: a child process sees no B
+    for script in ("declare B\nB=2\nrun\n", "declare x-y B\nB=2\nrun\n"):
+        (command,) = _commands(script)
+        assert dict(command.env) == {}
+        assert command.variables["B"] == "2"
+
+
+def _eval_chain(levels: int) -> str:
+    # C0='run x'; C1='eval "$C0"'; …; then eval "$C{levels-1}": `levels` nested evals
+    texts = ["run x"] + [f'eval "$C{i}"' for i in range(levels)]
+    return "".join(f"C{i}='{texts[i]}'\n" for i in range(levels)) + texts[levels] + "\n"
+
+
+def test_nested_evals_are_read_eight_levels_deep() -> None:
+    # eval / sh -c / function nesting is followed 8 levels deep (_MAX_DEPTH): 8 nested
+    # evals reach `run x`; the 9th eval (at depth 8) is recorded as the command it is
+    assert _words(_eval_chain(1)) == [["run", "x"]]
+    assert _words(_eval_chain(8)) == [["run", "x"]]
+    assert _words(_eval_chain(9)) == [["eval", "run x"]]
+
+
+def test_two_evals_on_one_line_are_two_commands() -> None:
+    # the same text, the same line: told apart by the eval each runs in
+    assert _words('eval "run x"; eval "run x"\n') == [["run", "x"], ["run", "x"]]
+
+
+def test_a_nested_script_has_its_own_lines_for_comments() -> None:
+    script = "# outer\nbash -c '# inner\nif [ \"$Q\" = 1 ]; then run a; fi'\n"
+    (command, _) = _commands(script + "run b\n")
+    assert command.hints == (
+        'if [ "$Q" = 1 ]',
+        "# inner",
+        "bash -c '# inner\nif [ \"$Q\" = 1 ]; then run a; fi'",
+        "# outer",
+    )
+
+
+def test_a_value_written_too_long_is_noted_at_its_line() -> None:
+    script = evaluate("\nA=" + "a" * 300_000 + '\nrun "$A"\n')
+    assert script.notes == [(2, "expands to more than 262144 characters: not read")]
+    # kept as written, its first 200 characters
+    assert [shown(w) for w in script.commands[0].words] == ["run", "a" * 200]
+
+
+def test_integer_tests_on_negative_numbers() -> None:
+    # bash 5.2: run|a|a (-3 < -2, and -2 > -3)
+    script = (
+        'X=-3\nY=-2\nif [ "$X" -lt "$Y" ]; then R=a; else R=b; fi\n'
+        'if [ "$Y" -gt "$X" ]; then S=a; else S=b; fi\nrun $R $S\n'
+    )
+    assert _runs(script) == [["run", "a", "a"]]

@@ -456,3 +456,26 @@ def test_arithmetic_products_from_2_to_the_62_are_kept_as_written() -> None:
     assert _words("run $((2147483647*2147483648)) $((2147483648*2147483648))\n") == [
         ["run", "4611686016279904256", "$((2147483648*2147483648))"]
     ]
+
+
+def test_a_default_is_expanded_as_if_quoted() -> None:
+    # bash 5.2 prints [a  b]: inside "${U:-$V}" the value of V is not split
+    assert _words('V="a  b"\nrun "${U:-$V}"\n') == [["run", "a  b"]]
+
+
+def test_a_default_too_long_is_noted_and_kept_as_written() -> None:
+    value = "b" * 200_000
+    script = evaluate(f'B={value}\nrun "${{U:-$B$B}}"\n')  # 400,000 characters
+    assert script.notes == [(2, "expands to more than 262144 characters: not read")]
+    assert [shown(w) for w in script.commands[0].words] == ["run", "${U:-$B$B}"]
+
+
+def test_a_default_is_charged_to_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kvalign.shell.expand as expand
+
+    monkeypatch.setattr(expand, "MAX_BUILT", 1024 * 1024)
+    value = "b" * 100_000
+    # each "${U:-$B}" builds its default (100,001 characters) and then the word (100,001):
+    # 100,001 for B's value + 6 x 200,002 is over 1 MiB
+    with pytest.raises(ShellBudgetExceeded):
+        evaluate(f"B={value}\n" + 'run "${U:-$B}"\n' * 6)
