@@ -698,3 +698,8 @@ def test_integer_tests_on_negative_numbers() -> None:
         'if [ "$Y" -gt "$X" ]; then S=a; else S=b; fi\nrun $R $S\n'
     )
     assert _runs(script) == [["run", "a", "a"]]
+
+
+def test_defaults_of_unknown_arguments_are_kept_as_written() -> None:
+    # a function never called is read with its arguments unknown: ${1:-d} may be either
+    assert _words('f() { run ${1:-d} "${2-e}"; }\n') == [["run", "${1:-d}", "${2-e}"]]

@@ -479,3 +479,20 @@ def test_a_default_is_charged_to_the_budget(monkeypatch: pytest.MonkeyPatch) -> 
     # 100,001 for B's value + 6 x 200,002 is over 1 MiB
     with pytest.raises(ShellBudgetExceeded):
         evaluate(f"B={value}\n" + 'run "${U:-$B}"\n' * 6)
+
+
+def test_braced_names_and_scalar_items() -> None:
+    # bash 5.2: run|1|abc|abc (lower-case names; item 0 of a scalar is the whole value)
+    assert _words("v=1\nV=abc\nrun ${v} ${V[0]} ${v_1:-abc}\n") == [["run", "1", "abc", "abc"]]
+
+
+def test_length_of_a_special_parameter_is_kept_as_written() -> None:
+    # ${#-} / ${#?} are the lengths of $- and $? (bash prints 3 and 1 under bash -c): the
+    # running shell's, not known here; ${#} alone is $#
+    assert _words("run ${#-} ${#?} ${#}\n") == [["run", "${#-}", "${#?}", "0"]]
+
+
+def test_quoted_operators_on_a_set_value_keep_it_whole() -> None:
+    # bash 5.2 prints [a  b] five times: inside double quotes no operator splits
+    script = 'V="a  b"\nrun "${V:-d}" "${V-d}" "${V:=d}" "${V:?m}" "${V:+$V}"\n'
+    assert _words(script) == [["run"] + ["a  b"] * 5]
