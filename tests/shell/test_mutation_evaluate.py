@@ -703,3 +703,23 @@ def test_integer_tests_on_negative_numbers() -> None:
 def test_defaults_of_unknown_arguments_are_kept_as_written() -> None:
     # a function never called is read with its arguments unknown: ${1:-d} may be either
     assert _words('f() { run ${1:-d} "${2-e}"; }\n') == [["run", "${1:-d}", "${2-e}"]]
+
+
+def test_exit_in_a_subshell_ends_only_the_subshell() -> None:
+    # bash 5.2: run|after
+    assert _runs("( exit 1 )\nrun after\n") == [["run", "after"]]
+    assert _runs("echo x | exit 1\nrun after\n") == [["run", "after"]]
+
+
+def test_one_command_is_recorded_per_environment() -> None:
+    # bash 5.2: run sees X=a, then X=b: two launches of one command
+    commands = _commands("for i in a b; do X=$i; export X; run; done\n")
+    assert [dict(c.env) for c in commands] == [{"X": "a"}, {"X": "b"}]
+    # the same words and environment on another line: two commands of their own
+    assert len(_commands("run\nrun\n")) == 2
+
+
+def test_unresolved_values_in_the_environment_are_marked() -> None:
+    (command,) = _commands("export A=$(hostname)\nB=$C run\n")
+    assert {k: shown(v) for k, v in command.env.items()} == {"A": "$(hostname)", "B": "$C"}
+    assert command.env["A"] != "$(hostname)"  # marked unresolved, not plain text

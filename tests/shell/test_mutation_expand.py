@@ -217,6 +217,8 @@ def test_defaults_are_expanded() -> None:
 def test_an_error_operator_on_an_unset_variable_is_kept_as_written() -> None:
     # bash stops with "U: msg" (no command runs): kvalign keeps the word as written
     assert _words("run ${U:?msg} ${U?msg}\n") == [["run", "${U:?msg}", "${U?msg}"]]
+    # set but empty: bash stops on ${E:?msg} too ("E: msg"); ${E?msg} is the empty value
+    assert _words('E=\nrun ${E:?msg} "${E?msg}"\n') == [["run", "${E:?msg}", ""]]
 
 
 def test_operators_kvalign_does_not_compute_are_kept_as_written() -> None:
@@ -496,3 +498,12 @@ def test_quoted_operators_on_a_set_value_keep_it_whole() -> None:
     # bash 5.2 prints [a  b] five times: inside double quotes no operator splits
     script = 'V="a  b"\nrun "${V:-d}" "${V-d}" "${V:=d}" "${V:?m}" "${V:+$V}"\n'
     assert _words(script) == [["run"] + ["a  b"] * 5]
+
+
+def test_quoted_defaults_are_one_word_and_unnoted() -> None:
+    # bash 5.2 prints [a  b][c  d][c  d]
+    script = evaluate('run "${U:-a  b}" "${U=c  d}" "$U"\n')
+    assert [[shown(w) for w in c.words] for c in script.commands] == [
+        ["run", "a  b", "c  d", "c  d"]
+    ]
+    assert script.notes == []  # no file sourced: nothing to say about the defaults
