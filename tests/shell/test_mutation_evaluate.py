@@ -723,3 +723,27 @@ def test_unresolved_values_in_the_environment_are_marked() -> None:
     (command,) = _commands("export A=$(hostname)\nB=$C run\n")
     assert {k: shown(v) for k, v in command.env.items()} == {"A": "$(hostname)", "B": "$C"}
     assert command.env["A"] != "$(hostname)"  # marked unresolved, not plain text
+
+
+def test_syntax_errors_are_noted_at_the_line_that_runs_them() -> None:
+    # in eval'd text, at the eval's line; in the file, at the error's own line (once)
+    script = evaluate('run a\n\neval "if then"\n')
+    assert script.notes == [(3, "shell syntax not understood here")]
+    script = evaluate("run a\nrun b )\nrun c\n")
+    assert [[shown(w) for w in c.words] for c in script.commands] == [
+        ["run", "a"],
+        ["run", "b"],
+        ["run", "c"],
+    ]
+    assert script.notes == [(2, "shell syntax not understood here")]
+
+
+def test_the_comment_block_above_ends_at_a_blank_line() -> None:
+    # the block nearest the command: a blank line inside it ends it; indentation is not
+    # part of a comment; a #! line is no comment
+    a, b, c = _commands("# a\n\n# b\nrun a\n  # c\n  run b\n#!/bin/sh\nrun c\n")
+    assert a.hints == ("# b",)
+    assert b.hints == ("# c",)
+    assert c.hints == ()
+    (first,) = _commands("# top\nrun x\n")
+    assert first.hints == ("# top",)
