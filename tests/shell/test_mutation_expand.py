@@ -507,3 +507,16 @@ def test_quoted_defaults_are_one_word_and_unnoted() -> None:
         ["run", "a  b", "c  d", "c  d"]
     ]
     assert script.notes == []  # no file sourced: nothing to say about the defaults
+
+
+def test_all_arguments_unquoted_and_unknown() -> None:
+    # bash 5.2: run|a|b ($* unquoted: one word per argument, split)
+    assert _words("set -- a b\nrun $*\n") == [["run", "a", "b"]]
+    # a function never called: its arguments are unknown, kept as written
+    assert _words('f() { run "$@" $*; }\n') == [["run", "$@", "$*"]]
+
+
+def test_a_parameter_number_past_18_digits_is_empty() -> None:
+    # bash 5.2 prints xy: there is no 1234567890123456789th argument (kvalign reads at
+    # most 18 digits as a number: longer is no such parameter)
+    assert _words("set -- a\nrun x${1234567890123456789}y\n") == [["run", "xy"]]
