@@ -520,3 +520,13 @@ def test_a_parameter_number_past_18_digits_is_empty() -> None:
     # bash 5.2 prints xy: there is no 1234567890123456789th argument (kvalign reads at
     # most 18 digits as a number: longer is no such parameter)
     assert _words("set -- a\nrun x${1234567890123456789}y\n") == [["run", "xy"]]
+
+
+def test_special_parameters_are_never_variables() -> None:
+    # $? $$ $! $- are the running shell's own (bash manual, "Special Parameters"), even if
+    # the given environment had such a key
+    env = {"?": "0", "$": "1", "!": "2", "-": "3"}
+    script = evaluate("run $? $$ $! $-\n", env=env)
+    assert [[shown(w) for w in c.words] for c in script.commands] == [
+        ["run", "$?", "$$", "$!", "$-"]
+    ]
