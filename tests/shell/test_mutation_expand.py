@@ -530,3 +530,10 @@ def test_special_parameters_are_never_variables() -> None:
     assert [[shown(w) for w in c.words] for c in script.commands] == [
         ["run", "$?", "$$", "$!", "$-"]
     ]
+
+
+def test_blanks_around_expansions_inside_double_quotes_are_kept() -> None:
+    # bash 5.2 prints [ ][  1  ][1<NL>2] (tree-sitter-bash leaves these blanks and the
+    # newline between the string's parts, outside its string_content)
+    script = 'A=1\nB=2\nrun " " "  ${A}  " "$A\n$B"\n'
+    assert _words(script) == [["run", " ", "  1  ", "1\n2"]]
