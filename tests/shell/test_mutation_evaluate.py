@@ -8,6 +8,7 @@ import importlib
 import pytest
 
 from kvalign.shell import MAX_ALTERNATIVES, Command, evaluate, shown
+from kvalign.shell.expand import ShellBudgetExceeded
 
 
 def _commands(text: str, **kw: object) -> list[Command]:
@@ -747,3 +748,21 @@ def test_the_comment_block_above_ends_at_a_blank_line() -> None:
     assert c.hints == ()
     (first,) = _commands("# top\nrun x\n")
     assert first.hints == ("# top",)
+
+
+def test_an_array_too_long_is_kept_as_written_with_a_note() -> None:
+    value = "b" * 200_000
+    script = evaluate(f'B={value}\nA=(x "$B$B")\nrun "${{A[@]}}"\n')  # an item of 400,000
+    assert script.notes == [(2, "expands to more than 262144 characters: not read")]
+    assert [[shown(w) for w in c.words] for c in script.commands] == [["run", '(x "$B$B")']]
+
+
+def test_an_array_value_is_charged_to_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kvalign.shell.expand as expand
+
+    monkeypatch.setattr(expand, "MAX_BUILT", 1024 * 1024)
+    value = "b" * 100_000
+    # B's value (100,001 characters) and ten items of 100,001 are over 1 MiB
+    with pytest.raises(ShellBudgetExceeded):
+        evaluate(f"B={value}\nA=(" + ' "$B"' * 10 + ")\n")
+    evaluate(f"B={value}\nA=(" + ' "$B"' * 5 + ")\n")
