@@ -766,3 +766,21 @@ def test_an_array_value_is_charged_to_the_budget(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(ShellBudgetExceeded):
         evaluate(f"B={value}\nA=(" + ' "$B"' * 10 + ")\n")
     evaluate(f"B={value}\nA=(" + ' "$B"' * 5 + ")\n")
+
+
+def test_appending_to_an_unset_variable() -> None:
+    # bash 5.2 prints [x][a][b]: += on an unset variable starts from nothing
+    assert _runs('U+=x\nV+=(a b)\nrun $U "${V[@]}"\n') == [["run", "x", "a", "b"]]
+
+
+def test_an_append_past_the_word_bound_is_kept_as_written() -> None:
+    # two items of 200,000 characters: 400,000 in all, over MAX_WORD (262,144)
+    value = "b" * 200_000
+    script = evaluate(f'B={value}\nA=("$B")\nA+=("$B")\nrun "${{A[@]}}"\n')
+    assert script.notes == [(3, "expands to more than 262144 characters: not read")]
+    assert [[shown(w) for w in c.words] for c in script.commands] == [["run", 'A+=("$B")']]
+
+
+def test_appending_a_word_to_an_array_is_read() -> None:
+    # bash appends y to A[0] (A is then "xy"); the next command is read either way
+    assert _runs("A=(x)\nA+=y\nrun ok\n") == [["run", "ok"]]
