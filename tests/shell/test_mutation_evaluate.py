@@ -784,3 +784,34 @@ def test_an_append_past_the_word_bound_is_kept_as_written() -> None:
 def test_appending_a_word_to_an_array_is_read() -> None:
     # bash appends y to A[0] (A is then "xy"); the next command is read either way
     assert _runs("A=(x)\nA+=y\nrun ok\n") == [["run", "ok"]]
+
+
+def test_an_append_of_exactly_the_word_bound_is_read() -> None:
+    half = "a" * (262_144 // 2)
+    script = evaluate(f'A={half}\nA+="$A"\nrun "$A"\n')  # 262,144 characters: the bound
+    assert script.notes == []
+    assert [len(w) for w in script.commands[0].words] == [3, 262_144]
+
+
+def test_the_nesting_bound_of_conditions_and_expressions() -> None:
+    # _condition / _expr give up (None: undecided) at MAX_NESTING levels, below it they
+    # decide, and they leave the level as they found it
+    module = importlib.import_module("kvalign.shell.evaluate")
+    from kvalign.shell import MAX_NESTING
+    from kvalign.shell.expand import Env
+    from kvalign.shell.parse import parse
+
+    # `true` and `-z $U` (U unset) are decided without expanding anything
+    command = parse("true\n").root_node.named_children[0]
+    expr = parse("[[ -z $U ]]\n").root_node.named_children[0].named_children[0]
+    evaluator = module._Evaluator([])
+    for method, node in ((evaluator._condition, command), (evaluator._expr, expr)):
+        evaluator.level = MAX_NESTING - 1
+        assert method(node, Env()) is True
+        assert evaluator.level == MAX_NESTING - 1
+        evaluator.level = MAX_NESTING
+        assert method(node, Env()) is None
+        assert evaluator.level == MAX_NESTING
+        evaluator.level = 0
+        assert method(node, Env()) is True
+        assert evaluator.level == 0
