@@ -141,6 +141,7 @@ def test_decided_conditions(script: str, expected: list[list[str]]) -> None:
         '[ "$Q" = 1 ] || [ -z x ]', "[ 1 -eq 1 -eq 1 ]",
         "test -f /x", "test a b c d", "cmd", "[[ $Q =~ x ]]", "! cmd",
         "[[ -n $Q && $Q = 1 ]]", "[[ $Q = 1 || -z x ]]", "[ x -eq y ]",
+        "[[ ! ( $Q = 1 ) ]]",
     ],
 )  # fmt: skip
 def test_undecided_conditions_take_both_branches(condition: str) -> None:
