@@ -816,3 +816,24 @@ def test_the_nesting_bound_of_conditions_and_expressions() -> None:
         evaluator.level = 0
         assert method(node, Env()) is True
         assert evaluator.level == 0
+
+
+@pytest.mark.parametrize(
+    ("condition", "taken"),
+    [
+        # bash 5.2 (X=5) takes the branch written beside each
+        ("[[ $X -eq 5 && -z $X ]]", ["b"]),
+        ('[ $X -eq 5 -a -z "$X" ]', ["b"]),
+        ('[ $X -eq 4 -o -n "$X" ]', ["a"]),
+        ("[[ $X -eq 4 || -n $X ]]", ["a"]),
+        # with an undecided side ($Q never set: an = test on it is undecided; in
+        # parentheses, as tree-sitter-bash reads `A && $Q = 1` as `(A && $Q) = 1`)
+        ("[[ $X -eq 4 && ( $Q = 1 ) ]]", ["b"]),  # false whatever Q is
+        ("[[ $X -eq 5 && ( $Q = 1 ) ]]", ["a", "b"]),
+        ("[[ $X -eq 4 || ( $Q = 1 ) ]]", ["a", "b"]),
+        ("[[ $X -eq 5 || ( $Q = 1 ) ]]", ["a"]),  # true whatever Q is
+    ],
+)
+def test_and_or_inside_one_test(condition: str, taken: list[str]) -> None:
+    script = f"X=5\nif {condition}; then R=a; else R=b; fi\nrun $R\n"
+    assert [c.words[-1] for c in _commands(script)] == taken
