@@ -832,6 +832,9 @@ def test_the_nesting_bound_of_conditions_and_expressions() -> None:
         ("[[ $X -eq 5 && ( $Q = 1 ) ]]", ["a", "b"]),
         ("[[ $X -eq 4 || ( $Q = 1 ) ]]", ["a", "b"]),
         ("[[ $X -eq 5 || ( $Q = 1 ) ]]", ["a"]),  # true whatever Q is
+        # a variable on the right side: known (5) or never set (undecided)
+        ("[[ 5 -eq $X ]]", ["a"]),
+        ("[[ x = $NEVER ]]", ["a", "b"]),
     ],
 )
 def test_and_or_inside_one_test(condition: str, taken: list[str]) -> None:
