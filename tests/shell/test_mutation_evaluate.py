@@ -840,3 +840,38 @@ def test_the_nesting_bound_of_conditions_and_expressions() -> None:
 def test_and_or_inside_one_test(condition: str, taken: list[str]) -> None:
     script = f"X=5\nif {condition}; then R=a; else R=b; fi\nrun $R\n"
     assert [c.words[-1] for c in _commands(script)] == taken
+
+
+@pytest.mark.parametrize(
+    ("condition", "taken"),
+    [
+        # a bare operand is true when non-empty (bash manual: "string: true if the
+        # string is not null"); bash 5.2 (X=5, E empty) takes the branch written beside
+        ("[[ $X ]]", ["a"]),
+        ("[[ ${X} ]]", ["a"]),
+        ("[[ word ]]", ["a"]),
+        ("[[ $E ]]", ["b"]),
+        ("[[ ${E} ]]", ["b"]),
+        ("[[ $NEVER ]]", ["b"]),
+        ('[[ "$(hostname)" ]]', ["a", "b"]),  # not known here: undecided
+    ],
+)
+def test_a_bare_operand_is_a_non_empty_test(condition: str, taken: list[str]) -> None:
+    script = f"X=5\nE=\nif {condition}; then R=a; else R=b; fi\nrun $R\n"
+    assert [c.words[-1] for c in _commands(script)] == taken
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "test -f /x && A=1\n",
+        "[ -f /x ] && A=1\n",
+        "! test -f /x && A=1\n",
+        "test -f /x || A=1\n",
+        "! [ -f /x ] || A=1\n",
+    ],
+)
+def test_an_undecided_test_in_a_list_is_both_paths(script: str) -> None:
+    # whether /x exists is not known: with and without A=1 (a test is no command that is
+    # taken to succeed)
+    assert _runs(script + "run ${A-u}\n") == [["run", "1"], ["run", "u"]]
