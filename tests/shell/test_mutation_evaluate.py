@@ -875,3 +875,13 @@ def test_an_undecided_test_in_a_list_is_both_paths(script: str) -> None:
     # whether /x exists is not known: with and without A=1 (a test is no command that is
     # taken to succeed)
     assert _runs(script + "run ${A-u}\n") == [["run", "1"], ["run", "u"]]
+
+
+def test_a_comment_before_an_elif_condition_is_no_condition() -> None:
+    # bash 5.2 accepts `elif # c<NL>[ … ]` (it prints y for `elif # c<NL>true; then echo y`)
+    script = 'if [ "$Q" = 1 ]; then R=a; elif # c\n[ "$Q" = 2 ]; then R=b; fi\nrun ${R-n}\n'
+    assert [(c.words[-1], c.alternative) for c in _commands(script)] == [
+        ("a", ('if [ "$Q" = 1 ]',)),
+        ("b", ('not if [ "$Q" = 1 ]', 'elif [ "$Q" = 2 ]')),
+        ("n", ('not if [ "$Q" = 1 ]', 'not elif [ "$Q" = 2 ]')),
+    ]
