@@ -885,3 +885,25 @@ def test_a_comment_before_an_elif_condition_is_no_condition() -> None:
         ("b", ('not if [ "$Q" = 1 ]', 'elif [ "$Q" = 2 ]')),
         ("n", ('not if [ "$Q" = 1 ]', 'not elif [ "$Q" = 2 ]')),
     ]
+
+
+def test_an_unquoted_heredoc_sees_every_variable_but_exports_only_the_exported() -> None:
+    # the unquoted here-document is expanded by this shell (A is seen), but the child
+    # shell's environment holds only the exported B (bash: A is not exported)
+    (command,) = _commands("A=1\nexport B=2\nbash <<X\nrun $A\nX\n")
+    assert [shown(w) for w in command.words] == ["run", "1"]
+    assert dict(command.env) == {"B": "2"}
+
+
+def test_test_command_with_a_variable_on_the_right() -> None:
+    # bash 5.2: run|a (X=5); an = test on a variable never set is undecided
+    assert _runs('X=5\nif test 5 = "$X"; then R=a; else R=b; fi\nrun $R\n') == [["run", "a"]]
+    assert _runs('if test x = "$NEVER"; then R=a; else R=b; fi\nrun $R\n') == [
+        ["run", "a"],
+        ["run", "b"],
+    ]
+
+
+def test_a_command_in_an_else_branch_has_else_as_its_hint() -> None:
+    commands = _commands('if [ "$Q" = 1 ]; then run a; else run b; fi\n')
+    assert [c.hints for c in commands] == [('if [ "$Q" = 1 ]',), ("else",)]
