@@ -182,6 +182,15 @@ def _survivor_names(work: Path) -> list[str]:
     return names
 
 
+def not_run(module: str) -> int:
+    """Mutants of a stored run that mutmut generated but never ran (a run stopped early)."""
+    count = 0
+    for meta in sorted((BUILD / module / "mutants").rglob("*.meta")):
+        data = json.loads(meta.read_text())
+        count += sum(1 for code in data.get("exit_code_by_key", {}).values() if code is None)
+    return count
+
+
 def results(module: str) -> tuple[int, int, list[tuple[str, str]]]:
     """(killed, total, survivors as (mutant name, diff)) from a module's stored run.
 
@@ -481,6 +490,13 @@ def write_report(modules: list[str]) -> None:
         if surv or r_surv:
             details += ["", f"## {module}", ""]
             details += [f"{len(surv)} mutmut survivors ({explained} explained)", ""]
+            pending = not_run(module)
+            if pending:
+                details += [
+                    f"{pending} more mutants were generated but not run (the run was stopped "
+                    f"before them): the score is over the {total} run.",
+                    "",
+                ]
         for name, diff in surv:
             details += [f"- `{name}`: {_reason(name, diff, reasons)}", "", "  ```diff"]
             details += [f"  {ln}" for ln in diff.splitlines()] + ["  ```"]
