@@ -267,9 +267,11 @@ def start_run() -> None:
     guard_stderr()
 
 
-def run(args: list[str]) -> int | None:
+def run(args: list[str], *, last: bool = False) -> int | None:
     """Run a plain ``check``/``matrix`` command line (:func:`parse`); its exit code, or
-    ``None`` when typer should run it."""
+    ``None`` when typer should run it. ``last``: the process exits after this command
+    (:func:`main` reading ``sys.argv``): the objects the run leaves are then frozen
+    (:func:`gc.freeze`), so the collector's passes at interpreter exit skip them."""
     from kvalign.cli.exit import exit_code_of, guarded, json_on_error
     from kvalign.cli.sizing import run_pairs, settings_from_flags, source_from_flags
 
@@ -310,6 +312,12 @@ def run(args: list[str]) -> int | None:
             raise
         return code
     finally:
+        if last:
+            # the interpreter's exit runs full collections over every tracked object (and
+            # the first pass after gc.enable() goes over all the run made): they would
+            # free nothing of a check's objects. Frozen objects are still freed by
+            # reference counting; only their cycles are left to the process's end.
+            gc.freeze()
         if collecting:
             gc.enable()
 
@@ -320,7 +328,7 @@ def main(argv: list[str] | None = None) -> None:
     Exits with the command's code (:class:`~kvalign.exitcodes.ExitCode`)."""
     args = sys.argv[1:] if argv is None else list(argv)
     try:
-        code = run(args)
+        code = run(args, last=argv is None)
     except BrokenPipeError:
         from kvalign.cli.exit import silence_stdout
 
