@@ -287,7 +287,8 @@ def load(key: str) -> ModelGeometry | None:
             return None
         stored = entry.get("geometry")
         mac = entry.get("hmac")
-        if not isinstance(stored, dict) or not isinstance(mac, str):
+        # compare_digest refuses non-ASCII text (TypeError): a forged or corrupt entry
+        if not isinstance(stored, dict) or not isinstance(mac, str) or not mac.isascii():
             return None
         if not hmac.compare_digest(mac, _digest(key, stored, secret_key)):
             return None

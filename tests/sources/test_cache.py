@@ -242,3 +242,17 @@ def test_audit_loads_each_distinct_model_once(
     assert result.exit_code in (0, 1), result.stderr
     assert len(json.loads(result.stdout)["files"]) == 4
     assert calls == [NANO]  # 4 files × 2 pools, one load
+
+
+def test_an_entry_whose_mac_is_not_ascii_is_a_miss() -> None:
+    # hmac.compare_digest refuses non-ASCII str (TypeError): such an entry (forged or
+    # corrupt) is a miss and rewritten, never an internal error (exit 70)
+    good = load_model(NANO, use_cache=True)
+    [entry] = _entries()
+    payload = json.loads(entry.read_text(encoding="utf-8"))
+    for forged in ("é" * 64, "\udcff", 7, None):
+        payload["hmac"] = forged
+        entry.write_text(json.dumps(payload), encoding="utf-8")
+        assert load_model(NANO, use_cache=True) == good
+        rewritten = json.loads(entry.read_text(encoding="utf-8"))["hmac"]
+        assert isinstance(rewritten, str) and rewritten.isascii() and len(rewritten) == 64
