@@ -2,7 +2,9 @@
 states (the expected block sizes, TPs, roles and lines are read off the YAML below): the
 Dynamo frontend's ``--kv-cache-block-size`` / ``DYN_KV_CACHE_BLOCK_SIZE`` (NVIDIA Dynamo
 ``dynamo.frontend`` options), AIBrix ``StormService`` roles (one pod template per role,
-the role's ``name`` its P/D role) and llm-d ``DisaggregatedSet`` roles.
+the role's ``name`` its P/D role) and llm-d ``DisaggregatedSet`` roles; then each kind's
+whole result (pools with every field the reader sets, problems with line and blocking,
+components, release), for the mutants of kvalign/deploy/k8s.py (tests/mutation/run.py k8s).
 """
 
 from __future__ import annotations
