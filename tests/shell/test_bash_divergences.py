@@ -1,0 +1,51 @@
+"""The shell evaluator against bash 5.2 on the points where they once differed.
+
+Each fragment only assigns and echoes; the expected words are what ``/bin/bash`` (5.2.15)
+printed for the same fragment, recorded next to each test as ``# bash 5.2: …``. Where
+bash's answer depends on something kvalign cannot know, the test asserts that the
+evaluator leaves it undecided (both alternatives seen) instead of guessing.
+"""
+
+from __future__ import annotations
+
+from kvalign.shell import Command, evaluate, shown
+
+
+def _commands(text: str) -> list[Command]:
+    return evaluate(text).commands
+
+
+def _words(text: str) -> list[list[str]]:
+    return [[shown(w) for w in c.words] for c in _commands(text)]
+
+
+# ---- 9: `[ A \< B ]` ---------------------------------------------------------------------
+
+
+def test_an_escaped_order_operator_in_a_test_keeps_the_next_command() -> None:
+    # bash 5.2: yes / next  (test's \< compares strings; the next line always runs)
+    script = 'A=a\n[ "$A" \\< b ] && echo yes\necho next\n'
+    words = _words(script)
+    assert ["echo", "next"] in words
+    assert ["echo", "yes"] in words
+    assert evaluate(script).notes == []
+
+
+def test_quoted_order_operators_in_a_test_keep_the_assignments_and_later_commands() -> None:
+    # bash 5.2: yes3 / no4 / a
+    script = (
+        "A=a\n"
+        '[ b \\> "$A" ] && echo yes3\n'
+        "[ b \"<\" \"$A\" ] || echo no4\n"
+        "[ b '>' \"$A\" ] && B=b\n"
+        "echo $A\n"
+    )
+    words = _words(script)
+    assert ["echo", "yes3"] in words
+    assert ["echo", "no4"] in words
+    assert ["echo", "a"] in words  # A=a before the tests is not lost
+
+
+def test_an_escaped_order_operator_outside_a_test_is_an_argument() -> None:
+    # bash 5.2: < b  (echo \< is the word "<", not a redirection)
+    assert _words("echo \\< b\n") == [["echo", "<", "b"]]
