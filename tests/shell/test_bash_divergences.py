@@ -8,6 +8,8 @@ evaluator leaves it undecided (both alternatives seen) instead of guessing.
 
 from __future__ import annotations
 
+import pytest
+
 from kvalign.shell import Command, evaluate, shown
 
 
@@ -36,7 +38,7 @@ def test_quoted_order_operators_in_a_test_keep_the_assignments_and_later_command
     script = (
         "A=a\n"
         '[ b \\> "$A" ] && echo yes3\n'
-        "[ b \"<\" \"$A\" ] || echo no4\n"
+        '[ b "<" "$A" ] || echo no4\n'
         "[ b '>' \"$A\" ] && B=b\n"
         "echo $A\n"
     )
@@ -49,3 +51,32 @@ def test_quoted_order_operators_in_a_test_keep_the_assignments_and_later_command
 def test_an_escaped_order_operator_outside_a_test_is_an_argument() -> None:
     # bash 5.2: < b  (echo \< is the word "<", not a redirection)
     assert _words("echo \\< b\n") == [["echo", "<", "b"]]
+
+
+# ---- 8: `until` --------------------------------------------------------------------------
+#: not fixed: tests/shell/test_mutation_evaluate.py::test_while_loops asserts that
+#: `X=1; until [ $X -eq 1 ]; do run u; done` runs `run u` (bash 5.2 runs nothing), and
+#: existing assertions are not to be edited; the fix waits for that decision.
+_UNTIL_PINNED = pytest.mark.xfail(
+    strict=True, reason="test_while_loops pins `until` read as `while` (divergence 8)"
+)
+
+
+@_UNTIL_PINNED
+def test_until_runs_its_body_while_the_condition_fails() -> None:
+    # bash 5.2: body / after 1
+    script = 'until [ -n "$X" ]; do echo body; X=1; done\necho after $X\n'
+    assert _words(script) == [["echo", "body"], ["echo", "after", "1"]]
+
+
+@_UNTIL_PINNED
+def test_until_skips_its_body_when_the_condition_holds() -> None:
+    # bash 5.2: after2
+    script = 'Y=1\nuntil [ -n "$Y" ]; do echo b3; done\necho after2\n'
+    assert _words(script) == [["echo", "after2"]]
+
+
+def test_while_still_skips_its_body_when_the_condition_fails() -> None:
+    # bash 5.2: after3
+    script = 'while [ -n "$Z" ]; do echo b4; done\necho after3\n'
+    assert _words(script) == [["echo", "after3"]]
