@@ -478,6 +478,8 @@ class Expander:
     def _simple(self, node: Node, env: Env, out: Builder, quoted: bool) -> None:
         written = self._lead(node, out)
         value = self._param(written[1:], env)
+        if isinstance(value, tuple) and NAME.match(written[1:]):
+            value = value[0] if value else ""  # `$A` of an array: item 0 (bash 5.2)
         if value is None:
             out.add(self.hole(written))
         else:
@@ -502,6 +504,10 @@ class Expander:
                 value = items[number] if number < len(items) else ""
             else:
                 value = None
+        # `${A}` of an array is item 0 (bash 5.2, "Arrays"); of an empty array, unset
+        empty_array = value == () and index is None and NAME.match(name) is not None
+        if isinstance(value, tuple) and index is None and NAME.match(name):
+            value = value[0] if value else None
         operator = next(
             (op for op in (":-", ":=", ":+", ":?", "-", "=", "+", "?") if rest.startswith(op)),
             None,
@@ -510,7 +516,9 @@ class Expander:
             out.add(self.hole(written))  # ${V%/*}, ${V/a/b}, ${V:0:3} …
             return
         if operator is None:
-            if value is None:
+            if value is None and empty_array:
+                out.add("")
+            elif value is None:
                 out.add(self.hole(written))
             else:
                 self._emit(value, out, quoted, written)

@@ -125,3 +125,27 @@ def test_a_partly_quoted_pattern_is_undecided() -> None:
     script = 'A=xyz\n[[ $A == x"*" ]] || echo m10\necho end\n'
     assert ["echo", "m10"] in _words(script)
     assert ["echo", "end"] in _words(script)
+
+
+# ---- 3: `${A}` of an array ---------------------------------------------------------------
+
+
+def test_an_array_without_a_subscript_is_its_first_item() -> None:
+    # bash 5.2: 1[a] / 2[a] / 3 a / 4[] [x] [y] / 5[p] [p q]  (printf "%s|": 5[p]|[p|q]|)
+    script = (
+        "A=(a b c)\n"
+        'echo "1[${A}]"\n'
+        'echo "2[$A]"\n'
+        "echo 3 ${A}\n"
+        "A=()\n"
+        'echo "4[${A}]" "[${A-x}]" "[${A:-y}]"\n'
+        "B=(p q)\n"
+        'echo "5[${B:-z}]" "[${B[@]}]"\n'
+    )
+    assert _words(script) == [
+        ["echo", "1[a]"],
+        ["echo", "2[a]"],
+        ["echo", "3", "a"],
+        ["echo", "4[]", "[x]", "[y]"],
+        ["echo", "5[p]", "[p", "q]"],
+    ]
