@@ -196,7 +196,10 @@ class _Evaluator(Expander):
             value = self.joined(value_node, env)
         if append:
             old = env.vars.get(name, "")
-            if isinstance(old, tuple) or isinstance(value, tuple):
+            if isinstance(old, tuple) and isinstance(value, str):
+                # `A+=y` on an array appends to item 0 (bash 5.2); `A+=(y)` adds an item
+                value = ((old[0] if old else "") + value, *old[1:])
+            elif isinstance(old, tuple) or isinstance(value, tuple):
                 left = old if isinstance(old, tuple) else ((old,) if old else ())
                 right = value if isinstance(value, tuple) else (value,)
                 value = left + right

@@ -149,3 +149,17 @@ def test_an_array_without_a_subscript_is_its_first_item() -> None:
         ["echo", "4[]", "[x]", "[y]"],
         ["echo", "5[p]", "[p", "q]"],
     ]
+
+
+# ---- 16: `A+=y` on an array ----------------------------------------------------------------
+
+
+def test_appending_a_word_to_an_array_appends_to_its_first_item() -> None:
+    # bash 5.2 (printf "%s|"): ay|b| / a|b|c| / x|d| / z|
+    script = (
+        'A=(a b)\nA+=y\nprintf "%s|" "${A[@]}"\n'
+        'B=(a b)\nB+=(c)\nprintf "%s|" "${B[@]}"\n'
+        'C=x\nC+=(d)\nprintf "%s|" "${C[@]}"\n'
+        'D=()\nD+=z\nprintf "%s|" "${D[@]}"\n'
+    )
+    assert [w[2:] for w in _words(script)] == [["ay", "b"], ["a", "b", "c"], ["x", "d"], ["z"]]
