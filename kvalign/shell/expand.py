@@ -447,6 +447,17 @@ class Expander:
             return None
         return env.vars.get(name)
 
+    def _star(self, value: Value, env: Env, written: str) -> str:
+        """A quoted ``"$*"`` / ``"${A[*]}"``: the items joined into one word with the first
+        character of ``IFS`` (a blank when the script never sets it, none when it is empty;
+        bash 5.2, "Special Parameters"); unresolved when ``IFS`` is not known."""
+        if not isinstance(value, tuple):
+            return value
+        separator = env.scalar("IFS")
+        if separator is not None and OPEN in separator:
+            return self.hole(written)
+        return (" " if separator is None else separator[:1]).join(value)
+
     def _emit(self, value: Value, out: Builder, quoted: bool, written: str) -> None:
         if isinstance(value, tuple):
             self.budget.step(len(value))
@@ -480,6 +491,8 @@ class Expander:
         value = self._param(written[1:], env)
         if isinstance(value, tuple) and NAME.match(written[1:]):
             value = value[0] if value else ""  # `$A` of an array: item 0 (bash 5.2)
+        if quoted and value is not None and written[1:] == "*":
+            value = self._star(value, env, written)
         if value is None:
             out.add(self.hole(written))
         else:
@@ -498,7 +511,7 @@ class Expander:
         if index is not None and value is not None:
             items = value if isinstance(value, tuple) else (value,)
             if index in ("@", "*"):
-                value = items
+                value = self._star(items, env, written) if index == "*" and quoted else items
             elif try_int(index) is not None:
                 number = int(index)
                 value = items[number] if number < len(items) else ""
@@ -508,6 +521,8 @@ class Expander:
         empty_array = value == () and index is None and NAME.match(name) is not None
         if isinstance(value, tuple) and index is None and NAME.match(name):
             value = value[0] if value else None
+        if quoted and value is not None and name == "*":
+            value = self._star(value, env, written)
         operator = next(
             (op for op in (":-", ":=", ":+", ":?", "-", "=", "+", "?") if rest.startswith(op)),
             None,

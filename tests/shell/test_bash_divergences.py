@@ -163,3 +163,30 @@ def test_appending_a_word_to_an_array_appends_to_its_first_item() -> None:
         'D=()\nD+=z\nprintf "%s|" "${D[@]}"\n'
     )
     assert [w[2:] for w in _words(script)] == [["ay", "b"], ["a", "b", "c"], ["x", "d"], ["z"]]
+
+
+# ---- 2: `"$*"` / `"${A[*]}"` ---------------------------------------------------------------
+
+
+def test_a_quoted_star_joins_the_items_with_the_first_ifs_character() -> None:
+    # bash 5.2 (printf "%s|"): a b c d| / x y|x|y|[x y]| / a,b c,d|x,y| / ab cd| / a b c d|
+    script = (
+        'set -- a "b c" d\nprintf "%s|" "$*"\n'
+        'A=(x y)\nprintf "%s|" "${A[*]}" "${A[@]}" "[${A[*]}]"\n'
+        'IFS=,\nprintf "%s|" "$*" "${A[*]}"\n'
+        'IFS=\nprintf "%s|" "$*"\n'
+        'unset IFS\nprintf "%s|" "$*"\n'
+    )
+    assert [w[2:] for w in _words(script)] == [
+        ["a b c d"],
+        ["x y", "x", "y", "[x y]"],
+        ["a,b c,d", "x,y"],
+        ["ab cd"],
+        ["a b c d"],
+    ]
+
+
+def test_a_quoted_star_with_an_unknown_ifs_is_unresolved() -> None:
+    # bash 5.2: depends on the value read; kvalign keeps "$*" as written
+    script = 'read IFS\nset -- a b\nprintf "%s|" "$*" "${*}"\n'
+    assert _words(script) == [["printf", "%s|", "$*", "${*}"]]
