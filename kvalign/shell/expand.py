@@ -267,7 +267,8 @@ def _arith(expr: str, env: Env) -> str | None:
                 quotient = abs(left) // abs(right)  # integers, truncated toward zero as in bash
                 return quotient if (left < 0) == (right < 0) else -quotient
             if isinstance(node.op, ast.Mod) and right:
-                return left % right
+                remainder = abs(left) % abs(right)  # C remainder: the dividend's sign (bash)
+                return remainder if left >= 0 else -remainder
         raise ValueError(ast.dump(node))
 
     try:

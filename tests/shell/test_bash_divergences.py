@@ -190,3 +190,12 @@ def test_a_quoted_star_with_an_unknown_ifs_is_unresolved() -> None:
     # bash 5.2: depends on the value read; kvalign keeps "$*" as written
     script = 'read IFS\nset -- a b\nprintf "%s|" "$*" "${*}"\n'
     assert _words(script) == [["printf", "%s|", "$*", "${*}"]]
+
+
+# ---- 1: `%` in `$(( ))` ----------------------------------------------------------------------
+
+
+def test_the_remainder_takes_the_sign_of_the_dividend() -> None:
+    # bash 5.2: -1 1 -1 1 -3
+    script = "echo $((-3 % 2)) $((3 % -2)) $((-7 % 3)) $((7 % 3)) $((-7 / 2))\n"
+    assert _words(script) == [["echo", "-1", "1", "-1", "1", "-3"]]
