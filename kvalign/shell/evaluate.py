@@ -62,6 +62,8 @@ MAX_ALTERNATIVES = 16
 _MAX_DEPTH = 8  # eval / bash -c / function nesting
 #: an argument with a default: ``${1:-prefill}``, ``"${2-decode}"``, ``${1:=x}``
 _ARG_DEFAULT = re.compile(r'"?\$\{[1-9]:?[-=]')
+#: a signed integer written unquoted in a test (``-2``)
+_SIGNED = re.compile(r"[-+][0-9]+")
 #: a P/D role in a value (:meth:`_Evaluator._operand`)
 _ROLE_WORD = re.compile(r"prefill|decode|producer|consumer", re.IGNORECASE)
 #: a command substitution run for its launch (:meth:`_Evaluator._substituted`)
@@ -331,6 +333,8 @@ class _Evaluator(Expander):
         return None
 
     def _operand(self, node: Node, env: Env, unset_empty: bool) -> str | None:
+        if node.type == "unary_expression" and _SIGNED.fullmatch(node_text(node)):
+            return node_text(node)  # `[ $X -lt -2 ]`: the grammar reads `-2` as an operator
         if node.type in ("simple_expansion", "expansion") or (
             node.type == "string"
             and len(node.named_children) == 1

@@ -199,3 +199,17 @@ def test_the_remainder_takes_the_sign_of_the_dividend() -> None:
     # bash 5.2: -1 1 -1 1 -3
     script = "echo $((-3 % 2)) $((3 % -2)) $((-7 % 3)) $((7 % 3)) $((-7 / 2))\n"
     assert _words(script) == [["echo", "-1", "1", "-1", "1", "-3"]]
+
+
+# ---- 10: an unquoted negative number in a test ------------------------------------------------
+
+
+def test_an_unquoted_negative_number_in_a_test_is_a_number() -> None:
+    # bash 5.2: no / yes / y3
+    script = (
+        "X=1\n"
+        "[ $X -lt -2 ] && echo wrong1 || echo no\n"
+        "[ -3 -lt $X ] && echo yes || echo wrong2\n"
+        "[[ $X -gt -2 ]] && echo y3 || echo wrong3\n"
+    )
+    assert _words(script) == [["echo", "no"], ["echo", "yes"], ["echo", "y3"]]
