@@ -34,6 +34,8 @@ _MAX_WORDS = 8 * 1024 * 1024  # characters of all the words of one command
 _MAX_ARITH = 1000  # characters of a $(( )) expression kvalign computes
 NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 _BLANKS = " \t\n"
+#: the operators of ``${V:-word}`` and its kin
+_OPERATORS = (":-", ":=", ":+", ":?", "-", "=", "+", "?")
 #: ``$@`` / ``${@}`` / ``${A[@]}``: one word per item when quoted, none when empty.
 _ALL_ITEMS = re.compile(r"\$(@|\{@\}|\{[A-Za-z_][A-Za-z0-9_]*\[@\]\})")
 _DIRNAME = re.compile(r"\bdirname\b")
@@ -562,31 +564,52 @@ class Expander:
                 )
             if operator.lstrip(":") == "=" and NAME.match(name):
                 env.vars[name] = default
-            self._emit(default, out, quoted, written)
+                self._emit(default, out, quoted, written)  # the value assigned, then split
+            elif quoted:
+                self._emit(default, out, quoted, written)
+            else:
+                self._default_words(node, env, out)
         elif operator.lstrip(":") == "+":
-            if is_set:
+            if is_set and quoted:
                 self._emit(self._default(node, env, quoted), out, quoted, written)
+            elif is_set:
+                self._default_words(node, env, out)
         else:  # ${V:?message}
             if is_set and value is not None:
                 self._emit(value, out, quoted, written)
             else:
                 out.add(self.hole(written))
 
+    def _default_words(self, node: Node, env: Env, out: Builder) -> None:
+        """The word after the operator of an unquoted ``${V:-word}`` / ``${V:+word}``, as
+        words: its quoted parts kept whole, the rest split on blanks (``${U:-"a b"}`` is
+        the one word ``a b``, ``${U:-a b}`` two; bash 5.2)."""
+        after = False
+        for child in node.children:
+            if not child.is_named and node_text(child) in _OPERATORS:
+                after = True
+            elif after and node_text(child) != "}":
+                self._split_default(child, env, out)
+
+    def _split_default(self, node: Node, env: Env, out: Builder) -> None:
+        if node.type in ("string", "raw_string", "ansi_c_string", "translated_string"):
+            self.expand(node, env, out, quoted=True)
+            return
+        if node.type == "concatenation":
+            for child in node.children:
+                self._split_default(child, env, out)
+            return
+        inner = Builder(self.budget)
+        self.expand(node, env, inner, quoted=True)
+        inner.end()
+        out.add_split(self._too_long(node) if inner.overflow else "".join(inner.words))
+
     def _default(self, node: Node, env: Env, quoted: bool) -> str:
         """The word after the operator of ``${V:-word}``, expanded (quotes removed)."""
         after = False
         inner = Builder(self.budget)
         for child in node.children:
-            if not child.is_named and node_text(child) in (
-                ":-",
-                ":=",
-                ":+",
-                ":?",
-                "-",
-                "=",
-                "+",
-                "?",
-            ):
+            if not child.is_named and node_text(child) in _OPERATORS:
                 after = True
                 continue
             if after and node_text(child) != "}":

@@ -213,3 +213,20 @@ def test_an_unquoted_negative_number_in_a_test_is_a_number() -> None:
         "[[ $X -gt -2 ]] && echo y3 || echo wrong3\n"
     )
     assert _words(script) == [["echo", "no"], ["echo", "yes"], ["echo", "y3"]]
+
+
+# ---- 4: a quoted default in an unquoted `${U:-…}` -------------------------------------------
+
+
+def test_the_quoted_part_of_an_unquoted_default_is_not_split() -> None:
+    # bash 5.2 (printf "%s|"): a b|x| / a|b|a bc|d| / a|b||x y|z|
+    script = (
+        'printf "%s|" ${U:-"a b"} x\n'
+        'printf "%s|" ${U:-a b} ${U:-"a b"c d}\n'
+        'printf "%s|" ${U2:="a b"} ${V:-""} ${W:+"x y"} ${U2:+"x y"} z\n'
+    )
+    assert [w[2:] for w in _words(script)] == [
+        ["a b", "x"],
+        ["a", "b", "a bc", "d"],
+        ["a", "b", "", "x y", "z"],
+    ]
