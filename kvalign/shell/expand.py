@@ -213,6 +213,16 @@ def _split_blanks(value: str) -> list[str]:
     return out
 
 
+def _continued(left: Node, right: Node) -> bool:
+    """Whether only a line continuation (backslash, newline) separates two sibling nodes:
+    bash removes it before splitting words, so they are one word."""
+    parent = left.parent
+    if parent is None or right.start_byte != left.end_byte + 2:
+        return False
+    start = parent.start_byte
+    return (parent.text or b"")[left.end_byte - start : right.start_byte - start] == b"\\\n"
+
+
 def _unescape(text: str, quoted: bool) -> str:
     """Backslash removal: unquoted, ``\\x`` → ``x``; in double quotes only before
     ``$ ` " \\`` and newline."""
@@ -329,15 +339,20 @@ class Expander:
         return self.hole(node_text(node)[:200])
 
     def words(self, nodes: list[Node], env: Env) -> list[str]:
+        """The words ``nodes`` (a command's name and arguments) expand to; two nodes the
+        grammar splits at a line continuation (``c\\<newline>d``) are one word, as in bash."""
         out = Builder(self.budget)
-        for node in nodes:
-            before = len(out.words)
+        before = 0
+        for index, node in enumerate(nodes):
             self.expand(node, env, out, quoted=False)
+            if index + 1 < len(nodes) and _continued(node, nodes[index + 1]):
+                continue
             out.end()
             if out.overflow:
                 del out.words[before:]
                 out.words.append(self._too_long(node))
                 out.overflow = False  # later nodes: still bounded by the total
+            before = len(out.words)
         return out.words
 
     def joined(self, node: Node, env: Env) -> str:

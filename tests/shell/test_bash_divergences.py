@@ -230,3 +230,13 @@ def test_the_quoted_part_of_an_unquoted_default_is_not_split() -> None:
         ["a", "b", "a bc", "d"],
         ["a", "b", "", "x y", "z"],
     ]
+
+
+# ---- 5: a line continuation inside a word ----------------------------------------------------
+
+
+def test_a_line_continuation_inside_a_word_joins_it() -> None:
+    # bash 5.2 (printf "%s|"): cd|m|--x|ab|
+    script = 'printf "%s|" c\\\nd m\\\n  --x "a"\\\nb\n'
+    assert _words(script) == [["printf", "%s|", "cd", "m", "--x", "ab"]]
+    assert evaluate(script).commands[0].line == 1
