@@ -29,7 +29,11 @@ _UNSAFE = re.compile("[\U00030000-\U0010ffff]")
 #: comparison operator written escaped or quoted (``\<``, ``">"``, ``'<'``): bash's
 #: ``test`` compares strings with it, but tree-sitter-bash 0.25 reads no such operator
 #: there and its error recovery swallows the commands that follow (found against bash 5.2).
-_TEST_BRACKETS = re.compile(r"(?<![\[\w$])\[(?=[ \t])[^\n\]]*[ \t]\](?!\])")
+_TEST_BRACKETS = re.compile(
+    r"(^|[;&|(!]|\b(?:if|elif|while|until|then|do|else))([ \t]*)"  # in command position
+    r"(\[(?=[ \t])[^\n\]]*[ \t]\])(?!\])",
+    re.MULTILINE,
+)
 _QUOTED_ORDER = re.compile(r"(?<=[ \t])(?:\\([<>])|\"([<>])\"|'([<>])')(?=[ \t])")
 
 
@@ -42,7 +46,9 @@ def _order_operators(text: str) -> str:
         operator = found.group(1) or found.group(2) or found.group(3)
         return (" " + operator).ljust(len(found.group(0)))
 
-    return _TEST_BRACKETS.sub(lambda m: _QUOTED_ORDER.sub(bare, m.group(0)), text)
+    return _TEST_BRACKETS.sub(
+        lambda m: m.group(1) + m.group(2) + _QUOTED_ORDER.sub(bare, m.group(3)), text
+    )
 
 
 def parse(text: str) -> Any:

@@ -240,3 +240,14 @@ def test_a_line_continuation_inside_a_word_joins_it() -> None:
     script = 'printf "%s|" c\\\nd m\\\n  --x "a"\\\nb\n'
     assert _words(script) == [["printf", "%s|", "cd", "m", "--x", "ab"]]
     assert evaluate(script).commands[0].line == 1
+
+
+def test_an_escaped_order_operator_in_brackets_that_are_arguments_stays_a_word() -> None:
+    # bash 5.2: [ a < b ]  (echo's arguments, no test, no redirection)
+    assert _words("echo [ a \\< b ]\n") == [["echo", "[", "a", "<", "b", "]"]]
+
+
+def test_an_order_operator_test_after_if_keeps_both_branches() -> None:
+    # bash 5.2: lt / end  ("a" sorts before "b"); kvalign leaves \< undecided: both
+    script = 'A=a\nif [ "$A" \\< b ]; then echo lt; else echo ge; fi\necho end\n'
+    assert _words(script) == [["echo", "lt"], ["echo", "ge"], ["echo", "end"]]
