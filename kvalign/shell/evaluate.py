@@ -62,6 +62,8 @@ MAX_ALTERNATIVES = 16
 _MAX_DEPTH = 8  # eval / bash -c / function nesting
 #: an argument with a default: ``${1:-prefill}``, ``"${2-decode}"``, ``${1:=x}``
 _ARG_DEFAULT = re.compile(r'"?\$\{[1-9]:?[-=]')
+#: a signed integer written unquoted in a test (``-2``)
+_SIGNED = re.compile(r"[-+][0-9]+")
 #: a P/D role in a value (:meth:`_Evaluator._operand`)
 _ROLE_WORD = re.compile(r"prefill|decode|producer|consumer", re.IGNORECASE)
 #: a command substitution run for its launch (:meth:`_Evaluator._substituted`)
@@ -196,7 +198,10 @@ class _Evaluator(Expander):
             value = self.joined(value_node, env)
         if append:
             old = env.vars.get(name, "")
-            if isinstance(old, tuple) or isinstance(value, tuple):
+            if isinstance(old, tuple) and isinstance(value, str):
+                # `A+=y` on an array appends to item 0 (bash 5.2); `A+=(y)` adds an item
+                value = ((old[0] if old else "") + value, *old[1:])
+            elif isinstance(old, tuple) or isinstance(value, tuple):
                 left = old if isinstance(old, tuple) else ((old,) if old else ())
                 right = value if isinstance(value, tuple) else (value,)
                 value = left + right
@@ -303,7 +308,8 @@ class _Evaluator(Expander):
     def _condition_at(self, node: Node, env: Env) -> bool | None:
         if node.type == "test_command":
             exprs = node.named_children
-            return self._expr(exprs[0], env) if len(exprs) == 1 else None
+            double = bool(node.children) and node_text(node.children[0]) == "[["
+            return self._expr(exprs[0], env, double) if len(exprs) == 1 else None
         if node.type == "negated_command" and node.named_children:
             inner = self._condition(node.named_children[0], env)
             return None if inner is None else not inner
@@ -327,6 +333,8 @@ class _Evaluator(Expander):
         return None
 
     def _operand(self, node: Node, env: Env, unset_empty: bool) -> str | None:
+        if node.type == "unary_expression" and _SIGNED.fullmatch(node_text(node)):
+            return node_text(node)  # `[ $X -lt -2 ]`: the grammar reads `-2` as an operator
         if node.type in ("simple_expansion", "expansion") or (
             node.type == "string"
             and len(node.named_children) == 1
@@ -349,26 +357,26 @@ class _Evaluator(Expander):
             return None
         return None if OPEN in value else value
 
-    def _expr(self, node: Node, env: Env) -> bool | None:
-        """A ``[ … ]`` / ``[[ … ]]`` expression's truth (``None``: cannot tell, also past
-        :data:`MAX_NESTING` levels)."""
+    def _expr(self, node: Node, env: Env, double: bool = False) -> bool | None:
+        """A ``[ … ]`` / ``[[ … ]]`` (``double``) expression's truth (``None``: cannot tell,
+        also past :data:`MAX_NESTING` levels)."""
         if self.level >= MAX_NESTING:
             return None
         self.level += 1
         try:
-            return self._expr_at(node, env)
+            return self._expr_at(node, env, double)
         finally:
             self.level -= 1
 
-    def _expr_at(self, node: Node, env: Env) -> bool | None:
+    def _expr_at(self, node: Node, env: Env, double: bool) -> bool | None:
         if node.type == "parenthesized_expression" and node.named_children:
-            return self._expr(node.named_children[0], env)
+            return self._expr(node.named_children[0], env, double)
         if node.type == "unary_expression":
             operator = node.child_by_field_name("operator")
             operands = [c for c in node.named_children if c.type != "test_operator"]
             op = node_text(operator) if operator is not None else ""
             if op == "!" or (not op and node_text(node).startswith("!")):
-                inner = self._expr(operands[0], env) if operands else None
+                inner = self._expr(operands[0], env, double) if operands else None
                 return None if inner is None else not inner
             if op in ("-z", "-n") and operands:
                 value = self._operand(operands[0], env, unset_empty=True)
@@ -384,7 +392,7 @@ class _Evaluator(Expander):
                 return None
             op = node_text(operator)
             if op in ("&&", "||", "-a", "-o"):
-                p, q = self._expr(left, env), self._expr(right, env)
+                p, q = self._expr(left, env, double), self._expr(right, env, double)
                 if op in ("&&", "-a"):
                     return False if False in (p, q) else (None if None in (p, q) else True)
                 return True if True in (p, q) else (None if None in (p, q) else False)
@@ -392,6 +400,10 @@ class _Evaluator(Expander):
             b = self._operand(right, env, unset_empty=False)
             if a is None or b is None:
                 return None
+            if double and op in ("=", "==", "!="):
+                # [[ ]]: an unquoted right side is a pattern, a quoted one literal
+                matched = _pattern_match(a, b, right)
+                return None if matched is None else matched == (op != "!=")
             return _compare(a, op, b)
         if node.type in ("string", "word", "simple_expansion", "expansion"):
             value = self._operand(node, env, unset_empty=True)
@@ -896,9 +908,36 @@ def _is_test(node: Node) -> bool:
     return False
 
 
+#: pattern syntax :func:`fnmatch.fnmatchcase` does not read as bash does: backslash
+#: escapes, ``[^…]`` sets, extglob groups ``@(…)`` / ``!(…)`` / ``+(…)`` …
+_UNLIKE_FNMATCH = re.compile(r"\\|\[\^|[?*+@!]\(")
+_QUOTED_NODES = frozenset({"string", "raw_string", "ansi_c_string", "translated_string"})
+
+
+def _pattern_match(value: str, pattern: str, written: Node) -> bool | None:
+    """Whether ``value`` matches the right side of ``[[ A == B ]]`` (bash 5.2, "Conditional
+    Constructs": an unquoted right side of ``=`` / ``==`` / ``!=`` is a pattern, a quoted one
+    is matched literally); ``pattern`` is the expanded text of ``written``. ``None`` when it
+    cannot be told: part quoted and part not with pattern characters in it, or pattern
+    syntax fnmatch does not share (:data:`_UNLIKE_FNMATCH`)."""
+    if written.type in _QUOTED_NODES:
+        return value == pattern
+    if not any(c in pattern for c in "*?["):
+        return value == pattern
+    parts = written.children if written.type == "concatenation" else []
+    if (
+        any(p.type in _QUOTED_NODES for p in parts)
+        or "\\" in node_text(written)  # `a\*`: the star is literal
+        or _UNLIKE_FNMATCH.search(pattern)
+    ):
+        return None
+    return fnmatchcase(value, pattern)
+
+
 def _compare(a: str, op: str, b: str) -> bool | None:
+    """``[ a OP b ]`` / ``test a OP b`` (never a pattern match: ``[`` has none)."""
     if op in ("=", "=="):
-        return fnmatchcase(a, b) if op == "==" else a == b
+        return a == b
     if op == "!=":
         return a != b
     if op in ("-eq", "-ne", "-lt", "-gt", "-le", "-ge"):

@@ -34,6 +34,8 @@ _MAX_WORDS = 8 * 1024 * 1024  # characters of all the words of one command
 _MAX_ARITH = 1000  # characters of a $(( )) expression kvalign computes
 NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 _BLANKS = " \t\n"
+#: the operators of ``${V:-word}`` and its kin
+_OPERATORS = (":-", ":=", ":+", ":?", "-", "=", "+", "?")
 #: ``$@`` / ``${@}`` / ``${A[@]}``: one word per item when quoted, none when empty.
 _ALL_ITEMS = re.compile(r"\$(@|\{@\}|\{[A-Za-z_][A-Za-z0-9_]*\[@\]\})")
 _DIRNAME = re.compile(r"\bdirname\b")
@@ -211,6 +213,16 @@ def _split_blanks(value: str) -> list[str]:
     return out
 
 
+def _continued(left: Node, right: Node) -> bool:
+    """Whether only a line continuation (backslash, newline) separates two sibling nodes:
+    bash removes it before splitting words, so they are one word."""
+    parent = left.parent
+    if parent is None or right.start_byte != left.end_byte + 2:
+        return False
+    start = parent.start_byte
+    return (parent.text or b"")[left.end_byte - start : right.start_byte - start] == b"\\\n"
+
+
 def _unescape(text: str, quoted: bool) -> str:
     """Backslash removal: unquoted, ``\\x`` → ``x``; in double quotes only before
     ``$ ` " \\`` and newline."""
@@ -267,7 +279,8 @@ def _arith(expr: str, env: Env) -> str | None:
                 quotient = abs(left) // abs(right)  # integers, truncated toward zero as in bash
                 return quotient if (left < 0) == (right < 0) else -quotient
             if isinstance(node.op, ast.Mod) and right:
-                return left % right
+                remainder = abs(left) % abs(right)  # C remainder: the dividend's sign (bash)
+                return remainder if left >= 0 else -remainder
         raise ValueError(ast.dump(node))
 
     try:
@@ -326,15 +339,20 @@ class Expander:
         return self.hole(node_text(node)[:200])
 
     def words(self, nodes: list[Node], env: Env) -> list[str]:
+        """The words ``nodes`` (a command's name and arguments) expand to; two nodes the
+        grammar splits at a line continuation (``c\\<newline>d``) are one word, as in bash."""
         out = Builder(self.budget)
-        for node in nodes:
-            before = len(out.words)
+        before = 0
+        for index, node in enumerate(nodes):
             self.expand(node, env, out, quoted=False)
+            if index + 1 < len(nodes) and _continued(node, nodes[index + 1]):
+                continue
             out.end()
             if out.overflow:
                 del out.words[before:]
                 out.words.append(self._too_long(node))
                 out.overflow = False  # later nodes: still bounded by the total
+            before = len(out.words)
         return out.words
 
     def joined(self, node: Node, env: Env) -> str:
@@ -447,6 +465,17 @@ class Expander:
             return None
         return env.vars.get(name)
 
+    def _star(self, value: Value, env: Env, written: str) -> str:
+        """A quoted ``"$*"`` / ``"${A[*]}"``: the items joined into one word with the first
+        character of ``IFS`` (a blank when the script never sets it, none when it is empty;
+        bash 5.2, "Special Parameters"); unresolved when ``IFS`` is not known."""
+        if not isinstance(value, tuple):
+            return value
+        separator = env.scalar("IFS")
+        if separator is not None and OPEN in separator:
+            return self.hole(written)
+        return (" " if separator is None else separator[:1]).join(value)
+
     def _emit(self, value: Value, out: Builder, quoted: bool, written: str) -> None:
         if isinstance(value, tuple):
             self.budget.step(len(value))
@@ -478,6 +507,10 @@ class Expander:
     def _simple(self, node: Node, env: Env, out: Builder, quoted: bool) -> None:
         written = self._lead(node, out)
         value = self._param(written[1:], env)
+        if isinstance(value, tuple) and NAME.match(written[1:]):
+            value = value[0] if value else ""  # `$A` of an array: item 0 (bash 5.2)
+        if quoted and value is not None and written[1:] == "*":
+            value = self._star(value, env, written)
         if value is None:
             out.add(self.hole(written))
         else:
@@ -496,12 +529,18 @@ class Expander:
         if index is not None and value is not None:
             items = value if isinstance(value, tuple) else (value,)
             if index in ("@", "*"):
-                value = items
+                value = self._star(items, env, written) if index == "*" and quoted else items
             elif try_int(index) is not None:
                 number = int(index)
                 value = items[number] if number < len(items) else ""
             else:
                 value = None
+        # `${A}` of an array is item 0 (bash 5.2, "Arrays"); of an empty array, unset
+        empty_array = value == () and index is None and NAME.match(name) is not None
+        if isinstance(value, tuple) and index is None and NAME.match(name):
+            value = value[0] if value else None
+        if quoted and value is not None and name == "*":
+            value = self._star(value, env, written)
         operator = next(
             (op for op in (":-", ":=", ":+", ":?", "-", "=", "+", "?") if rest.startswith(op)),
             None,
@@ -510,7 +549,9 @@ class Expander:
             out.add(self.hole(written))  # ${V%/*}, ${V/a/b}, ${V:0:3} …
             return
         if operator is None:
-            if value is None:
+            if value is None and empty_array:
+                out.add("")
+            elif value is None:
                 out.add(self.hole(written))
             else:
                 self._emit(value, out, quoted, written)
@@ -538,31 +579,52 @@ class Expander:
                 )
             if operator.lstrip(":") == "=" and NAME.match(name):
                 env.vars[name] = default
-            self._emit(default, out, quoted, written)
+                self._emit(default, out, quoted, written)  # the value assigned, then split
+            elif quoted:
+                self._emit(default, out, quoted, written)
+            else:
+                self._default_words(node, env, out)
         elif operator.lstrip(":") == "+":
-            if is_set:
+            if is_set and quoted:
                 self._emit(self._default(node, env, quoted), out, quoted, written)
+            elif is_set:
+                self._default_words(node, env, out)
         else:  # ${V:?message}
             if is_set and value is not None:
                 self._emit(value, out, quoted, written)
             else:
                 out.add(self.hole(written))
 
+    def _default_words(self, node: Node, env: Env, out: Builder) -> None:
+        """The word after the operator of an unquoted ``${V:-word}`` / ``${V:+word}``, as
+        words: its quoted parts kept whole, the rest split on blanks (``${U:-"a b"}`` is
+        the one word ``a b``, ``${U:-a b}`` two; bash 5.2)."""
+        after = False
+        for child in node.children:
+            if not child.is_named and node_text(child) in _OPERATORS:
+                after = True
+            elif after and node_text(child) != "}":
+                self._split_default(child, env, out)
+
+    def _split_default(self, node: Node, env: Env, out: Builder) -> None:
+        if node.type in ("string", "raw_string", "ansi_c_string", "translated_string"):
+            self.expand(node, env, out, quoted=True)
+            return
+        if node.type == "concatenation":
+            for child in node.children:
+                self._split_default(child, env, out)
+            return
+        inner = Builder(self.budget)
+        self.expand(node, env, inner, quoted=True)
+        inner.end()
+        out.add_split(self._too_long(node) if inner.overflow else "".join(inner.words))
+
     def _default(self, node: Node, env: Env, quoted: bool) -> str:
         """The word after the operator of ``${V:-word}``, expanded (quotes removed)."""
         after = False
         inner = Builder(self.budget)
         for child in node.children:
-            if not child.is_named and node_text(child) in (
-                ":-",
-                ":=",
-                ":+",
-                ":?",
-                "-",
-                "=",
-                "+",
-                "?",
-            ):
+            if not child.is_named and node_text(child) in _OPERATORS:
                 after = True
                 continue
             if after and node_text(child) != "}":

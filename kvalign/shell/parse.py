@@ -25,11 +25,36 @@ def _parser() -> Parser:
 #: fuzzing): planes 3-16 (mostly unassigned, tags, private use); never meaningful in a
 #: deployment script.
 _UNSAFE = re.compile("[\U00030000-\U0010ffff]")
+#: a single-bracket test on one line (``[ … ]``, not ``[[ … ]]``), and in it a string
+#: comparison operator written escaped or quoted (``\<``, ``">"``, ``'<'``): bash's
+#: ``test`` compares strings with it, but tree-sitter-bash 0.25 reads no such operator
+#: there and its error recovery swallows the commands that follow (found against bash 5.2).
+_TEST_BRACKETS = re.compile(
+    r"(^|[;&|(!]|\b(?:if|elif|while|until|then|do|else))([ \t]*)"  # in command position
+    r"(\[(?=[ \t])[^\n\]]*[ \t]\])(?!\])",
+    re.MULTILINE,
+)
+_QUOTED_ORDER = re.compile(r"(?<=[ \t])(?:\\([<>])|\"([<>])\"|'([<>])')(?=[ \t])")
+
+
+def _order_operators(text: str) -> str:
+    """``text`` with each escaped or quoted ``<`` / ``>`` of a ``[ … ]`` test written as a
+    bare operator padded with blanks to the same length (byte offsets and lines are kept),
+    which the grammar reads as a binary test."""
+
+    def bare(found: re.Match[str]) -> str:
+        operator = found.group(1) or found.group(2) or found.group(3)
+        return (" " + operator).ljust(len(found.group(0)))
+
+    return _TEST_BRACKETS.sub(
+        lambda m: m.group(1) + m.group(2) + _QUOTED_ORDER.sub(bare, m.group(3)), text
+    )
 
 
 def parse(text: str) -> Any:
-    """Parse ``text`` (unsafe code points replaced by U+FFFD first, see :data:`_UNSAFE`)."""
-    safe = _UNSAFE.sub("\ufffd", text)
+    """Parse ``text`` (unsafe code points replaced by U+FFFD first, see :data:`_UNSAFE`;
+    ``[ A \\< B ]`` read as a binary test, see :data:`_TEST_BRACKETS`)."""
+    safe = _order_operators(_UNSAFE.sub("\ufffd", text))
     return _parser().parse(safe.encode("utf-8", "surrogatepass"))
 
 
