@@ -583,8 +583,11 @@ class _Evaluator(Expander):
             return self._cap(out, node)
         condition = node.child_by_field_name("condition")
         if node.type == "while_statement" and condition is not None:
-            # `while [[ $# -gt 0 ]]; do … shift; done` run with no arguments: zero times
-            skipped = [e for e in envs if self._condition(condition, e) is False]
+            # `while [[ $# -gt 0 ]]; do … shift; done` run with no arguments: zero times;
+            # tree-sitter-bash reads `until` as a while_statement whose first child is the
+            # `until` keyword: its body never runs when the condition holds
+            ends = node.children[0].type == "until" if node.children else False
+            skipped = [e for e in envs if self._condition(condition, e) is ends]
             looped = [e for e in envs if not any(e is s for s in skipped)]
             return [*skipped, *self.run(body, looped, inner)] if looped else skipped
         return self.run(body, envs, inner)

@@ -8,8 +8,6 @@ evaluator leaves it undecided (both alternatives seen) instead of guessing.
 
 from __future__ import annotations
 
-import pytest
-
 from kvalign.shell import Command, evaluate, shown
 
 
@@ -54,22 +52,14 @@ def test_an_escaped_order_operator_outside_a_test_is_an_argument() -> None:
 
 
 # ---- 8: `until` --------------------------------------------------------------------------
-#: not fixed: tests/shell/test_mutation_evaluate.py::test_while_loops asserts that
-#: `X=1; until [ $X -eq 1 ]; do run u; done` runs `run u` (bash 5.2 runs nothing), and
-#: existing assertions are not to be edited; the fix waits for that decision.
-_UNTIL_PINNED = pytest.mark.xfail(
-    strict=True, reason="test_while_loops pins `until` read as `while` (divergence 8)"
-)
 
 
-@_UNTIL_PINNED
 def test_until_runs_its_body_while_the_condition_fails() -> None:
     # bash 5.2: body / after 1
     script = 'until [ -n "$X" ]; do echo body; X=1; done\necho after $X\n'
     assert _words(script) == [["echo", "body"], ["echo", "after", "1"]]
 
 
-@_UNTIL_PINNED
 def test_until_skips_its_body_when_the_condition_holds() -> None:
     # bash 5.2: after2
     script = 'Y=1\nuntil [ -n "$Y" ]; do echo b3; done\necho after2\n'
