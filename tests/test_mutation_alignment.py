@@ -17,16 +17,21 @@ import pytest
 
 from kvalign.alignment import (
     BlockDerivation,
+    KvCacheGroup,
     RankResult,
+    _largest_divisor_at_most,
     aligned_block_size,
     analyze_rank,
     block_requirement,
     common_block_size,
     derive_block,
+    hidden_state_group,
     load_problem,
+    pp_partition,
+    skip_layer_block_size,
 )
 from kvalign.backends import BACKENDS
-from kvalign.errors import UnsupportedModel
+from kvalign.errors import InvalidSettings, UnsupportedModel
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import profile_named
@@ -485,3 +490,223 @@ def test_tp_stable_block_grows_when_the_local_page_falls_short(tmp_path: Path) -
     assert (wide.tp_stable_block_size, wide.tp_stable_grown) == (416, True)
     narrow = _block_rank(model, 4, **settings)
     assert (narrow.tp_stable_block_size, narrow.tp_stable_grown) == (400, False)
+
+
+# ---- pipeline stages, skip layers and the hidden-state group (issue 19) ----------------
+# The module's own test files reached none of pp_partition, skip_layer_block_size,
+# hidden_state_group and _largest_divisor_at_most (mutmut: "no tests"). Below, the measured
+# vectors (tests/golden/pp-*, skip-layers-*, hidden-state-*.jsonl) through analyze_rank,
+# and each function at hand-derived inputs where a wrong operator changes the answer.
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def _golden(prefix: str, release: str) -> list[dict[str, object]]:
+    text = (GOLDEN / f"{prefix}-{release}.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+@pytest.mark.parametrize("release", ["0.19.1", "0.33.0"])
+def test_pp_stage_layers_and_blocks_match_the_measured_vectors(release: str) -> None:
+    # each stage's [start, end) from the release's get_pp_indices, whether it owns an
+    # attention layer, and its block (the Mamba group's block with prefix caching; up to
+    # 0.19 the alignment ran once on the model config, so every stage is aligned)
+    for vector in _golden("pp", release):
+        settings = Settings(vllm_version=release, pipeline_parallel_size=vector["pp"],
+                            enable_prefix_caching=vector["enable_prefix_caching"],
+                            attention_backend="FLASH_ATTN")  # fmt: skip
+        rank = rank_of(load_model(str(vector["model"])), settings, int(vector["tp"]))
+        measured: list[dict] = vector["stages"]  # type: ignore[assignment]
+        assert [[s.rank, s.start, s.end] for s in rank.pp_stages] == [
+            [m["rank"], *m["layers"]] for m in measured
+        ], vector
+        assert [s.attention_layers > 0 for s in rank.pp_stages] == [
+            m["attention"] for m in measured
+        ], vector
+        if vector["resolved_prefix_caching"]:
+            assert [s.block_size for s in rank.pp_stages] == [
+                m["mamba_block_size"] for m in measured
+            ], vector
+
+
+@pytest.mark.parametrize(
+    ("layers", "pp", "partition", "bounds"),
+    [
+        # get_pp_indices (vllm/distributed/utils.py, 0.33.0): layers // pp each, the
+        # remainder one layer each to the stages before the last, second-to-last first
+        (52, 2, None, ((0, 26), (26, 52))),  # pp-0.33.0.jsonl
+        # 52 = 6 · 8 + 4: stages 1-4 take 9 → 8, 9, 9, 9, 9, 8 (pp-0.33.0.jsonl: 44-52 last)
+        (52, 6, None, ((0, 8), (8, 17), (17, 26), (26, 35), (35, 44), (44, 52))),
+        # 10 = 4 · 2 + 2: stages 2 and 1 take 3 → 2, 3, 3, 2
+        (10, 4, None, ((0, 2), (2, 5), (5, 8), (8, 10))),
+        (7, 1, None, ((0, 7),)),
+        # 3 = 4 · 0 + 3: stages 2, 1, 0 take one each, the last none
+        (3, 4, None, ((0, 1), (1, 2), (2, 3), (3, 3))),
+        # VLLM_PP_LAYER_PARTITION: the counts as given, a zero count included
+        (52, 6, "8,8,8,8,8,12", ((0, 8), (8, 16), (16, 24), (24, 32), (32, 40), (40, 52))),
+        (52, 2, "0,52", ((0, 0), (0, 52))),
+    ],
+)  # fmt: skip
+def test_pp_partition_bounds(
+    layers: int, pp: int, partition: str | None, bounds: tuple[tuple[int, int], ...]
+) -> None:
+    assert pp_partition(layers, pp, partition) == bounds
+
+
+@pytest.mark.parametrize(
+    ("layers", "pp", "partition", "message"),
+    [
+        (52, 0, None, "--pipeline-parallel-size must be >= 1, got 0"),
+        (52, 2, "26,x", "VLLM_PP_LAYER_PARTITION: invalid partition string '26,x'"),
+        (52, 3, "26,26", "VLLM_PP_LAYER_PARTITION '26,26': 2 layer counts, "
+                         "--pipeline-parallel-size is 3"),
+        (52, 2, "-1,53", "VLLM_PP_LAYER_PARTITION '-1,53': 2 layer counts, "
+                         "--pipeline-parallel-size is 2"),
+        (52, 2, "26,25", "VLLM_PP_LAYER_PARTITION '26,25' sums to 51, the model has 52 layers"),
+    ],
+)  # fmt: skip
+def test_pp_partition_refusals(layers: int, pp: int, partition: str | None, message: str) -> None:
+    # vLLM raises ValueError for each (get_pp_indices); kvalign's words, pinned whole
+    with pytest.raises(InvalidSettings) as raised:
+        pp_partition(layers, pp, partition)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("args", "block"),
+    [
+        # Platform._align_heterogeneous_kv_block_size (vllm/platforms/interface.py, 0.25.0
+        # → 0.33.0): u = max(k, block), r = max(skip · k, padded Mamba page),
+        # block' = max(block, u · cdiv(r, u · a)).
+        # equal or smaller skip pages change nothing
+        ((16, 512, 512, 16, None), 16),
+        ((8, 512, 512, 16, None), 8),
+        ((16, 512, 256, 16, None), 16),
+        # fp8 a = 512 B, bf16 skip = 1,024 B, k = 16: r = 16,384, cdiv(16,384, 8,192) = 2
+        # → 32 (skip-layers-0.33.0.jsonl: LFM2-1.2B, layer 2 kept in bf16, block 32)
+        ((16, 512, 1024, 16, None), 32),
+        # a padded Mamba page of 20,000 B rules: cdiv(20,000, 8,192) = 3 → 48
+        ((16, 512, 1024, 16, 20_000), 48),
+        # block 8 below k: u = 16 (not 8: 8 · cdiv(20,000, 4,096) = 40) → 16 · 3 = 48
+        ((8, 512, 1024, 16, 20_000), 48),
+        # a large block is never lowered: u = 64, cdiv(16,384, 32,768) = 1 → 64
+        ((64, 512, 1024, 16, None), 64),
+        # the padded page below skip · k: r = 16,384 (not 10,000) → 32
+        ((16, 512, 1024, 16, 10_000), 32),
+    ],
+)  # fmt: skip
+def test_skip_layer_block_size_by_hand(
+    args: tuple[int, int, int, int, int | None], block: int
+) -> None:
+    assert skip_layer_block_size(*args) == block
+
+
+@pytest.mark.parametrize("release", ["0.25.0", "0.33.0"])
+def test_skip_layer_vectors_through_analyze_rank(release: str) -> None:
+    # measured: tests/golden/build_skip_layer_vectors.py (block, kernel block, padded Mamba
+    # page and groups per vector; "error": the release's start-up failure)
+    for vector in _golden("skip-layers", release):
+        none = vector["mamba_cache_mode"] == "none"
+        settings = Settings(
+            vllm_version=release, attention_backend="FLASH_ATTN",
+            kv_cache_dtype=str(vector["kv_cache_dtype"]),
+            kv_cache_dtype_skip_layers=tuple(vector["kv_cache_dtype_skip_layers"]),  # type: ignore[arg-type]
+            max_model_len=vector["mamba_block_size"] if none else None,  # type: ignore[arg-type]
+        )  # fmt: skip
+        rank = rank_of(load_model(str(vector["model"])), settings, int(vector["tp"]))
+        assert (rank.block_size, rank.kernel_block_size, rank.mamba_page_size_padded) == (
+            vector["block_size"], vector["kernel_block_size"], vector["mamba_page_size_padded"]
+        ), vector  # fmt: skip
+        if "error" in vector:
+            assert not rank.usable and "AssertionError" in rank.problem
+            continue
+        got = [(g.kind, g.layers, g.block_size) for g in rank.kv_cache_groups]
+        assert got == [(g["kind"], g["layers"], g["block_size"]) for g in vector["groups"]]
+
+
+@pytest.mark.parametrize("release", ["0.25.0", "0.28.0", "0.33.0"])
+def test_hidden_state_vectors_through_analyze_rank(release: str) -> None:
+    # measured: build_skip_layer_vectors.py --hidden-states (the release's
+    # HiddenStateCacheSpec and get_kv_cache_groups); the rules of HIDDEN_STATE_RULES:
+    # 0.25 rule 1, 0.28 rule 2, 0.33 rule 3
+    for vector in _golden("hidden-state", release):
+        none = vector["mamba_cache_mode"] == "none"
+        settings = Settings(
+            vllm_version=release, attention_backend="FLASH_ATTN",
+            speculative_method=str(vector["speculative_method"]),
+            eagle_aux_hidden_state_layer_ids=tuple(vector["eagle_aux_hidden_state_layer_ids"]),  # type: ignore[arg-type]
+            max_model_len=vector["mamba_block_size"] if none else None,  # type: ignore[arg-type]
+        )  # fmt: skip
+        rank = rank_of(load_model(str(vector["model"])), settings, int(vector["tp"]))
+        assert rank.block_size == vector["block_size"], vector
+        if "error" in vector:
+            assert "AssertionError" in vector["error"]
+            continue
+        got = [(g.kind, g.layers, g.block_size) for g in rank.kv_cache_groups]
+        assert got == [(g["kind"], g["layers"], g["block_size"]) for g in vector["groups"]]
+
+
+def test_largest_divisor_at_most() -> None:
+    # _largest_divisor_at_most (kv_cache_utils.py): the largest divisor of value <= limit
+    assert _largest_divisor_at_most(2096, 133) == 131  # 2096 = 16 · 131, 131 prime
+    assert _largest_divisor_at_most(528, 16) == 16  # 528 = 16 · 33
+    assert _largest_divisor_at_most(12, 5) == 4
+    assert _largest_divisor_at_most(12, 12) == 12
+    assert _largest_divisor_at_most(12, 100) == 12
+    assert _largest_divisor_at_most(7, 6) == 1
+
+
+def _groups(*blocks: int | None) -> tuple[KvCacheGroup, ...]:
+    return tuple(KvCacheGroup("mamba" if i else "attention", 6, b) for i, b in enumerate(blocks))
+
+
+def test_hidden_state_group_rules_by_hand() -> None:
+    # Nemotron-3-Nano TP 1 (hidden-state-0.33.0.jsonl): block 2096, a = 1,024 B → common
+    # page 2,146,304 B; 3 hidden states of hidden size 2,688 in bf16: 3 · 2,688 · 2 =
+    # 16,128 B/token → most = 2,146,304 // 16,128 = 133 (16,128 · 133 = 2,145,024)
+    nano = _groups(2096, 2096)
+    assert hidden_state_group(nano, 2_146_304, 16_128, 1, "0.25.0") == (
+        (*nano, KvCacheGroup("hidden-state", 1, 133)), ""
+    )  # fmt: skip
+    # rules 2 and 3: the largest divisor of the gcd block 2096 not above 133: 131 (measured)
+    for rule in (2, 3):
+        assert hidden_state_group(nano, 2_146_304, 16_128, rule, "0.33.0") == (
+            (*nano, KvCacheGroup("hidden-state", 1, 131)), ""
+        )  # fmt: skip
+    # the gcd of the groups' blocks: gcd(96, 64) = 32, most = 32,768 // 512 = 64 → 32
+    assert hidden_state_group(_groups(96, 64), 32_768, 512, 2, "0.33.0")[0][-1].block_size == 32
+    # a block kvalign does not know (Mamba mode none, no --max-model-len): None
+    assert hidden_state_group(_groups(64, None), 32_768, 512, 2, "0.33.0")[0][-1] == (
+        KvCacheGroup("hidden-state", 1, None)
+    )
+    assert hidden_state_group((), 32_768, 512, 2, "0.33.0") == (
+        (KvCacheGroup("hidden-state", 1, None),),
+        "",
+    )
+    # under rule 1 an unknown block does not matter: most = 64
+    assert hidden_state_group(_groups(64, None), 32_768, 512, 1, "0.25.0")[0][-1].block_size == 64
+
+
+def test_hidden_state_group_when_one_token_does_not_fit() -> None:
+    # a 1,500 B token, a 1,000 B page: rules 1-2 leave the padded page below the real one
+    # (the spec's assertion fails at start-up); most = max(1,000 // 1,500, 1) = 1
+    groups = _groups(16, 16)
+    for rule, release in ((1, "0.25.0"), (2, "0.28.0")):
+        assert hidden_state_group(groups, 1000, 1500, rule, release) == (
+            (*groups, KvCacheGroup("hidden-state", 1, 1)),
+            f"vLLM {release} fails at start-up: one token of the extract_hidden_states "
+            "hidden-state layer (1,500 B) does not fit the KV-cache groups' page (1,000 B) "
+            "it is padded to (AssertionError: page_size_padded >= page size)",
+        )  # fmt: skip
+    # rule 3 (_ensure_min_page_size): every block times cdiv(1,500, 1,000) = 2 → 32, the
+    # page 2,000 B; most = 2,000 // 1,500 = 1 → block 1; no failure
+    assert hidden_state_group(groups, 1000, 1500, 3, "0.33.0") == (
+        (*_groups(32, 32), KvCacheGroup("hidden-state", 1, 1)), ""
+    )  # fmt: skip
+    # 2,500 B: scale cdiv(2,500, 1,000) = 3 (not 2) → 48; a None block stays None
+    scaled, problem = hidden_state_group(_groups(16, None), 1000, 2500, 3, "0.33.0")
+    assert scaled == (*_groups(48, None), KvCacheGroup("hidden-state", 1, None))
+    assert problem == ""
+    # a token exactly the page size fits: no scaling, no failure, block 1
+    assert hidden_state_group(groups, 1000, 1000, 2, "0.28.0") == (
+        (*groups, KvCacheGroup("hidden-state", 1, 1)), ""
+    )  # fmt: skip
