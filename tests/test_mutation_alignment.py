@@ -710,3 +710,12 @@ def test_hidden_state_group_when_one_token_does_not_fit() -> None:
     assert hidden_state_group(groups, 1000, 1000, 2, "0.28.0") == (
         (*groups, KvCacheGroup("hidden-state", 1, 1)), ""
     )  # fmt: skip
+
+
+def test_aligned_block_size_default_checkpoint_changes_nothing() -> None:
+    # no checkpoint given: alignment 1 (lcm(align, 1) = align). An odd unit shows it: block
+    # 17 on FLASH_ATTN (smallest kernel block 16): align = 17, a = 1 B, m = 40 B →
+    # 17 · cdiv(40, 17) = 51, rounded to the backend's 16: 64 (a checkpoint of 2 would give
+    # lcm(17, 2) = 34 · cdiv(40, 34) = 68 → 80)
+    fa = BACKENDS["FLASH_ATTN"]
+    assert aligned_block_size(1, 40, block_size=17, backend=fa, use_mla=False) == 64
