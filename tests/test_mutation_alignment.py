@@ -719,3 +719,90 @@ def test_aligned_block_size_default_checkpoint_changes_nothing() -> None:
     # lcm(17, 2) = 34 · cdiv(40, 34) = 68 → 80)
     fa = BACKENDS["FLASH_ATTN"]
     assert aligned_block_size(1, 40, block_size=17, backend=fa, use_mla=False) == 64
+
+
+# Nemotron-3-Nano's hybrid_override_pattern (its config.json): M = Mamba2 (state),
+# * = attention, E = MoE (neither); pp_stages counts each stage's layers from it
+NANO_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
+
+
+def _stage_problem(stage: int, first: int, last: int, kept: int, aligned: int) -> str:
+    return (
+        f"vLLM 0.33 fails at start-up: pipeline stage {stage} (layers {first}-{last}) owns no "
+        f"attention layer, so it skips the hybrid alignment and keeps block size {kept} while "
+        f"the other stages use {aligned}; with prefix caching the stages disagree (vLLM issue "
+        f"51752): pass --block-size {aligned} or move an attention layer onto the stage "
+        "(VLLM_PP_LAYER_PARTITION)"
+    )
+
+
+def _stages(**settings: object) -> list[tuple[object, ...]]:
+    rank = _block_rank(NANO, 1, **settings)
+    return [
+        (s.rank, s.start, s.end, s.attention_layers, s.state_layers, s.block_size, s.aligned,
+         s.problem)
+        for s in rank.pp_stages
+    ]  # fmt: skip
+
+
+def _expected(
+    bounds: list[tuple[int, int]], aligned: int, kept: int, prefix_caching: bool
+) -> list[tuple[object, ...]]:
+    out: list[tuple[object, ...]] = []
+    for rank, (start, end) in enumerate(bounds):
+        layers = NANO_PATTERN[start:end]
+        attention, state = layers.count("*"), layers.count("M")
+        block = aligned if attention else kept
+        problem = ""
+        if not attention and block != aligned and prefix_caching and state:
+            problem = _stage_problem(rank, start, end - 1, kept, aligned)
+        out.append((rank, start, end, attention, state, block, attention > 0, problem))
+    return out
+
+
+PP6 = [(0, 8), (8, 17), (17, 26), (26, 35), (35, 44), (44, 52)]  # pp-0.33.0.jsonl
+
+
+def test_pp_stages_in_full_on_0_33() -> None:
+    # pp-0.33.0.jsonl, PP 6: stage 5 (layers 44-51: MEMEMEME) owns no attention layer and
+    # keeps 16 while the others align to 2096; with prefix caching start-up fails
+    on = _stages(pipeline_parallel_size=6, enable_prefix_caching=True)
+    assert on == _expected(PP6, 2096, 16, True)
+    assert on[-1][-1] == _stage_problem(5, 44, 51, 16, 2096)
+    # prefix caching off: the same blocks, no failure
+    assert _stages(pipeline_parallel_size=6, enable_prefix_caching=False) == _expected(
+        PP6, 2096, 16, False
+    )
+    # --block-size 32: the aligned block is 32 · cdiv(2,084, 32) = 2,112, stage 5 keeps 32
+    small = _stages(pipeline_parallel_size=6, enable_prefix_caching=True, block_size=32)
+    assert small == _expected(PP6, 2112, 32, True)
+    assert small[-1][-1] == _stage_problem(5, 44, 51, 32, 2112)
+    # --block-size 2096: stage 5 keeps what the others align to, nothing disagrees
+    fixed = _stages(pipeline_parallel_size=6, enable_prefix_caching=True, block_size=2096)
+    assert fixed == _expected(PP6, 2096, 2096, True)
+    assert all(stage[-1] == "" for stage in fixed)
+
+
+def test_pp_stages_with_a_layer_partition_and_a_stage_without_state() -> None:
+    # VLLM_PP_LAYER_PARTITION 1,1,50: stage 0 is layer 0 (M: state, no attention), stage 1
+    # layer 1 (E: neither), stage 2 the rest. With prefix caching stage 0 fails (its Mamba
+    # group keeps 16), stage 1 keeps 16 too but has no state to disagree on
+    settings = {"pipeline_parallel_size": 3, "pp_layer_partition": "1,1,50",
+                "enable_prefix_caching": True}  # fmt: skip
+    got = _stages(**settings)
+    assert got == _expected([(0, 1), (1, 2), (2, 52)], 2096, 16, True)
+    assert [stage[-1] != "" for stage in got] == [True, False, False]
+    rank = _block_rank(NANO, 1, **settings)
+    assert rank.problem == _stage_problem(0, 0, 0, 16, 2096)
+
+
+def test_pp_stages_before_0_20_align_every_stage() -> None:
+    # pp-0.19.1.jsonl: up to 0.19 the alignment ran once on the model config, so stage 5
+    # takes the aligned block although it owns no attention layer, and nothing fails (with
+    # prefix caching the block is chunk-aligned there: 2176 = 17 · 128, measured)
+    got = _stages(pipeline_parallel_size=6, enable_prefix_caching=True, vllm_version="0.19.1")
+    assert [(s[1], s[2], s[5], s[6], s[7]) for s in got] == [
+        (start, end, 2176, True, "") for start, end in PP6
+    ]
+    # PP 1: no stages at all
+    assert _stages(pipeline_parallel_size=1) == []
