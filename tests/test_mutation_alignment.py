@@ -26,6 +26,7 @@ from kvalign.alignment import (
     common_block_size,
     derive_block,
     hidden_state_group,
+    kv_cache_groups,
     load_problem,
     pp_partition,
     skip_layer_block_size,
@@ -806,3 +807,80 @@ def test_pp_stages_before_0_20_align_every_stage() -> None:
     ]
     # PP 1: no stages at all
     assert _stages(pipeline_parallel_size=1) == []
+
+
+@pytest.mark.parametrize("release", ["0.20.0", "0.27.1", "0.33.0"])
+def test_kv_cache_group_vectors_through_analyze_rank(release: str) -> None:
+    # measured: the release's _get_kv_cache_groups_uniform_page_size over one spec per layer
+    # (tests/golden/build_group_vectors.py), default flags, FLASH_ATTN, TP 1; mode none:
+    # the Mamba groups' block is max_model_len, passed as the flag (kvalign does not read
+    # the config's context length)
+    for vector in _golden("groups", release):
+        mamba = {g["block_size"] for g in vector["groups"] if g["kind"] == "mamba"}  # type: ignore[attr-defined]
+        none = vector["mamba_cache_mode"] == "none"
+        settings = Settings(vllm_version=release, attention_backend="FLASH_ATTN",
+                            max_model_len=mamba.pop() if none else None)  # fmt: skip
+        rank = rank_of(load_model(str(vector["model"])), settings, 1)
+        assert rank.block_size == vector["block_size"], vector
+        got = [(g.kind, g.layers, g.block_size) for g in rank.kv_cache_groups]
+        assert got == [(g["kind"], g["layers"], g["block_size"]) for g in vector["groups"]]  # type: ignore[attr-defined]
+
+
+def _kinds(*runs: tuple[str, int]) -> tuple[str, ...]:
+    return tuple(kind for kind, count in runs for _ in range(count))
+
+
+@pytest.mark.parametrize(
+    ("kinds", "groups"),
+    [
+        # _get_kv_cache_groups_uniform_page_size (kv_cache_planning.py, 0.33.0): buckets in
+        # order of first appearance; group size the smallest bucket, or the largest when it
+        # is under 1.5 x the smallest; each bucket splits into cdiv(len, size) groups, group
+        # i taking layers i, i + n, ...
+        # 4 attention, 5 state: 5 < 6 → size 5: one group each
+        (_kinds(("attention", 4), ("state", 5)), [("attention", 4), ("mamba", 5)]),
+        # 4 and 6: 6 is not under 6 → size 4: state in cdiv(6, 4) = 2 groups of 3
+        (_kinds(("state", 6), ("attention", 4)), [("mamba", 3), ("mamba", 3), ("attention", 4)]),
+        # Nemotron-3-Nano's pattern: 23 Mamba, 6 attention → size 6, cdiv(23, 6) = 4 groups:
+        # len(range(i, 23, 4)) = 6, 6, 6, 5 (hidden-state-0.33.0.jsonl: the same groups)
+        (tuple("state" if c == "M" else "attention" if c == "*" else "mlp"
+               for c in "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"),
+         [("mamba", 6), ("mamba", 6), ("mamba", 6), ("mamba", 5), ("attention", 6)]),
+        # a layer with both (Falcon-H1): counted in both buckets, attention first
+        (_kinds(("both", 3)), [("attention", 3), ("mamba", 3)]),
+        # 1 attention, 7 state (Jamba-tiny-dev, vLLM PR 45575): 8 groups of one
+        (_kinds(("state", 4), ("attention", 1), ("state", 3)),
+         [("mamba", 1)] * 7 + [("attention", 1)]),
+    ],
+)  # fmt: skip
+def test_kv_cache_groups_by_hand(kinds: tuple[str, ...], groups: list[tuple[str, int]]) -> None:
+    geometry = load_model(NANO)
+    engine = engine_of(geometry, Settings())
+    shaped = dataclasses.replace(geometry, layer_kinds=kinds)
+    got = kv_cache_groups(shaped, engine, 144)
+    assert [(g.kind, g.layers, g.block_size) for g in got] == [(k, n, 144) for k, n in groups]
+
+
+def test_kv_cache_groups_block_per_kind() -> None:
+    geometry = load_model(NANO)
+    # mode none: the Mamba groups take max_model_len, attention the block
+    off = engine_of(geometry, Settings(enable_prefix_caching=False, max_model_len=8192))
+    got = kv_cache_groups(geometry, off, 144)
+    assert [(g.kind, g.block_size) for g in got] == [("mamba", 8192)] * 4 + [("attention", 144)]
+    # mode align with a Mamba block from before the skip-layer step: the Mamba groups take it
+    align = engine_of(geometry, Settings(enable_prefix_caching=True))
+    got = kv_cache_groups(geometry, align, 144, 128)
+    assert [(g.kind, g.block_size) for g in got] == [("mamba", 128)] * 4 + [("attention", 144)]
+    # fp8 with layer 5 (the first attention layer) kept in bf16: its own bucket (first seen
+    # at index 5, before the next attention layer at 12); the quantized groups take
+    # block x (2 B // 1 B) = 2 x block, the skip layer the block, the Mamba groups the block
+    # before the skip step. Buckets 23 / 1 / 5: size 1, every layer its own group
+    skip = engine_of(geometry, Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("5",)))
+    got = kv_cache_groups(geometry, skip, 100, 80)
+    assert [(g.kind, g.layers, g.block_size) for g in got] == (
+        [("mamba", 1, 80)] * 23 + [("attention-skip", 1, 100)] + [("attention", 1, 200)] * 5
+    )
+    # an attention-free model, or no layer pattern: no groups
+    mamba = load_model("tiiuae/falcon-mamba-7b")
+    assert kv_cache_groups(mamba, engine_of(mamba, Settings()), 144) == ()
+    assert kv_cache_groups(dataclasses.replace(geometry, layer_kinds=()), align, 144) == ()
