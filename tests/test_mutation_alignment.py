@@ -884,3 +884,31 @@ def test_kv_cache_groups_block_per_kind() -> None:
     mamba = load_model("tiiuae/falcon-mamba-7b")
     assert kv_cache_groups(mamba, engine_of(mamba, Settings()), 144) == ()
     assert kv_cache_groups(dataclasses.replace(geometry, layer_kinds=()), align, 144) == ()
+
+
+def test_skip_layers_raise_the_block_without_a_state_and_the_tp_stable_block() -> None:
+    # an attention-only Llama (tests/data/llama-pd: 8 KV heads of 128), fp8 with layer 0 kept
+    # in bf16, 0.33 FLASH_ATTN: a = 2 · 8 · 128 · 1 B = 2,048 B, skip = 4,096 B, k = 16;
+    # Platform._align_heterogeneous_kv_block_size: r = 4,096 · 16 = 65,536,
+    # 16 · cdiv(65,536, 16 · 2,048) = 32 (no Mamba page to pad)
+    llama = load_model(str(Path(__file__).resolve().parent / "data" / "llama-pd" / "model"))
+    settings = Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("0",),
+                        attention_backend="FLASH_ATTN")  # fmt: skip
+    rank = rank_of(llama, settings, 1)
+    assert (rank.block_size, rank.tp_stable_block_size, rank.state_family) == (32, 32, "")
+    # the TP-stable block is derived from the TP 1 pages, so at TP 1 it is the block,
+    # after the same skip-layer step (skip-layers-0.33.0.jsonl: LFM2-1.2B fp8, layer 2
+    # kept: 32; Nemotron-3-Nano fp8, layer 5 kept: 4176)
+    for vector in _golden("skip-layers", "0.33.0"):
+        if vector["tp"] != 1 or vector["kv_cache_dtype"] != "fp8":
+            continue
+        settings = Settings(
+            kv_cache_dtype="fp8", attention_backend="FLASH_ATTN",
+            kv_cache_dtype_skip_layers=tuple(vector["kv_cache_dtype_skip_layers"]),  # type: ignore[arg-type]
+            max_model_len=vector["mamba_block_size"]  # type: ignore[arg-type]
+            if vector["mamba_cache_mode"] == "none" else None,
+        )  # fmt: skip
+        rank = rank_of(load_model(str(vector["model"])), settings, 1)
+        assert rank.tp_stable_block_size == vector["block_size"], vector
+    # the state family is the model's (Nemotron-H: MambaMixer2 layers)
+    assert _block_rank(NANO, 1).state_family == "mamba2"
