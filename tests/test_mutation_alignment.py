@@ -912,3 +912,52 @@ def test_skip_layers_raise_the_block_without_a_state_and_the_tp_stable_block() -
         assert rank.tp_stable_block_size == vector["block_size"], vector
     # the state family is the model's (Nemotron-H: MambaMixer2 layers)
     assert _block_rank(NANO, 1).state_family == "mamba2"
+
+
+def test_hidden_state_failure_and_skip_layer_page_through_analyze_rank() -> None:
+    # hidden-state-0.25.0.jsonl: LFM2-1.2B with 12 hidden states fails at start-up
+    # (AssertionError). By hand: one token is 12 · 2,048 (hidden size) · 2 B = 49,152 B, the
+    # groups' page 16 · 2,048 B = 32,768 B (the vector's padded page). With
+    # num_speculative_tokens given, nothing else fails first: the problem is that one
+    twelve = {"speculative_method": "extract_hidden_states", "num_speculative_tokens": 1,
+              "eagle_aux_hidden_state_layer_ids": tuple(range(12)),
+              "attention_backend": "FLASH_ATTN"}  # fmt: skip
+    lfm2 = load_model("LiquidAI/LFM2-1.2B")
+    old = rank_of(lfm2, Settings(vllm_version="0.25.0", **twelve), 1)  # type: ignore[arg-type]
+    assert old.problem == (
+        "vLLM 0.25 fails at start-up: one token of the extract_hidden_states hidden-state "
+        "layer (49,152 B) does not fit the KV-cache groups' page (32,768 B) it is padded to "
+        "(AssertionError: page_size_padded >= page size)"
+    )
+    # 0.33 (rule 3): the blocks double to 32 (hidden-state-0.33.0.jsonl), the layer fits
+    new = rank_of(lfm2, Settings(vllm_version="0.33.0", **twelve), 1)  # type: ignore[arg-type]
+    assert new.problem == ""
+    assert [(g.kind, g.block_size) for g in new.kv_cache_groups][-2:] == [
+        ("attention", 32), ("hidden-state", 1)
+    ]  # fmt: skip
+    # with skip layers the common page is the model-dtype one: Nemotron-3-Nano fp8, layer 5
+    # kept (skip-layers-0.33.0.jsonl: block 4176, groups 4176 / 8352) and 3 hidden states
+    # of 2,688 · 2 B = 16,128 B/token: page 4,176 · 1,024 B (bf16) = 4,276,224 B, most =
+    # 4,276,224 // 16,128 = 265, the largest divisor of gcd(4176, 8352) = 4176 = 2^4 · 3^2
+    # · 29 not above 265: 261 (with the fp8 page, 4,176 · 512 B, it would be 116)
+    nano = load_model(NANO)
+    both = Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("5",),
+                    attention_backend="FLASH_ATTN", speculative_method="extract_hidden_states",
+                    eagle_aux_hidden_state_layer_ids=(1, 20, 39))  # fmt: skip
+    rank = rank_of(nano, both, 1)
+    assert rank.block_size == 4176
+    assert rank.kv_cache_groups[-1] == KvCacheGroup("hidden-state", 1, 261)
+
+
+def test_skip_block_size_is_set_only_when_the_skip_step_raised_the_block() -> None:
+    # LFM2-1.2B fp8: 16 without skip layers (vllm-0.33.0.jsonl), 32 with layer 2 kept
+    # (skip-layers-0.33.0.jsonl): the step raised it. Nemotron-3-Nano fp8: 4176 either way
+    # (a = 512 B, cdiv(2,134,016, 512) = 4,168 → 16 · 261 = 4,176; skip-layers vector 4176)
+    raised = rank_of(load_model("LiquidAI/LFM2-1.2B"),
+                     Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("2",),
+                              attention_backend="FLASH_ATTN"), 1)  # fmt: skip
+    assert (raised.block_size, raised.skip_block_size) == (32, 32)
+    kept = rank_of(load_model(NANO),
+                   Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("5",),
+                            attention_backend="FLASH_ATTN"), 1)  # fmt: skip
+    assert (kept.block_size, kept.skip_block_size) == (4176, None)
