@@ -407,6 +407,10 @@ def test_kva004_every_raised_block_size() -> None:
     found = _of("KVA004", audit_own("tp: 1, args: --block-size 800",
                                     "tp: 1, args: --block-size 16").findings)  # fmt: skip
     assert [f.pools for f in found] == [("decode/decode",)]
+    # nor does a first pool whose TP is invalid (TP 3: Falcon-H1's 8 heads do not divide)
+    found = _of("KVA004", audit_own("tp: 3, args: --block-size 16",
+                                    "tp: 1, args: --block-size 16").findings)  # fmt: skip
+    assert [f.pools for f in found] == [("decode/decode",)]
 
 
 QWEN397 = "Qwen/Qwen3.5-397B-A17B"
