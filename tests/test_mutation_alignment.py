@@ -961,3 +961,26 @@ def test_skip_block_size_is_set_only_when_the_skip_step_raised_the_block() -> No
                    Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("5",),
                             attention_backend="FLASH_ATTN"), 1)  # fmt: skip
     assert (kept.block_size, kept.skip_block_size) == (4176, None)
+
+
+def test_no_skip_layer_block_step_before_0_25() -> None:
+    # docs/versions.md (KV-cache dtype skip layers): Platform._align_heterogeneous_kv_block_size
+    # is absent from 0.24.0 and present from 0.25.0: LFM2-1.2B fp8 with layer 2 kept stays
+    # at 16 on 0.24.0 (vllm-0.33.0.jsonl's 16 without the flag: the same pages) and is
+    # raised to 32 from 0.25.0 (skip-layers-0.25.0.jsonl)
+    lfm2 = load_model("LiquidAI/LFM2-1.2B")
+    flags = {"kv_cache_dtype": "fp8", "kv_cache_dtype_skip_layers": ("2",),
+             "attention_backend": "FLASH_ATTN"}  # fmt: skip
+    assert rank_of(lfm2, Settings(vllm_version="0.24.0", **flags), 1).block_size == 16  # type: ignore[arg-type]
+    assert rank_of(lfm2, Settings(vllm_version="0.25.0", **flags), 1).block_size == 32  # type: ignore[arg-type]
+
+
+def test_pp_stages_count_a_layer_with_both_mixers_twice() -> None:
+    # Falcon-H1-0.5B: each of its 36 decoder layers runs attention and a Mamba2 mixer side
+    # by side (hidden-state-0.33.0.jsonl: one attention and one Mamba group of 36 layers);
+    # PP 2 splits them 18 / 18 (get_pp_indices) and each stage counts 18 of each, aligned
+    # to Falcon's TP 1 block 800 (tests/rules/harness.py)
+    rank = _block_rank(FALCON, 1, pipeline_parallel_size=2)
+    got = [(s.start, s.end, s.attention_layers, s.state_layers, s.block_size, s.aligned)
+           for s in rank.pp_stages]  # fmt: skip
+    assert got == [(0, 18, 18, 18, 800, True), (18, 36, 18, 18, 800, True)]
