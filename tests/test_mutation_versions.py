@@ -220,6 +220,7 @@ def test_plain_release(text: str, release: tuple[int, ...] | None) -> None:
         ("0.33.0rc1", "0.33.0", False),  # a pre-release comes before its release (packaging)
         ("0.33.1.dev0", "0.33.0", True),
         ("0.33.0", "0.33.0rc1", True),
+        ("0.33.0rc1", "0.33.0rc1", True),  # equal, through packaging
     ],
 )
 def test_at_least(release: str, first: str, at_least: bool) -> None:
