@@ -800,3 +800,19 @@ def test_prefix_caching_step_of_an_attention_only_model_and_the_refusal_note() -
     qwen_next = create_engine_config(load_model("Qwen/Qwen3-Next-80B-A3B-Instruct"), forced)
     refusal = [r.source for r in qwen_next.resolutions if r.key == "prefix_caching"]
     assert not qwen_next.prefix_caching and list(qwen_next.notes) == refusal
+
+
+def test_skip_layer_entries_that_name_no_attention_layer_are_shown_as_given() -> None:
+    # Nemotron-3-Nano's attention layers are the '*' of its hybrid_override_pattern
+    # (config.json): 5, 12, 19, 26, 33, 42. Layer 5 is matched; 3 (a Mamba layer),
+    # sliding_window (vLLM's word for sliding-window layers; Nano has none) and abc match
+    # nothing: indices and sliding_window are shown as written, anything else escaped
+    geometry = load_model(NANO)
+    settings = Settings(kv_cache_dtype="fp8",
+                        kv_cache_dtype_skip_layers=("5", "3", "sliding_window", "abc"))  # fmt: skip
+    engine = create_engine_config(geometry, settings)
+    assert engine.skip_layers == (5,)
+    assert engine.notes == (
+        "--kv-cache-dtype-skip-layers: 3, sliding_window, 'abc' names no attention layer of "
+        "this model (attention layers: 5, 12, 19, 26, 33, 42)",
+    )
