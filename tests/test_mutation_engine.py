@@ -816,3 +816,34 @@ def test_skip_layer_entries_that_name_no_attention_layer_are_shown_as_given() ->
         "--kv-cache-dtype-skip-layers: 3, sliding_window, 'abc' names no attention layer of "
         "this model (attention layers: 5, 12, 19, 26, 33, 42)",
     )
+
+
+def test_skip_layer_flag_refusals_and_notes_in_full() -> None:
+    # EngineArgs has no kv_cache_dtype_skip_layers before 0.19 (vllm/engine/arg_utils.py,
+    # absent in 0.18.1, present in 0.19.0: docs/versions.md)
+    falcon = load_model("tiiuae/Falcon-H1-0.5B-Base")
+    old = Settings(vllm_version="0.18.1", kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("0",))
+    with pytest.raises(InvalidSettings) as refused:
+        create_engine_config(falcon, old)
+    assert str(refused.value) == (
+        "--kv-cache-dtype-skip-layers: vLLM 0.18 has no such flag (it exists from 0.19)"
+    )
+    # an attention-free model (falcon-mamba) has no layer the flag could name: a note with
+    # the entries as given, joined by commas
+    mamba = load_model("tiiuae/falcon-mamba-7b")
+    engine = create_engine_config(
+        mamba, Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("0", "1"))
+    )
+    assert engine.notes == ("--kv-cache-dtype-skip-layers 0,1: the model has no attention layer",)
+    assert engine.skip_kv_bytes is None
+    # an MLA model (Kimi-K3; attention layers 3, 7, 11, ...) with a quantized KV cache: its
+    # skipped layers' page follows the MLA spec, not modelled
+    kimi = load_model("moonshotai/Kimi-K3")
+    with pytest.raises(NotModelled) as refused_mla:
+        create_engine_config(
+            kimi, Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("3",))
+        )
+    assert str(refused_mla.value) == (
+        "--kv-cache-dtype-skip-layers with a fp8 KV cache on an MLA model: the skipped "
+        "layers' MLA page is not modelled by kvalign"
+    )
