@@ -847,3 +847,23 @@ def test_skip_layer_flag_refusals_and_notes_in_full() -> None:
         "--kv-cache-dtype-skip-layers with a fp8 KV cache on an MLA model: the skipped "
         "layers' MLA page is not modelled by kvalign"
     )
+
+
+def test_hidden_state_layer_ids_without_extract_hidden_states_say_so() -> None:
+    # only extract_hidden_states adds the hidden-state KV-cache group
+    # (ExtractHiddenStatesModel, vllm/model_executor/models/extract_hidden_states.py);
+    # layer ids given with another method or none size nothing: a note naming what was given
+    geometry = load_model(NANO)
+    tail = "vLLM adds no hidden-state KV-cache group for them"
+    head = ("eagle_aux_hidden_state_layer_ids (--eagle-aux-hidden-state-layer-ids) size "
+            "nothing without speculative method extract_hidden_states")  # fmt: skip
+    ids = (1, 20)
+    none = create_engine_config(geometry, Settings(eagle_aux_hidden_state_layer_ids=ids))
+    assert none.notes == (f"{head} (no method): {tail}",)
+    eagle = create_engine_config(
+        geometry,
+        Settings(speculative_method="eagle3", num_speculative_tokens=1,
+                 eagle_aux_hidden_state_layer_ids=ids),
+    )  # fmt: skip
+    assert eagle.notes == (f"{head} (method 'eagle3'): {tail}",)
+    assert (none.hidden_state_bytes, eagle.hidden_state_bytes) == (None, None)
