@@ -620,6 +620,7 @@ def test_skip_layer_vectors_through_analyze_rank(release: str) -> None:
         if "error" in vector:
             assert not rank.usable and "AssertionError" in rank.problem
             continue
+        assert rank.usable, (vector, rank.problem)
         got = [(g.kind, g.layers, g.block_size) for g in rank.kv_cache_groups]
         assert got == [(g["kind"], g["layers"], g["block_size"]) for g in vector["groups"]]
 

@@ -867,3 +867,69 @@ def test_hidden_state_layer_ids_without_extract_hidden_states_say_so() -> None:
     )  # fmt: skip
     assert eagle.notes == (f"{head} (method 'eagle3'): {tail}",)
     assert (none.hidden_state_bytes, eagle.hidden_state_bytes) == (None, None)
+
+
+def _skip_step(engine: object) -> list[tuple[str, str]]:
+    return [(r.value, r.source) for r in engine.resolutions  # type: ignore[attr-defined]
+            if r.key == "kv_cache_dtype_skip_layers"]  # fmt: skip
+
+
+def test_skip_layers_resolution_and_notes_in_full() -> None:
+    # Nemotron-3-Nano: attention layers 5, 12, 19, 26, 33, 42 (the '*' of its pattern),
+    # bfloat16 (2 B) model dtype; fp8 is 1 B
+    nano = load_model(NANO)
+    fp8 = create_engine_config(
+        nano, Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("5",))
+    )
+    assert (fp8.skip_layers, fp8.skip_kv_bytes, fp8.notes) == ((5,), 2, ())
+    assert _skip_step(fp8) == [("layers 5 in bfloat16 (2 B)", "--kv-cache-dtype-skip-layers 5 "
+                                                                "(the others fp8)")]  # fmt: skip
+    # no quantized KV cache: the layers are matched, nothing changes
+    auto = create_engine_config(nano, Settings(kv_cache_dtype_skip_layers=("5",)))
+    assert (auto.skip_layers, auto.skip_kv_bytes) == ((5,), None)
+    assert _skip_step(auto) == [
+        ("5", "the KV cache is already in the model dtype (bfloat16): no effect")
+    ]
+    # a Mamba layer only: none matched
+    none = create_engine_config(
+        nano, Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("3",))
+    )
+    assert none.skip_layers == ()
+    assert _skip_step(none) == [("layers none in bfloat16 (2 B)",
+                                 "--kv-cache-dtype-skip-layers 3 (the others fp8)")]  # fmt: skip
+    # a hybrid config without a layer pattern, and one whose pattern has no attention layer
+    five = Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("5",))
+    bare = create_engine_config(replace(nano, layer_kinds=()), five)
+    assert bare.notes == (
+        "--kv-cache-dtype-skip-layers 5: the config names no per-layer pattern, so which "
+        "attention layers it names is unknown; taken as none",
+    )
+    stateful = create_engine_config(replace(nano, layer_kinds=("state",) * 52), five)
+    assert stateful.notes == (
+        "--kv-cache-dtype-skip-layers: 5 names no attention layer of this model (attention "
+        "layers: none)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("release", "skip", "error"),
+    [
+        # unify_kv_cache_spec_page_size cannot pad a Mamba page before 0.26.0
+        # (vllm/v1/core/kv_cache_utils.py, docs/versions.md; skip-layers-0.25.0.jsonl:
+        # AssertionError): LFM2-1.2B, layer 2 is attention, bf16 / fp8 = 2x the page
+        ("0.25.0", "2",
+         "vLLM 0.25 fails at start-up: the --kv-cache-dtype-skip-layers layers keep the model "
+         "dtype, a page 2x the quantized attention page the Mamba page was padded to, and its "
+         "unify_kv_cache_spec_page_size cannot pad a Mamba page (AssertionError): drop the "
+         "flag or upgrade to vLLM 0.26.0"),
+        ("0.25.0", "1", ""),  # layer 1 is a conv layer: nothing kept, nothing fails
+        ("0.26.0", "2", ""),  # 0.26 pads the Mamba page
+    ],
+)  # fmt: skip
+def test_skip_layers_before_the_mamba_padding_fail_at_start_up(
+    release: str, skip: str, error: str
+) -> None:
+    lfm2 = load_model("LiquidAI/LFM2-1.2B")
+    settings = Settings(vllm_version=release, kv_cache_dtype="fp8",
+                        kv_cache_dtype_skip_layers=(skip,))  # fmt: skip
+    assert create_engine_config(lfm2, settings).startup_error == error
