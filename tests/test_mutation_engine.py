@@ -933,3 +933,30 @@ def test_skip_layers_before_the_mamba_padding_fail_at_start_up(
     settings = Settings(vllm_version=release, kv_cache_dtype="fp8",
                         kv_cache_dtype_skip_layers=(skip,))  # fmt: skip
     assert create_engine_config(lfm2, settings).startup_error == error
+
+
+def test_speculative_method_without_a_token_count() -> None:
+    # SpeculativeConfig (vllm/config/speculative.py, read 0.11.1 → 0.33.0): suffix takes
+    # suffix_decoding_max_tree_depth (default 24) when num_speculative_tokens is not given;
+    # every other method without a draft model raises "num_speculative_tokens must be
+    # provided" (_verify_args)
+    geometry = load_model(NANO)
+    suffix = create_engine_config(geometry, Settings(speculative_method="suffix"))
+    assert (suffix.num_speculative_tokens, suffix.startup_error) == (24, "")
+    steps = [(r.value, r.source) for r in suffix.resolutions if r.key == "num_speculative_tokens"]
+    assert steps == [
+        ("24", "--speculative-config method suffix without num_speculative_tokens: vLLM takes "
+               "suffix_decoding_max_tree_depth (24)")
+    ]  # fmt: skip
+    eagle = create_engine_config(geometry, Settings(speculative_method="eagle3"))
+    assert eagle.num_speculative_tokens == 0
+    assert eagle.startup_error == (
+        "vLLM 0.33 fails at start-up: --speculative-config method eagle3 needs "
+        "num_speculative_tokens (--num-speculative-tokens, > 0); SpeculativeConfig raises "
+        "ValueError without it (only a draft model's n_predict or suffix decoding supplies a "
+        "default)"
+    )
+    # a count given: taken as it is, no error
+    given = create_engine_config(geometry, Settings(speculative_method="suffix",
+                                                    num_speculative_tokens=3))  # fmt: skip
+    assert (given.num_speculative_tokens, given.startup_error) == (3, "")
