@@ -17,16 +17,22 @@ import pytest
 
 from kvalign.alignment import (
     BlockDerivation,
+    KvCacheGroup,
     RankResult,
+    _largest_divisor_at_most,
     aligned_block_size,
     analyze_rank,
     block_requirement,
     common_block_size,
     derive_block,
+    hidden_state_group,
+    kv_cache_groups,
     load_problem,
+    pp_partition,
+    skip_layer_block_size,
 )
 from kvalign.backends import BACKENDS
-from kvalign.errors import UnsupportedModel
+from kvalign.errors import InvalidSettings, UnsupportedModel
 from kvalign.settings import Settings
 from kvalign.sources import load_model
 from kvalign.versions import profile_named
@@ -485,3 +491,497 @@ def test_tp_stable_block_grows_when_the_local_page_falls_short(tmp_path: Path) -
     assert (wide.tp_stable_block_size, wide.tp_stable_grown) == (416, True)
     narrow = _block_rank(model, 4, **settings)
     assert (narrow.tp_stable_block_size, narrow.tp_stable_grown) == (400, False)
+
+
+# ---- pipeline stages, skip layers and the hidden-state group (issue 19) ----------------
+# The module's own test files reached none of pp_partition, skip_layer_block_size,
+# hidden_state_group and _largest_divisor_at_most (mutmut: "no tests"). Below, the measured
+# vectors (tests/golden/pp-*, skip-layers-*, hidden-state-*.jsonl) through analyze_rank,
+# and each function at hand-derived inputs where a wrong operator changes the answer.
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def _golden(prefix: str, release: str) -> list[dict[str, object]]:
+    text = (GOLDEN / f"{prefix}-{release}.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+@pytest.mark.parametrize("release", ["0.19.1", "0.33.0"])
+def test_pp_stage_layers_and_blocks_match_the_measured_vectors(release: str) -> None:
+    # each stage's [start, end) from the release's get_pp_indices, whether it owns an
+    # attention layer, and its block (the Mamba group's block with prefix caching; up to
+    # 0.19 the alignment ran once on the model config, so every stage is aligned)
+    for vector in _golden("pp", release):
+        settings = Settings(vllm_version=release, pipeline_parallel_size=vector["pp"],
+                            enable_prefix_caching=vector["enable_prefix_caching"],
+                            attention_backend="FLASH_ATTN")  # fmt: skip
+        rank = rank_of(load_model(str(vector["model"])), settings, int(vector["tp"]))
+        measured: list[dict] = vector["stages"]  # type: ignore[assignment]
+        assert [[s.rank, s.start, s.end] for s in rank.pp_stages] == [
+            [m["rank"], *m["layers"]] for m in measured
+        ], vector
+        assert [s.attention_layers > 0 for s in rank.pp_stages] == [
+            m["attention"] for m in measured
+        ], vector
+        if vector["resolved_prefix_caching"]:
+            assert [s.block_size for s in rank.pp_stages] == [
+                m["mamba_block_size"] for m in measured
+            ], vector
+
+
+@pytest.mark.parametrize(
+    ("layers", "pp", "partition", "bounds"),
+    [
+        # get_pp_indices (vllm/distributed/utils.py, 0.33.0): layers // pp each, the
+        # remainder one layer each to the stages before the last, second-to-last first
+        (52, 2, None, ((0, 26), (26, 52))),  # pp-0.33.0.jsonl
+        # 52 = 6 · 8 + 4: stages 1-4 take 9 → 8, 9, 9, 9, 9, 8 (pp-0.33.0.jsonl: 44-52 last)
+        (52, 6, None, ((0, 8), (8, 17), (17, 26), (26, 35), (35, 44), (44, 52))),
+        # 10 = 4 · 2 + 2: stages 2 and 1 take 3 → 2, 3, 3, 2
+        (10, 4, None, ((0, 2), (2, 5), (5, 8), (8, 10))),
+        (7, 1, None, ((0, 7),)),
+        # 3 = 4 · 0 + 3: stages 2, 1, 0 take one each, the last none
+        (3, 4, None, ((0, 1), (1, 2), (2, 3), (3, 3))),
+        # VLLM_PP_LAYER_PARTITION: the counts as given, a zero count included
+        (52, 6, "8,8,8,8,8,12", ((0, 8), (8, 16), (16, 24), (24, 32), (32, 40), (40, 52))),
+        (52, 2, "0,52", ((0, 0), (0, 52))),
+    ],
+)  # fmt: skip
+def test_pp_partition_bounds(
+    layers: int, pp: int, partition: str | None, bounds: tuple[tuple[int, int], ...]
+) -> None:
+    assert pp_partition(layers, pp, partition) == bounds
+
+
+@pytest.mark.parametrize(
+    ("layers", "pp", "partition", "message"),
+    [
+        (52, 0, None, "--pipeline-parallel-size must be >= 1, got 0"),
+        (52, 2, "26,x", "VLLM_PP_LAYER_PARTITION: invalid partition string '26,x'"),
+        (52, 3, "26,26", "VLLM_PP_LAYER_PARTITION '26,26': 2 layer counts, "
+                         "--pipeline-parallel-size is 3"),
+        (52, 2, "-1,53", "VLLM_PP_LAYER_PARTITION '-1,53': 2 layer counts, "
+                         "--pipeline-parallel-size is 2"),
+        (52, 2, "26,25", "VLLM_PP_LAYER_PARTITION '26,25' sums to 51, the model has 52 layers"),
+    ],
+)  # fmt: skip
+def test_pp_partition_refusals(layers: int, pp: int, partition: str | None, message: str) -> None:
+    # vLLM raises ValueError for each (get_pp_indices); kvalign's words, pinned whole
+    with pytest.raises(InvalidSettings) as raised:
+        pp_partition(layers, pp, partition)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("args", "block"),
+    [
+        # Platform._align_heterogeneous_kv_block_size (vllm/platforms/interface.py, 0.25.0
+        # → 0.33.0): u = max(k, block), r = max(skip · k, padded Mamba page),
+        # block' = max(block, u · cdiv(r, u · a)).
+        # equal or smaller skip pages change nothing
+        ((16, 512, 512, 16, None), 16),
+        ((8, 512, 512, 16, None), 8),
+        ((16, 512, 256, 16, None), 16),
+        # fp8 a = 512 B, bf16 skip = 1,024 B, k = 16: r = 16,384, cdiv(16,384, 8,192) = 2
+        # → 32 (skip-layers-0.33.0.jsonl: LFM2-1.2B, layer 2 kept in bf16, block 32)
+        ((16, 512, 1024, 16, None), 32),
+        # a padded Mamba page of 20,000 B rules: cdiv(20,000, 8,192) = 3 → 48
+        ((16, 512, 1024, 16, 20_000), 48),
+        # block 8 below k: u = 16 (not 8: 8 · cdiv(20,000, 4,096) = 40) → 16 · 3 = 48
+        ((8, 512, 1024, 16, 20_000), 48),
+        # a large block is never lowered: u = 64, cdiv(16,384, 32,768) = 1 → 64
+        ((64, 512, 1024, 16, None), 64),
+        # the padded page below skip · k: r = 16,384 (not 10,000) → 32
+        ((16, 512, 1024, 16, 10_000), 32),
+    ],
+)  # fmt: skip
+def test_skip_layer_block_size_by_hand(
+    args: tuple[int, int, int, int, int | None], block: int
+) -> None:
+    assert skip_layer_block_size(*args) == block
+
+
+@pytest.mark.parametrize("release", ["0.25.0", "0.33.0"])
+def test_skip_layer_vectors_through_analyze_rank(release: str) -> None:
+    # measured: tests/golden/build_skip_layer_vectors.py (block, kernel block, padded Mamba
+    # page and groups per vector; "error": the release's start-up failure)
+    for vector in _golden("skip-layers", release):
+        none = vector["mamba_cache_mode"] == "none"
+        settings = Settings(
+            vllm_version=release, attention_backend="FLASH_ATTN",
+            kv_cache_dtype=str(vector["kv_cache_dtype"]),
+            kv_cache_dtype_skip_layers=tuple(vector["kv_cache_dtype_skip_layers"]),  # type: ignore[arg-type]
+            max_model_len=vector["mamba_block_size"] if none else None,  # type: ignore[arg-type]
+        )  # fmt: skip
+        rank = rank_of(load_model(str(vector["model"])), settings, int(vector["tp"]))
+        assert (rank.block_size, rank.kernel_block_size, rank.mamba_page_size_padded) == (
+            vector["block_size"], vector["kernel_block_size"], vector["mamba_page_size_padded"]
+        ), vector  # fmt: skip
+        if "error" in vector:
+            assert not rank.usable and "AssertionError" in rank.problem
+            continue
+        assert rank.usable, (vector, rank.problem)
+        got = [(g.kind, g.layers, g.block_size) for g in rank.kv_cache_groups]
+        assert got == [(g["kind"], g["layers"], g["block_size"]) for g in vector["groups"]]
+
+
+@pytest.mark.parametrize("release", ["0.25.0", "0.28.0", "0.33.0"])
+def test_hidden_state_vectors_through_analyze_rank(release: str) -> None:
+    # measured: build_skip_layer_vectors.py --hidden-states (the release's
+    # HiddenStateCacheSpec and get_kv_cache_groups); the rules of HIDDEN_STATE_RULES:
+    # 0.25 rule 1, 0.28 rule 2, 0.33 rule 3
+    for vector in _golden("hidden-state", release):
+        none = vector["mamba_cache_mode"] == "none"
+        settings = Settings(
+            vllm_version=release, attention_backend="FLASH_ATTN",
+            speculative_method=str(vector["speculative_method"]),
+            eagle_aux_hidden_state_layer_ids=tuple(vector["eagle_aux_hidden_state_layer_ids"]),  # type: ignore[arg-type]
+            max_model_len=vector["mamba_block_size"] if none else None,  # type: ignore[arg-type]
+        )  # fmt: skip
+        rank = rank_of(load_model(str(vector["model"])), settings, int(vector["tp"]))
+        assert rank.block_size == vector["block_size"], vector
+        if "error" in vector:
+            assert "AssertionError" in vector["error"]
+            continue
+        got = [(g.kind, g.layers, g.block_size) for g in rank.kv_cache_groups]
+        assert got == [(g["kind"], g["layers"], g["block_size"]) for g in vector["groups"]]
+
+
+def test_largest_divisor_at_most() -> None:
+    # _largest_divisor_at_most (kv_cache_utils.py): the largest divisor of value <= limit
+    assert _largest_divisor_at_most(2096, 133) == 131  # 2096 = 16 · 131, 131 prime
+    assert _largest_divisor_at_most(528, 16) == 16  # 528 = 16 · 33
+    assert _largest_divisor_at_most(12, 5) == 4
+    assert _largest_divisor_at_most(12, 12) == 12
+    assert _largest_divisor_at_most(12, 100) == 12
+    assert _largest_divisor_at_most(7, 6) == 1
+
+
+def _groups(*blocks: int | None) -> tuple[KvCacheGroup, ...]:
+    return tuple(KvCacheGroup("mamba" if i else "attention", 6, b) for i, b in enumerate(blocks))
+
+
+def test_hidden_state_group_rules_by_hand() -> None:
+    # Nemotron-3-Nano TP 1 (hidden-state-0.33.0.jsonl): block 2096, a = 1,024 B → common
+    # page 2,146,304 B; 3 hidden states of hidden size 2,688 in bf16: 3 · 2,688 · 2 =
+    # 16,128 B/token → most = 2,146,304 // 16,128 = 133 (16,128 · 133 = 2,145,024)
+    nano = _groups(2096, 2096)
+    assert hidden_state_group(nano, 2_146_304, 16_128, 1, "0.25.0") == (
+        (*nano, KvCacheGroup("hidden-state", 1, 133)), ""
+    )  # fmt: skip
+    # rules 2 and 3: the largest divisor of the gcd block 2096 not above 133: 131 (measured)
+    for rule in (2, 3):
+        assert hidden_state_group(nano, 2_146_304, 16_128, rule, "0.33.0") == (
+            (*nano, KvCacheGroup("hidden-state", 1, 131)), ""
+        )  # fmt: skip
+    # the gcd of the groups' blocks: gcd(96, 64) = 32, most = 32,768 // 512 = 64 → 32
+    assert hidden_state_group(_groups(96, 64), 32_768, 512, 2, "0.33.0")[0][-1].block_size == 32
+    # a block kvalign does not know (Mamba mode none, no --max-model-len): None
+    assert hidden_state_group(_groups(64, None), 32_768, 512, 2, "0.33.0")[0][-1] == (
+        KvCacheGroup("hidden-state", 1, None)
+    )
+    assert hidden_state_group((), 32_768, 512, 2, "0.33.0") == (
+        (KvCacheGroup("hidden-state", 1, None),),
+        "",
+    )
+    # under rule 1 an unknown block does not matter: most = 64
+    assert hidden_state_group(_groups(64, None), 32_768, 512, 1, "0.25.0")[0][-1].block_size == 64
+
+
+def test_hidden_state_group_when_one_token_does_not_fit() -> None:
+    # a 1,500 B token, a 1,000 B page: rules 1-2 leave the padded page below the real one
+    # (the spec's assertion fails at start-up); most = max(1,000 // 1,500, 1) = 1
+    groups = _groups(16, 16)
+    for rule, release in ((1, "0.25.0"), (2, "0.28.0")):
+        assert hidden_state_group(groups, 1000, 1500, rule, release) == (
+            (*groups, KvCacheGroup("hidden-state", 1, 1)),
+            f"vLLM {release} fails at start-up: one token of the extract_hidden_states "
+            "hidden-state layer (1,500 B) does not fit the KV-cache groups' page (1,000 B) "
+            "it is padded to (AssertionError: page_size_padded >= page size)",
+        )  # fmt: skip
+    # rule 3 (_ensure_min_page_size): every block times cdiv(1,500, 1,000) = 2 → 32, the
+    # page 2,000 B; most = 2,000 // 1,500 = 1 → block 1; no failure
+    assert hidden_state_group(groups, 1000, 1500, 3, "0.33.0") == (
+        (*_groups(32, 32), KvCacheGroup("hidden-state", 1, 1)), ""
+    )  # fmt: skip
+    # 2,500 B: scale cdiv(2,500, 1,000) = 3 (not 2) → 48; a None block stays None
+    scaled, problem = hidden_state_group(_groups(16, None), 1000, 2500, 3, "0.33.0")
+    assert scaled == (*_groups(48, None), KvCacheGroup("hidden-state", 1, None))
+    assert problem == ""
+    # a token exactly the page size fits: no scaling, no failure, block 1
+    assert hidden_state_group(groups, 1000, 1000, 2, "0.28.0") == (
+        (*groups, KvCacheGroup("hidden-state", 1, 1)), ""
+    )  # fmt: skip
+
+
+def test_aligned_block_size_default_checkpoint_changes_nothing() -> None:
+    # no checkpoint given: alignment 1 (lcm(align, 1) = align). An odd unit shows it: block
+    # 17 on FLASH_ATTN (smallest kernel block 16): align = 17, a = 1 B, m = 40 B →
+    # 17 · cdiv(40, 17) = 51, rounded to the backend's 16: 64 (a checkpoint of 2 would give
+    # lcm(17, 2) = 34 · cdiv(40, 34) = 68 → 80)
+    fa = BACKENDS["FLASH_ATTN"]
+    assert aligned_block_size(1, 40, block_size=17, backend=fa, use_mla=False) == 64
+
+
+# Nemotron-3-Nano's hybrid_override_pattern (its config.json): M = Mamba2 (state),
+# * = attention, E = MoE (neither); pp_stages counts each stage's layers from it
+NANO_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
+
+
+def _stage_problem(stage: int, first: int, last: int, kept: int, aligned: int) -> str:
+    return (
+        f"vLLM 0.33 fails at start-up: pipeline stage {stage} (layers {first}-{last}) owns no "
+        f"attention layer, so it skips the hybrid alignment and keeps block size {kept} while "
+        f"the other stages use {aligned}; with prefix caching the stages disagree (vLLM issue "
+        f"51752): pass --block-size {aligned} or move an attention layer onto the stage "
+        "(VLLM_PP_LAYER_PARTITION)"
+    )
+
+
+def _stages(**settings: object) -> list[tuple[object, ...]]:
+    rank = _block_rank(NANO, 1, **settings)
+    return [
+        (s.rank, s.start, s.end, s.attention_layers, s.state_layers, s.block_size, s.aligned,
+         s.problem)
+        for s in rank.pp_stages
+    ]  # fmt: skip
+
+
+def _expected(
+    bounds: list[tuple[int, int]], aligned: int, kept: int, prefix_caching: bool
+) -> list[tuple[object, ...]]:
+    out: list[tuple[object, ...]] = []
+    for rank, (start, end) in enumerate(bounds):
+        layers = NANO_PATTERN[start:end]
+        attention, state = layers.count("*"), layers.count("M")
+        block = aligned if attention else kept
+        problem = ""
+        if not attention and block != aligned and prefix_caching and state:
+            problem = _stage_problem(rank, start, end - 1, kept, aligned)
+        out.append((rank, start, end, attention, state, block, attention > 0, problem))
+    return out
+
+
+PP6 = [(0, 8), (8, 17), (17, 26), (26, 35), (35, 44), (44, 52)]  # pp-0.33.0.jsonl
+
+
+def test_pp_stages_in_full_on_0_33() -> None:
+    # pp-0.33.0.jsonl, PP 6: stage 5 (layers 44-51: MEMEMEME) owns no attention layer and
+    # keeps 16 while the others align to 2096; with prefix caching start-up fails
+    on = _stages(pipeline_parallel_size=6, enable_prefix_caching=True)
+    assert on == _expected(PP6, 2096, 16, True)
+    assert on[-1][-1] == _stage_problem(5, 44, 51, 16, 2096)
+    # prefix caching off: the same blocks, no failure
+    assert _stages(pipeline_parallel_size=6, enable_prefix_caching=False) == _expected(
+        PP6, 2096, 16, False
+    )
+    # --block-size 32: the aligned block is 32 · cdiv(2,084, 32) = 2,112, stage 5 keeps 32
+    small = _stages(pipeline_parallel_size=6, enable_prefix_caching=True, block_size=32)
+    assert small == _expected(PP6, 2112, 32, True)
+    assert small[-1][-1] == _stage_problem(5, 44, 51, 32, 2112)
+    # --block-size 2096: stage 5 keeps what the others align to, nothing disagrees
+    fixed = _stages(pipeline_parallel_size=6, enable_prefix_caching=True, block_size=2096)
+    assert fixed == _expected(PP6, 2096, 2096, True)
+    assert all(stage[-1] == "" for stage in fixed)
+
+
+def test_pp_stages_with_a_layer_partition_and_a_stage_without_state() -> None:
+    # VLLM_PP_LAYER_PARTITION 1,1,50: stage 0 is layer 0 (M: state, no attention), stage 1
+    # layer 1 (E: neither), stage 2 the rest. With prefix caching stage 0 fails (its Mamba
+    # group keeps 16), stage 1 keeps 16 too but has no state to disagree on
+    settings = {"pipeline_parallel_size": 3, "pp_layer_partition": "1,1,50",
+                "enable_prefix_caching": True}  # fmt: skip
+    got = _stages(**settings)
+    assert got == _expected([(0, 1), (1, 2), (2, 52)], 2096, 16, True)
+    assert [stage[-1] != "" for stage in got] == [True, False, False]
+    rank = _block_rank(NANO, 1, **settings)
+    assert rank.problem == _stage_problem(0, 0, 0, 16, 2096)
+
+
+def test_pp_stages_before_0_20_align_every_stage() -> None:
+    # pp-0.19.1.jsonl: up to 0.19 the alignment ran once on the model config, so stage 5
+    # takes the aligned block although it owns no attention layer, and nothing fails (with
+    # prefix caching the block is chunk-aligned there: 2176 = 17 · 128, measured)
+    got = _stages(pipeline_parallel_size=6, enable_prefix_caching=True, vllm_version="0.19.1")
+    assert [(s[1], s[2], s[5], s[6], s[7]) for s in got] == [
+        (start, end, 2176, True, "") for start, end in PP6
+    ]
+    # PP 1: no stages at all
+    assert _stages(pipeline_parallel_size=1) == []
+
+
+@pytest.mark.parametrize("release", ["0.20.0", "0.27.1", "0.33.0"])
+def test_kv_cache_group_vectors_through_analyze_rank(release: str) -> None:
+    # measured: the release's _get_kv_cache_groups_uniform_page_size over one spec per layer
+    # (tests/golden/build_group_vectors.py), default flags, FLASH_ATTN, TP 1; mode none:
+    # the Mamba groups' block is max_model_len, passed as the flag (kvalign does not read
+    # the config's context length)
+    for vector in _golden("groups", release):
+        mamba = {g["block_size"] for g in vector["groups"] if g["kind"] == "mamba"}  # type: ignore[attr-defined]
+        none = vector["mamba_cache_mode"] == "none"
+        settings = Settings(vllm_version=release, attention_backend="FLASH_ATTN",
+                            max_model_len=mamba.pop() if none else None)  # fmt: skip
+        rank = rank_of(load_model(str(vector["model"])), settings, 1)
+        assert rank.block_size == vector["block_size"], vector
+        got = [(g.kind, g.layers, g.block_size) for g in rank.kv_cache_groups]
+        assert got == [(g["kind"], g["layers"], g["block_size"]) for g in vector["groups"]]  # type: ignore[attr-defined]
+
+
+def _kinds(*runs: tuple[str, int]) -> tuple[str, ...]:
+    return tuple(kind for kind, count in runs for _ in range(count))
+
+
+@pytest.mark.parametrize(
+    ("kinds", "groups"),
+    [
+        # _get_kv_cache_groups_uniform_page_size (kv_cache_planning.py, 0.33.0): buckets in
+        # order of first appearance; group size the smallest bucket, or the largest when it
+        # is under 1.5 x the smallest; each bucket splits into cdiv(len, size) groups, group
+        # i taking layers i, i + n, ...
+        # 4 attention, 5 state: 5 < 6 → size 5: one group each
+        (_kinds(("attention", 4), ("state", 5)), [("attention", 4), ("mamba", 5)]),
+        # 4 and 6: 6 is not under 6 → size 4: state in cdiv(6, 4) = 2 groups of 3
+        (_kinds(("state", 6), ("attention", 4)), [("mamba", 3), ("mamba", 3), ("attention", 4)]),
+        # Nemotron-3-Nano's pattern: 23 Mamba, 6 attention → size 6, cdiv(23, 6) = 4 groups:
+        # len(range(i, 23, 4)) = 6, 6, 6, 5 (hidden-state-0.33.0.jsonl: the same groups)
+        (tuple("state" if c == "M" else "attention" if c == "*" else "mlp"
+               for c in "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"),
+         [("mamba", 6), ("mamba", 6), ("mamba", 6), ("mamba", 5), ("attention", 6)]),
+        # a layer with both (Falcon-H1): counted in both buckets, attention first
+        (_kinds(("both", 3)), [("attention", 3), ("mamba", 3)]),
+        # 1 attention, 7 state (Jamba-tiny-dev, vLLM PR 45575): 8 groups of one
+        (_kinds(("state", 4), ("attention", 1), ("state", 3)),
+         [("mamba", 1)] * 7 + [("attention", 1)]),
+    ],
+)  # fmt: skip
+def test_kv_cache_groups_by_hand(kinds: tuple[str, ...], groups: list[tuple[str, int]]) -> None:
+    geometry = load_model(NANO)
+    engine = engine_of(geometry, Settings())
+    shaped = dataclasses.replace(geometry, layer_kinds=kinds)
+    got = kv_cache_groups(shaped, engine, 144)
+    assert [(g.kind, g.layers, g.block_size) for g in got] == [(k, n, 144) for k, n in groups]
+
+
+def test_kv_cache_groups_block_per_kind() -> None:
+    geometry = load_model(NANO)
+    # mode none: the Mamba groups take max_model_len, attention the block
+    off = engine_of(geometry, Settings(enable_prefix_caching=False, max_model_len=8192))
+    got = kv_cache_groups(geometry, off, 144)
+    assert [(g.kind, g.block_size) for g in got] == [("mamba", 8192)] * 4 + [("attention", 144)]
+    # mode align with a Mamba block from before the skip-layer step: the Mamba groups take it
+    align = engine_of(geometry, Settings(enable_prefix_caching=True))
+    got = kv_cache_groups(geometry, align, 144, 128)
+    assert [(g.kind, g.block_size) for g in got] == [("mamba", 128)] * 4 + [("attention", 144)]
+    # fp8 with layer 5 (the first attention layer) kept in bf16: its own bucket (first seen
+    # at index 5, before the next attention layer at 12); the quantized groups take
+    # block x (2 B // 1 B) = 2 x block, the skip layer the block, the Mamba groups the block
+    # before the skip step. Buckets 23 / 1 / 5: size 1, every layer its own group
+    skip = engine_of(geometry, Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("5",)))
+    got = kv_cache_groups(geometry, skip, 100, 80)
+    assert [(g.kind, g.layers, g.block_size) for g in got] == (
+        [("mamba", 1, 80)] * 23 + [("attention-skip", 1, 100)] + [("attention", 1, 200)] * 5
+    )
+    # an attention-free model, or no layer pattern: no groups
+    mamba = load_model("tiiuae/falcon-mamba-7b")
+    assert kv_cache_groups(mamba, engine_of(mamba, Settings()), 144) == ()
+    assert kv_cache_groups(dataclasses.replace(geometry, layer_kinds=()), align, 144) == ()
+
+
+def test_skip_layers_raise_the_block_without_a_state_and_the_tp_stable_block() -> None:
+    # an attention-only Llama (tests/data/llama-pd: 8 KV heads of 128), fp8 with layer 0 kept
+    # in bf16, 0.33 FLASH_ATTN: a = 2 · 8 · 128 · 1 B = 2,048 B, skip = 4,096 B, k = 16;
+    # Platform._align_heterogeneous_kv_block_size: r = 4,096 · 16 = 65,536,
+    # 16 · cdiv(65,536, 16 · 2,048) = 32 (no Mamba page to pad)
+    llama = load_model(str(Path(__file__).resolve().parent / "data" / "llama-pd" / "model"))
+    settings = Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("0",),
+                        attention_backend="FLASH_ATTN")  # fmt: skip
+    rank = rank_of(llama, settings, 1)
+    assert (rank.block_size, rank.tp_stable_block_size, rank.state_family) == (32, 32, "")
+    # the TP-stable block is derived from the TP 1 pages, so at TP 1 it is the block,
+    # after the same skip-layer step (skip-layers-0.33.0.jsonl: LFM2-1.2B fp8, layer 2
+    # kept: 32; Nemotron-3-Nano fp8, layer 5 kept: 4176)
+    for vector in _golden("skip-layers", "0.33.0"):
+        if vector["tp"] != 1 or vector["kv_cache_dtype"] != "fp8":
+            continue
+        settings = Settings(
+            kv_cache_dtype="fp8", attention_backend="FLASH_ATTN",
+            kv_cache_dtype_skip_layers=tuple(vector["kv_cache_dtype_skip_layers"]),  # type: ignore[arg-type]
+            max_model_len=vector["mamba_block_size"]  # type: ignore[arg-type]
+            if vector["mamba_cache_mode"] == "none" else None,
+        )  # fmt: skip
+        rank = rank_of(load_model(str(vector["model"])), settings, 1)
+        assert rank.tp_stable_block_size == vector["block_size"], vector
+    # the state family is the model's (Nemotron-H: MambaMixer2 layers)
+    assert _block_rank(NANO, 1).state_family == "mamba2"
+
+
+def test_hidden_state_failure_and_skip_layer_page_through_analyze_rank() -> None:
+    # hidden-state-0.25.0.jsonl: LFM2-1.2B with 12 hidden states fails at start-up
+    # (AssertionError). By hand: one token is 12 · 2,048 (hidden size) · 2 B = 49,152 B, the
+    # groups' page 16 · 2,048 B = 32,768 B (the vector's padded page). With
+    # num_speculative_tokens given, nothing else fails first: the problem is that one
+    twelve = {"speculative_method": "extract_hidden_states", "num_speculative_tokens": 1,
+              "eagle_aux_hidden_state_layer_ids": tuple(range(12)),
+              "attention_backend": "FLASH_ATTN"}  # fmt: skip
+    lfm2 = load_model("LiquidAI/LFM2-1.2B")
+    old = rank_of(lfm2, Settings(vllm_version="0.25.0", **twelve), 1)  # type: ignore[arg-type]
+    assert old.problem == (
+        "vLLM 0.25 fails at start-up: one token of the extract_hidden_states hidden-state "
+        "layer (49,152 B) does not fit the KV-cache groups' page (32,768 B) it is padded to "
+        "(AssertionError: page_size_padded >= page size)"
+    )
+    # 0.33 (rule 3): the blocks double to 32 (hidden-state-0.33.0.jsonl), the layer fits
+    new = rank_of(lfm2, Settings(vllm_version="0.33.0", **twelve), 1)  # type: ignore[arg-type]
+    assert new.problem == ""
+    assert [(g.kind, g.block_size) for g in new.kv_cache_groups][-2:] == [
+        ("attention", 32), ("hidden-state", 1)
+    ]  # fmt: skip
+    # with skip layers the common page is the model-dtype one: Nemotron-3-Nano fp8, layer 5
+    # kept (skip-layers-0.33.0.jsonl: block 4176, groups 4176 / 8352) and 3 hidden states
+    # of 2,688 · 2 B = 16,128 B/token: page 4,176 · 1,024 B (bf16) = 4,276,224 B, most =
+    # 4,276,224 // 16,128 = 265, the largest divisor of gcd(4176, 8352) = 4176 = 2^4 · 3^2
+    # · 29 not above 265: 261 (with the fp8 page, 4,176 · 512 B, it would be 116)
+    nano = load_model(NANO)
+    both = Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("5",),
+                    attention_backend="FLASH_ATTN", speculative_method="extract_hidden_states",
+                    eagle_aux_hidden_state_layer_ids=(1, 20, 39))  # fmt: skip
+    rank = rank_of(nano, both, 1)
+    assert rank.block_size == 4176
+    assert rank.kv_cache_groups[-1] == KvCacheGroup("hidden-state", 1, 261)
+
+
+def test_skip_block_size_is_set_only_when_the_skip_step_raised_the_block() -> None:
+    # LFM2-1.2B fp8: 16 without skip layers (vllm-0.33.0.jsonl), 32 with layer 2 kept
+    # (skip-layers-0.33.0.jsonl): the step raised it. Nemotron-3-Nano fp8: 4176 either way
+    # (a = 512 B, cdiv(2,134,016, 512) = 4,168 → 16 · 261 = 4,176; skip-layers vector 4176)
+    raised = rank_of(load_model("LiquidAI/LFM2-1.2B"),
+                     Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("2",),
+                              attention_backend="FLASH_ATTN"), 1)  # fmt: skip
+    assert (raised.block_size, raised.skip_block_size) == (32, 32)
+    kept = rank_of(load_model(NANO),
+                   Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("5",),
+                            attention_backend="FLASH_ATTN"), 1)  # fmt: skip
+    assert (kept.block_size, kept.skip_block_size) == (4176, None)
+
+
+def test_no_skip_layer_block_step_before_0_25() -> None:
+    # docs/versions.md (KV-cache dtype skip layers): Platform._align_heterogeneous_kv_block_size
+    # is absent from 0.24.0 and present from 0.25.0: LFM2-1.2B fp8 with layer 2 kept stays
+    # at 16 on 0.24.0 (vllm-0.33.0.jsonl's 16 without the flag: the same pages) and is
+    # raised to 32 from 0.25.0 (skip-layers-0.25.0.jsonl)
+    lfm2 = load_model("LiquidAI/LFM2-1.2B")
+    flags = {"kv_cache_dtype": "fp8", "kv_cache_dtype_skip_layers": ("2",),
+             "attention_backend": "FLASH_ATTN"}  # fmt: skip
+    assert rank_of(lfm2, Settings(vllm_version="0.24.0", **flags), 1).block_size == 16  # type: ignore[arg-type]
+    assert rank_of(lfm2, Settings(vllm_version="0.25.0", **flags), 1).block_size == 32  # type: ignore[arg-type]
+
+
+def test_pp_stages_count_a_layer_with_both_mixers_twice() -> None:
+    # Falcon-H1-0.5B: each of its 36 decoder layers runs attention and a Mamba2 mixer side
+    # by side (hidden-state-0.33.0.jsonl: one attention and one Mamba group of 36 layers);
+    # PP 2 splits them 18 / 18 (get_pp_indices) and each stage counts 18 of each, aligned
+    # to Falcon's TP 1 block 800 (tests/rules/harness.py)
+    rank = _block_rank(FALCON, 1, pipeline_parallel_size=2)
+    got = [(s.start, s.end, s.attention_layers, s.state_layers, s.block_size, s.aligned)
+           for s in rank.pp_stages]  # fmt: skip
+    assert got == [(0, 18, 18, 18, 800, True), (18, 36, 18, 18, 800, True)]

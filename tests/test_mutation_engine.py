@@ -800,3 +800,163 @@ def test_prefix_caching_step_of_an_attention_only_model_and_the_refusal_note() -
     qwen_next = create_engine_config(load_model("Qwen/Qwen3-Next-80B-A3B-Instruct"), forced)
     refusal = [r.source for r in qwen_next.resolutions if r.key == "prefix_caching"]
     assert not qwen_next.prefix_caching and list(qwen_next.notes) == refusal
+
+
+def test_skip_layer_entries_that_name_no_attention_layer_are_shown_as_given() -> None:
+    # Nemotron-3-Nano's attention layers are the '*' of its hybrid_override_pattern
+    # (config.json): 5, 12, 19, 26, 33, 42. Layer 5 is matched; 3 (a Mamba layer),
+    # sliding_window (vLLM's word for sliding-window layers; Nano has none) and abc match
+    # nothing: indices and sliding_window are shown as written, anything else escaped
+    geometry = load_model(NANO)
+    settings = Settings(kv_cache_dtype="fp8",
+                        kv_cache_dtype_skip_layers=("5", "3", "sliding_window", "abc"))  # fmt: skip
+    engine = create_engine_config(geometry, settings)
+    assert engine.skip_layers == (5,)
+    assert engine.notes == (
+        "--kv-cache-dtype-skip-layers: 3, sliding_window, 'abc' names no attention layer of "
+        "this model (attention layers: 5, 12, 19, 26, 33, 42)",
+    )
+
+
+def test_skip_layer_flag_refusals_and_notes_in_full() -> None:
+    # EngineArgs has no kv_cache_dtype_skip_layers before 0.19 (vllm/engine/arg_utils.py,
+    # absent in 0.18.1, present in 0.19.0: docs/versions.md)
+    falcon = load_model("tiiuae/Falcon-H1-0.5B-Base")
+    old = Settings(vllm_version="0.18.1", kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("0",))
+    with pytest.raises(InvalidSettings) as refused:
+        create_engine_config(falcon, old)
+    assert str(refused.value) == (
+        "--kv-cache-dtype-skip-layers: vLLM 0.18 has no such flag (it exists from 0.19)"
+    )
+    # an attention-free model (falcon-mamba) has no layer the flag could name: a note with
+    # the entries as given, joined by commas
+    mamba = load_model("tiiuae/falcon-mamba-7b")
+    engine = create_engine_config(
+        mamba, Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("0", "1"))
+    )
+    assert engine.notes == ("--kv-cache-dtype-skip-layers 0,1: the model has no attention layer",)
+    assert engine.skip_kv_bytes is None
+    # an MLA model (Kimi-K3; attention layers 3, 7, 11, ...) with a quantized KV cache: its
+    # skipped layers' page follows the MLA spec, not modelled
+    kimi = load_model("moonshotai/Kimi-K3")
+    with pytest.raises(NotModelled) as refused_mla:
+        create_engine_config(
+            kimi, Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("3",))
+        )
+    assert str(refused_mla.value) == (
+        "--kv-cache-dtype-skip-layers with a fp8 KV cache on an MLA model: the skipped "
+        "layers' MLA page is not modelled by kvalign"
+    )
+
+
+def test_hidden_state_layer_ids_without_extract_hidden_states_say_so() -> None:
+    # only extract_hidden_states adds the hidden-state KV-cache group
+    # (ExtractHiddenStatesModel, vllm/model_executor/models/extract_hidden_states.py);
+    # layer ids given with another method or none size nothing: a note naming what was given
+    geometry = load_model(NANO)
+    tail = "vLLM adds no hidden-state KV-cache group for them"
+    head = ("eagle_aux_hidden_state_layer_ids (--eagle-aux-hidden-state-layer-ids) size "
+            "nothing without speculative method extract_hidden_states")  # fmt: skip
+    ids = (1, 20)
+    none = create_engine_config(geometry, Settings(eagle_aux_hidden_state_layer_ids=ids))
+    assert none.notes == (f"{head} (no method): {tail}",)
+    eagle = create_engine_config(
+        geometry,
+        Settings(speculative_method="eagle3", num_speculative_tokens=1,
+                 eagle_aux_hidden_state_layer_ids=ids),
+    )  # fmt: skip
+    assert eagle.notes == (f"{head} (method 'eagle3'): {tail}",)
+    assert (none.hidden_state_bytes, eagle.hidden_state_bytes) == (None, None)
+
+
+def _skip_step(engine: object) -> list[tuple[str, str]]:
+    return [(r.value, r.source) for r in engine.resolutions  # type: ignore[attr-defined]
+            if r.key == "kv_cache_dtype_skip_layers"]  # fmt: skip
+
+
+def test_skip_layers_resolution_and_notes_in_full() -> None:
+    # Nemotron-3-Nano: attention layers 5, 12, 19, 26, 33, 42 (the '*' of its pattern),
+    # bfloat16 (2 B) model dtype; fp8 is 1 B
+    nano = load_model(NANO)
+    fp8 = create_engine_config(
+        nano, Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("5",))
+    )
+    assert (fp8.skip_layers, fp8.skip_kv_bytes, fp8.notes) == ((5,), 2, ())
+    assert _skip_step(fp8) == [("layers 5 in bfloat16 (2 B)", "--kv-cache-dtype-skip-layers 5 "
+                                                                "(the others fp8)")]  # fmt: skip
+    # no quantized KV cache: the layers are matched, nothing changes
+    auto = create_engine_config(nano, Settings(kv_cache_dtype_skip_layers=("5",)))
+    assert (auto.skip_layers, auto.skip_kv_bytes) == ((5,), None)
+    assert _skip_step(auto) == [
+        ("5", "the KV cache is already in the model dtype (bfloat16): no effect")
+    ]
+    # a Mamba layer only: none matched
+    none = create_engine_config(
+        nano, Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("3",))
+    )
+    assert none.skip_layers == ()
+    assert _skip_step(none) == [("layers none in bfloat16 (2 B)",
+                                 "--kv-cache-dtype-skip-layers 3 (the others fp8)")]  # fmt: skip
+    # a hybrid config without a layer pattern, and one whose pattern has no attention layer
+    five = Settings(kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("5",))
+    bare = create_engine_config(replace(nano, layer_kinds=()), five)
+    assert bare.notes == (
+        "--kv-cache-dtype-skip-layers 5: the config names no per-layer pattern, so which "
+        "attention layers it names is unknown; taken as none",
+    )
+    stateful = create_engine_config(replace(nano, layer_kinds=("state",) * 52), five)
+    assert stateful.notes == (
+        "--kv-cache-dtype-skip-layers: 5 names no attention layer of this model (attention "
+        "layers: none)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("release", "skip", "error"),
+    [
+        # unify_kv_cache_spec_page_size cannot pad a Mamba page before 0.26.0
+        # (vllm/v1/core/kv_cache_utils.py, docs/versions.md; skip-layers-0.25.0.jsonl:
+        # AssertionError): LFM2-1.2B, layer 2 is attention, bf16 / fp8 = 2x the page
+        ("0.25.0", "2",
+         "vLLM 0.25 fails at start-up: the --kv-cache-dtype-skip-layers layers keep the model "
+         "dtype, a page 2x the quantized attention page the Mamba page was padded to, and its "
+         "unify_kv_cache_spec_page_size cannot pad a Mamba page (AssertionError): drop the "
+         "flag or upgrade to vLLM 0.26.0"),
+        ("0.25.0", "1", ""),  # layer 1 is a conv layer: nothing kept, nothing fails
+        ("0.26.0", "2", ""),  # 0.26 pads the Mamba page
+    ],
+)  # fmt: skip
+def test_skip_layers_before_the_mamba_padding_fail_at_start_up(
+    release: str, skip: str, error: str
+) -> None:
+    lfm2 = load_model("LiquidAI/LFM2-1.2B")
+    settings = Settings(vllm_version=release, kv_cache_dtype="fp8",
+                        kv_cache_dtype_skip_layers=(skip,))  # fmt: skip
+    assert create_engine_config(lfm2, settings).startup_error == error
+
+
+def test_speculative_method_without_a_token_count() -> None:
+    # SpeculativeConfig (vllm/config/speculative.py, read 0.11.1 → 0.33.0): suffix takes
+    # suffix_decoding_max_tree_depth (default 24) when num_speculative_tokens is not given;
+    # every other method without a draft model raises "num_speculative_tokens must be
+    # provided" (_verify_args)
+    geometry = load_model(NANO)
+    suffix = create_engine_config(geometry, Settings(speculative_method="suffix"))
+    assert (suffix.num_speculative_tokens, suffix.startup_error) == (24, "")
+    steps = [(r.value, r.source) for r in suffix.resolutions if r.key == "num_speculative_tokens"]
+    assert steps == [
+        ("24", "--speculative-config method suffix without num_speculative_tokens: vLLM takes "
+               "suffix_decoding_max_tree_depth (24)")
+    ]  # fmt: skip
+    eagle = create_engine_config(geometry, Settings(speculative_method="eagle3"))
+    assert eagle.num_speculative_tokens == 0
+    assert eagle.startup_error == (
+        "vLLM 0.33 fails at start-up: --speculative-config method eagle3 needs "
+        "num_speculative_tokens (--num-speculative-tokens, > 0); SpeculativeConfig raises "
+        "ValueError without it (only a draft model's n_predict or suffix decoding supplies a "
+        "default)"
+    )
+    # a count given: taken as it is, no error
+    given = create_engine_config(geometry, Settings(speculative_method="suffix",
+                                                    num_speculative_tokens=3))  # fmt: skip
+    assert (given.num_speculative_tokens, given.startup_error) == (3, "")

@@ -273,6 +273,19 @@ def test_pair_rules_judge_every_pair_after_a_good_one(tmp_path: Path) -> None:
     assert split.remediation.startswith("set --block-size 800 on every prefill and decode pool")
 
 
+def test_kva002_judges_every_pair_after_a_good_one(tmp_path: Path) -> None:
+    # prefills at TP 1 (800) and TP 4 (400), one decode at TP 1 (800): the first pair is
+    # ok, the second has block_size_ratio 800 // 400 = 2 (the kernel blocks are the whole
+    # blocks, as in test_kva002_ratio_on_releases_with_and_without_heterogeneous_blocks)
+    producer, consumer = KV_ROLE.format(role="producer"), KV_ROLE.format(role="consumer")
+    findings = _script(tmp_path, [f"-tp 1 {producer}", f"-tp 4 {producer}", f"-tp 1 {consumer}"])
+    assert [(f.pools, f.message) for f in _of("KVA002", findings)] == [
+        (("prefill/command-2", "decode/command-3"),
+         "block_size_ratio 2: decode kernel block 800 vs prefill 400; heterogeneous-block "
+         "path on every transfer"),
+    ]  # fmt: skip
+
+
 def test_kva010_after_a_valid_pool(tmp_path: Path) -> None:
     found = _of("KVA010", audit_own("tp: 1", "tp: 3").findings)
     assert [(f.pools, f.location.line) for f in found] == [(("decode/decode",), 3)]
@@ -394,6 +407,60 @@ def test_kva004_every_raised_block_size() -> None:
     found = _of("KVA004", audit_own("tp: 1, args: --block-size 800",
                                     "tp: 1, args: --block-size 16").findings)  # fmt: skip
     assert [f.pools for f in found] == [("decode/decode",)]
+    # nor does a first pool whose TP is invalid (TP 3: Falcon-H1's 8 heads do not divide)
+    found = _of("KVA004", audit_own("tp: 3, args: --block-size 16",
+                                    "tp: 1, args: --block-size 16").findings)  # fmt: skip
+    assert [f.pools for f in found] == [("decode/decode",)]
+
+
+QWEN397 = "Qwen/Qwen3.5-397B-A17B"
+ELSEWHERE = "H100/H200 (SM90), B200 (SM100), B300 (SM103), RTX-PRO-6000 (SM120)"
+FIX_2112 = (
+    "set --block-size 2112 on every prefill and decode pool (holds on A100 (SM80), "
+    + f"{ELSEWHERE})"
+)
+
+
+def _qwen397(prefill: str, decode: str) -> list[Finding]:
+    doc = f"model: {QWEN397}\nprefill: {{{prefill}}}\ndecode: {{{decode}}}\n"
+    deployment = read_text(doc, "x.yaml")
+    assert deployment is not None
+    return _of("KVA004", run_audit([deployment]).findings)
+
+
+def test_kva004_a_block_size_raised_only_on_gpu_classes_the_pool_may_run_on() -> None:
+    # Qwen3.5-397B, no GPU given, --block-size 2096 on TP 8 and TP 1. With no GPU the
+    # arithmetic assumes the GDN prefill is not on FlashInfer (checkpoint alignment 1, as on
+    # A100): both keep 2096, since TP 1's state page is 4,268,032 B and 2096 x 2048 B/token =
+    # 4,292,608 B covers it (tests/golden/vllm-0.33.0.jsonl: TP 1 block 2096). On SM90 and
+    # later FlashInfer's GDN prefill checkpoints every 64 tokens with prefix caching, so
+    # vLLM raises it to lcm(2096, 64) = 64 x 131 = 8,384 there.
+    # The fix is the smallest multiple of 64 that covers 2096: 33 x 64 = 2112 (issue 18,
+    # tests/analysis/test_policy.py). One warning per pool, each at its own line.
+    found = _qwen397("tp: 8, args: --block-size 2096", "tp: 1, args: --block-size 2096")
+    assert found == [
+        Finding("KVA004", "warning", (f"{role}/{role}",), Location("x.yaml", line),
+                f"vLLM raises --block-size 2096 to 8,384 on {ELSEWHERE} (GPU not given: pass "
+                "--gpu or a node label to check the one it runs on)",
+                FIX_2112)
+        for role, line in (("prefill", 2), ("decode", 3))
+    ]  # fmt: skip
+
+
+def test_kva004_raised_here_and_raised_elsewhere_in_one_group() -> None:
+    # prefill --block-size 16 at TP 8: below the 528 the TP 8 state needs (state page
+    # 533,504 B / 1024 B per token = 521 tokens, 16 x cdiv(521, 16) = 528;
+    # tests/golden/vllm-0.33.0.jsonl), raised on the assumed GPU itself; decode TP 1 keeps
+    # 2096 there and is raised only elsewhere (as above): both findings, in pool order
+    found = _qwen397("tp: 8, args: --block-size 16", "tp: 1, args: --block-size 2096")
+    assert [(f.pools, f.location.line) for f in found] == [
+        (("prefill/prefill",), 2), (("decode/decode",), 3)
+    ]  # fmt: skip
+    assert [f.message for f in found] == [
+        "--block-size 16 becomes 528 at TP 8 (hybrid alignment)",
+        f"vLLM raises --block-size 2096 to 8,384 on {ELSEWHERE} (GPU not given: pass --gpu "
+        "or a node label to check the one it runs on)",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -437,6 +504,40 @@ def test_kva008_layout_case_and_default() -> None:
         assert not _of("KVA008", audit_own(prefill, decode).findings), prefill
 
 
+LAYOUT = "VLLM_SSM_CONV_STATE_LAYOUT"
+LLAMA = ROOT / "tests" / "data" / "llama-pd" / "model"
+
+
+def _pd_script(tmp_path: Path, servers: list[tuple[str, str, str]]) -> tuple[Finding, ...]:
+    """Audit a P/D script of (environment prefix, model, role) servers, one a line."""
+    path = tmp_path / "pd.sh"
+    path.write_text("".join(f"{env}vllm serve {model} --port {8100 + n} "
+                            f"{KV_ROLE.format(role=role)} &\n"
+                            for n, (env, model, role) in enumerate(servers)))  # fmt: skip
+    deployments, skipped = read_paths([str(path)])
+    return run_audit(deployments, skipped=tuple(skipped)).findings
+
+
+def test_kva008_judges_every_pair_after_a_skipped_one(tmp_path: Path) -> None:
+    ds = f"{LAYOUT}=DS "
+    # prefill 1 and the decode both DS (nothing to say), prefill 2 unset (SD): the second
+    # pair differs and is reported after the first that matches
+    found = _of("KVA008", _pd_script(tmp_path, [
+        (ds, FALCON, "producer"), ("", FALCON, "producer"), (ds, FALCON, "consumer"),
+    ]))  # fmt: skip
+    assert [(f.pools, f.message) for f in found] == [
+        (("prefill/command-2", "decode/command-3"),
+         f"{LAYOUT} is unset (SD) on prefill, DS on decode"),
+    ]  # fmt: skip
+    # the first prefill runs an attention-only Llama (no conv state, so no layout to
+    # match: skipped although its layout, unset, differs from the decode's DS); the
+    # Falcon-H1 prefill after it is still judged
+    found = _of("KVA008", _pd_script(tmp_path, [
+        ("", str(LLAMA), "producer"), ("", FALCON, "producer"), (ds, FALCON, "consumer"),
+    ]))  # fmt: skip
+    assert [f.pools for f in found] == [("prefill/command-2", "decode/command-3")]
+
+
 def test_kva009_names_the_limit_and_the_block() -> None:
     (found,) = _of("KVA009", audit_own("tp: 1, args: --max-model-len 799", "tp: 1").findings)
     assert (found.severity, found.pools, found.location.line) == (
@@ -450,6 +551,10 @@ def test_kva009_names_the_limit_and_the_block() -> None:
     # the second pool is judged after a first one that is fine
     (found,) = _of("KVA009", audit_own("tp: 1", "tp: 1, args: --max-model-len 799").findings)
     assert found.pools == ("decode/decode",)
+    # a first pool below the block but without prefix caching is skipped, not the end
+    off = "tp: 1, args: --max-model-len 799 --no-enable-prefix-caching"
+    found = _of("KVA009", audit_own(off, "tp: 1, args: --max-model-len 799").findings)
+    assert [f.pools for f in found] == [("decode/decode",)]
 
 
 @pytest.mark.parametrize(
@@ -475,6 +580,33 @@ def test_kva011_fix_divides_the_gpus_by_pp_and_dp(
 
     (found,) = _of("KVA011", audit(lws(tmp_path, size, args, resources)).findings)
     assert found.remediation == fix
+
+
+@pytest.mark.parametrize(
+    ("size", "args", "resources"),
+    [
+        ("1", '"-tp", "1"', "{}"),  # no GPU count: nothing to compare, skipped
+        ("2", '"-tp", "8"', "{limits: {nvidia.com/gpu: 4}}"),  # 2 x 4 = 8 = TP 8: fine
+    ],
+)  # fmt: skip
+def test_kva011_judges_the_decode_after_a_prefill_it_skips(
+    tmp_path: Path, size: str, args: str, resources: str
+) -> None:
+    from tests.rules.harness import LWS, audit, write
+
+    # the decode LeaderWorkerSet: 2 pods x 4 GPUs = 8, but TP 4 x PP 1 x DP 1 = 4
+    docs = [
+        LWS.format(role="prefill", size=size, args=args, resources=resources, model=FALCON),
+        LWS.format(role="decode", size="2", args='"-tp", "4"',
+                   resources="{limits: {nvidia.com/gpu: 4}}", model=FALCON),
+    ]  # fmt: skip
+    path = write(tmp_path, "lws.yaml", "---\n".join(docs))
+    found = _of("KVA011", audit(path).findings)
+    assert [(f.pools, f.message) for f in found] == [
+        (("decode/falcon-decode",),
+         "LeaderWorkerSet size 2 × 4 GPU(s) per pod = 8 GPUs, but TP 4 × PP 1 × DP 1 = 4; "
+         "audited at TP 4 (from the arguments)"),
+    ]  # fmt: skip
 
 
 def test_kva005_reads_the_ssm_state_dtype_not_a_replayssm_ring() -> None:

@@ -11,7 +11,19 @@ from __future__ import annotations
 import pytest
 
 from kvalign.errors import InvalidSettings
-from kvalign.versions import PROFILES, profile_named, resolve
+from kvalign.versions import (
+    PROFILES,
+    _at_least,
+    _plain_release,
+    architecture_problem,
+    architecture_stand_in,
+    first_nixl_release,
+    hidden_state_rule,
+    profile_named,
+    resolve,
+    skip_layer_rules,
+    speculative_methods,
+)
 
 #: (field, last release without → value, first release with → value)
 BOUNDARIES = [
@@ -135,3 +147,138 @@ def test_resolve_boundaries(asked: str, profile: str, warns: bool) -> None:
 def test_resolve_refuses_older_or_unparsable(asked: str) -> None:
     with pytest.raises(InvalidSettings, match="--vllm-version"):
         resolve(asked)
+
+
+# ---- the release helpers (issue 19): each fact from docs/versions.md, which cites the
+# vLLM files read on both sides of every boundary ---------------------------------------
+@pytest.mark.parametrize(
+    ("release", "rules"),
+    [
+        # flag absent in 0.18.1, present in 0.19.0 (vllm/engine/arg_utils.py); the block
+        # step absent in 0.24.0, present in 0.25.0 (platforms/interface.py); the Mamba
+        # padding absent in 0.25.0, present in 0.26.0 (v1/core/kv_cache_utils.py)
+        ("0.18.1", (False, False, False)),
+        ("0.19.0", (True, False, False)),
+        ("0.24.0", (True, False, False)),
+        ("0.25.0", (True, True, False)),
+        ("0.26.0", (True, True, True)),
+        ("0.33.0", (True, True, True)),
+    ],
+)
+def test_skip_layer_rules_per_release(release: str, rules: tuple[bool, bool, bool]) -> None:
+    found = skip_layer_rules(release)
+    assert (found.flag, found.aligns_block, found.pads_mamba) == rules
+
+
+@pytest.mark.parametrize(
+    ("release", "rule"),
+    # docs/versions.md, the hidden-state group: 0.20 groups the layer like any other (not
+    # modelled: 0), rule 1 from 0.22, rule 2 in 0.28-0.29, rule 3 from 0.30
+    [("0.20.0", 0), ("0.21.0", 0), ("0.22.0", 1), ("0.27.1", 1), ("0.28.0", 2), ("0.29.0", 2),
+     ("0.30.0", 3), ("0.33.0", 3)],
+)  # fmt: skip
+def test_hidden_state_rule_per_release(release: str, rule: int) -> None:
+    assert hidden_state_rule(release) == rule
+
+
+def test_speculative_methods_per_release() -> None:
+    # SpeculativeConfig.method's Literal (vllm/config/speculative.py) as read: 0.11.1 has
+    # 15 names; extract_hidden_states from 0.17.0; 0.33.0 drops medusa and mlp_speculator
+    # and adds step5_mtp. A release not read takes the nearest read one below it; 0.10.x
+    # (not read) takes 0.11.1's list
+    oldest = speculative_methods("0.10.2")
+    assert (len(oldest.names), oldest.basis) == (15, "0.11.1")
+    assert "extract_hidden_states" not in speculative_methods("0.14.0").names
+    assert "extract_hidden_states" in speculative_methods("0.17.0").names
+    assert speculative_methods("0.21.0").basis == "0.20.0"
+    assert speculative_methods("0.33.0").basis == "0.33.0"
+    newest = speculative_methods("0.33.0").names
+    assert {"medusa", "mlp_speculator"} & newest == set() and "step5_mtp" in newest
+    assert {"medusa", "mlp_speculator"} <= speculative_methods("0.32.0").names
+    # a name added in a release counts from it, not before
+    assert "ngram_gpu" not in speculative_methods("0.17.0").names
+    assert "ngram_gpu" in speculative_methods("0.18.0").names
+
+
+@pytest.mark.parametrize(
+    ("text", "release"),
+    # PEP 440 release comparison: trailing zeros do not count; anything but dot-separated
+    # ASCII digits is left to packaging (None)
+    [("0.14.0", (0, 14)), ("1.0.0", (1,)), ("0", (0,)), ("0.0", (0,)), ("10", (10,)),
+     ("0.33.0rc1", None), ("0.33.0+cu128", None), ("0.\u0663\u0663.0", None), ("0..1", None)],
+)  # fmt: skip
+def test_plain_release(text: str, release: tuple[int, ...] | None) -> None:
+    assert _plain_release(text) == release
+
+
+@pytest.mark.parametrize(
+    ("release", "first", "at_least"),
+    [
+        ("0.33.0", "0.33", True),  # 0.33.0 == 0.33 under PEP 440
+        ("0.9.0", "0.10.0", False),  # numbers, not strings
+        ("0.10.0", "0.9.0", True),
+        ("0.33.0rc1", "0.33.0", False),  # a pre-release comes before its release (packaging)
+        ("0.33.1.dev0", "0.33.0", True),
+        ("0.33.0", "0.33.0rc1", True),
+        ("0.33.0rc1", "0.33.0rc1", True),  # equal, through packaging
+    ],
+)
+def test_at_least(release: str, first: str, at_least: bool) -> None:
+    assert _at_least(release, first) is at_least
+
+
+def test_first_nixl_release_per_state_family() -> None:
+    # docs/versions.md, NIXL and state families: Mamba2 from 0.18 (the first release whose
+    # NIXL connector takes hybrids); GDN and Mamba1 refused in 0.20-0.24, from 0.25.0;
+    # KDA and short conv: no release read transfers them
+    assert first_nixl_release("mamba2") == "0.18.0"
+    assert first_nixl_release("gdn") == "0.25.0"
+    assert first_nixl_release("mamba1") == "0.25.0"
+    assert first_nixl_release("kda") is None
+
+
+def test_architecture_registration_and_stand_ins() -> None:
+    # docs/versions.md (models/registry.py of each release): Qwen3_5ForCausalLM registered
+    # from 0.27.0; 0.17-0.26 serve it with Qwen3_5ForConditionalGeneration (first 0.17.0)
+    causal = "Qwen3_5ForCausalLM"
+    assert architecture_stand_in(causal, "0.26.0") == "Qwen3_5ForConditionalGeneration"
+    assert architecture_stand_in(causal, "0.17.0") == "Qwen3_5ForConditionalGeneration"
+    assert architecture_stand_in(causal, "0.27.0") == ""  # registered itself
+    assert architecture_stand_in(causal, "0.14.0") == ""  # the stand-in is unknown too
+    assert architecture_stand_in("NemotronHForCausalLM", "0.14.0") == ""  # no stand-in
+    assert architecture_problem(causal, "0.26.0") == ""
+    assert architecture_problem(causal, "0.14.0") == (
+        "vLLM 0.14.0 does not know this architecture (Qwen3_5ForCausalLM is first "
+        "registered in vLLM 0.27.0)"
+    )
+    # BambaForCausalLM: last registered in 0.23.0
+    assert architecture_problem("BambaForCausalLM", "0.23.0") == ""
+    assert architecture_problem("BambaForCausalLM", "0.24.0") == (
+        "vLLM 0.24.0 does not know this architecture (BambaForCausalLM was removed in vLLM 0.24.0)"
+    )
+    # AliceAIForCausalLM: first registered in 0.33.0
+    assert architecture_problem("AliceAIForCausalLM", "0.33.0") == ""
+    assert architecture_problem("AliceAIForCausalLM", "0.32.0").endswith(
+        "(AliceAIForCausalLM is first registered in vLLM 0.33.0)"
+    )
+    assert architecture_problem("SomethingElseForCausalLM", "0.10.0") == ""
+
+
+def test_prefix_caching_refusal_texts() -> None:
+    # MambaModelConfig (vllm/model_executor/models/config.py): 0.10.x disables prefix caching
+    # for every hybrid or Mamba model; 0.11.1-0.14 only for types without Mamba prefix
+    # caching (Nemotron-H has it, Qwen3-Next does not); 0.15 on: none
+    old, mid, new = resolve("0.10.2").profile, resolve("0.14.0").profile, resolve("0.15.0").profile
+    assert old.prefix_caching_refusal("nemotron_h", True) == (
+        "vLLM 0.10 turns prefix caching off for every hybrid or Mamba model "
+        '("disabling prefix caching since it is not yet supported")'
+    )
+    assert old.prefix_caching_refusal("llama", False) == ""
+    assert mid.prefix_caching_refusal("nemotron_h", True) == ""
+    assert mid.prefix_caching_refusal("qwen3_next", True) == (
+        "vLLM 0.14 turns prefix caching off for qwen3_next: it has no Mamba prefix-caching "
+        'support ("Hybrid or mamba-based model detected without support for prefix caching: '
+        'disabling")'
+    )
+    assert mid.prefix_caching_refusal("qwen3_next", False) == ""
+    assert new.prefix_caching_refusal("qwen3_next", True) == ""
