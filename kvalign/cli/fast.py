@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvalign.cli.output import AuditFormat, OutputFormat
 from kvalign.cli.sizing import (
@@ -31,6 +31,9 @@ from kvalign.cli.sizing import (
 from kvalign.exitcodes import ExitCode
 from kvalign.numbers import is_digits
 from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 #: how an option's value is read: ``str`` (text not starting with ``-``), ``(low, high)``
 #: (a whole number, ``None`` = unbounded), an ``Enum`` (a member's value as spelled),
@@ -136,6 +139,37 @@ def _value(kind: Kind, text: str) -> tuple[bool, Any]:
     return False, None
 
 
+def _take_option(
+    token: str,
+    tokens: Iterator[str],
+    spelled: dict[str, tuple[str, Kind]],
+    given: dict[str, Any],
+    *,
+    inline: bool,
+) -> bool:
+    """Read one option ``token`` (and its value, the next of ``tokens`` or, with
+    ``inline``, after ``=``) into ``given``; ``False`` when typer should parse the line
+    (an unknown or repeated option, a missing or unusual value)."""
+    name, has_value, text = token.partition("=") if inline else (token, "", "")
+    if name not in spelled:
+        return False
+    param, kind = spelled[name]
+    if param in given:
+        return False
+    if isinstance(kind, bool):
+        if has_value:
+            return False
+        given[param] = kind
+        return True
+    value_text = text if has_value else next(tokens, None)
+    if value_text is None:
+        return False
+    ok, value = _value(kind, value_text)
+    if ok:
+        given[param] = value
+    return ok
+
+
 def parse(command: str, args: list[str]) -> dict[str, Any] | None:
     """Keyword arguments of ``command`` (``check`` or ``matrix``; the names of its typer
     parameters) from ``args`` (after the command name), or ``None`` when typer should
@@ -151,24 +185,8 @@ def parse(command: str, args: list[str]) -> dict[str, Any] | None:
                 return None
             given["model"] = token
             continue
-        name, has_value, inline = token.partition("=")
-        if name not in spelled:
+        if not _take_option(token, tokens, spelled, given, inline=True):
             return None
-        param, kind = spelled[name]
-        if param in given:
-            return None
-        if isinstance(kind, bool):
-            if has_value:
-                return None
-            given[param] = kind
-            continue
-        text = inline if has_value else next(tokens, None)
-        if text is None:
-            return None
-        ok, value = _value(kind, text)
-        if not ok:
-            return None
-        given[param] = value
     if "model" not in given:
         return None
     for param, (default, _) in options.items():
@@ -193,21 +211,9 @@ def parse_audit(args: list[str]) -> dict[str, Any] | None:
                 return None
             paths.append(token)
             continue
-        if token not in spelled:  # also --name=value: left to typer
+        # --name=value is left to typer
+        if not _take_option(token, tokens, spelled, given, inline=False):
             return None
-        param, kind = spelled[token]
-        if param in given:
-            return None
-        if isinstance(kind, bool):
-            given[param] = kind
-            continue
-        text = next(tokens, None)
-        if text is None:
-            return None
-        ok, value = _value(kind, text)
-        if not ok:
-            return None
-        given[param] = value
     if not paths:
         return None
     for param, (default, _) in options.items():
