@@ -14,7 +14,9 @@ from kvalign.errors import InvalidSettings
 from kvalign.versions import (
     PROFILES,
     _at_least,
+    _build,
     _plain_release,
+    _profile_name,
     architecture_problem,
     architecture_stand_in,
     first_nixl_release,
@@ -79,6 +81,42 @@ BOUNDARIES = [
 def test_release_boundary(field: str, before: str, old: object, first: str, new: object) -> None:
     assert getattr(resolve(before).profile, field) == old
     assert getattr(resolve(first).profile, field) == new
+
+
+def _in_force(profiles: tuple[object, ...], release: str) -> object:
+    """The last profile of ``profiles`` (oldest first) whose first release is not after
+    ``release``: the profile a release runs under, chosen here without kvalign's resolve."""
+    from packaging.version import Version
+
+    chosen = [p for p in profiles if Version(p.first) <= Version(release)]  # type: ignore[attr-defined]
+    return chosen[-1]
+
+
+@pytest.mark.parametrize(("field", "before", "old", "first", "new"), BOUNDARIES)
+def test_release_boundary_of_a_table_built_afresh(
+    field: str, before: str, old: object, first: str, new: object
+) -> None:
+    # PROFILES is built once, at import; building it again inside the test is what lets a
+    # wrong step of _build (a change row applied to the wrong release, a field dropped)
+    # fail here and not only in the import-time table
+    fresh = _build()
+    assert getattr(_in_force(fresh, before), field) == old
+    assert getattr(_in_force(fresh, first), field) == new
+
+
+def test_profile_names_of_a_table_built_afresh() -> None:
+    # a .0 first release is named by its minor line; a patch first release keeps its patch
+    assert _profile_name("0.14.0") == "0.14"
+    assert _profile_name("0.11.1") == "0.11.1"
+    assert _profile_name("1.2.0") == "1.2"
+    fresh = _build()
+    assert [p.name for p in fresh][:3] == ["0.10", "0.11.1", "0.12"]
+    assert [p.first for p in fresh][:3] == ["0.10.0", "0.11.1", "0.12.0"]
+    # the newest release line profiled is 0.33 (docs/versions.md profiles table)
+    assert (fresh[-1].name, fresh[-1].first) == ("0.33", "0.33.0")
+    # every profile after the oldest is a release row of its own, in release order
+    firsts = [p.first for p in fresh]
+    assert len(set(firsts)) == len(firsts)
 
 
 def test_bamba_supports_mamba_prefix_caching_until_it_left_the_registry() -> None:
