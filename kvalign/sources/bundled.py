@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kvalign.geometry import ModelGeometry
-from kvalign.sources.cache import geometry_from_json, geometry_to_dict
+from kvalign.sources.geometry_json import geometry_from_json, geometry_to_dict
 
 #: the generated data file.
 DATA = Path(__file__).with_name("bundled_geometry.json")
