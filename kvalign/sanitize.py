@@ -12,6 +12,7 @@ strings, so ``[link=…]`` or ``[/bold]`` in a name prints as itself.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import sys
 from typing import IO, Any
@@ -19,13 +20,24 @@ from typing import IO, Any
 #: longest line kvalign writes to stderr (a 1 MB ``model_type`` gives a short line).
 MAX_LINE_CHARS = 2000
 
-# C0 controls but TAB and LF, DEL, C1 controls, bidi embeddings/overrides/isolates, lone
-# surrogates (from file names that are not UTF-8, decoded with surrogateescape)
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
-# what XML 1.0 cannot hold at all (JUnit): every C0 control but TAB, LF, CR; surrogates
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# The patterns are compiled on first use: compiling them costs a ``check`` more than all
+# its arithmetic, and most text (printable ASCII) never needs them.
+
+
+@functools.cache
+def _unsafe() -> re.Pattern[str]:
+    """C0 controls but TAB and LF, DEL, C1 controls, bidi embeddings/overrides/isolates,
+    lone surrogates (from file names that are not UTF-8, decoded with surrogateescape)."""
+    return re.compile(
+        "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+    )
+
+
+@functools.cache
+def _not_xml() -> re.Pattern[str]:
+    """What XML 1.0 cannot hold at all (JUnit): every C0 control but TAB, LF, CR;
+    surrogates; the noncharacters U+FFFE and U+FFFF."""
+    return re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -39,7 +51,9 @@ def clean(text: object, *, newlines: bool = True) -> str:
     value = text if isinstance(text, str) else str(text)
     if not newlines:
         value = value.replace("\n", "\\n").replace("\t", " ")
-    return _UNSAFE.sub(_escape, value)
+    if value.isascii() and value.isprintable():  # U+0020-U+007E only: nothing to escape
+        return value
+    return _unsafe().sub(_escape, value)
 
 
 def bounded(text: object, limit: int = MAX_LINE_CHARS) -> str:
@@ -55,7 +69,10 @@ def xml_text(text: object) -> str:
     """Text an XML 1.0 document can hold (JUnit), as :func:`clean` makes it (controls and
     bidi overrides escaped as ``\\xNN``/``\\uNNNN``), and the noncharacters XML forbids
     escaped too (ElementTree escapes ``<``, ``&`` and quotes itself)."""
-    return _NOT_XML.sub(_escape, clean(text))
+    value = clean(text)
+    if value.isascii() and value.isprintable():  # U+0020-U+007E only: all XML can hold
+        return value
+    return _not_xml().sub(_escape, value)
 
 
 def markdown_cell(text: object) -> str:

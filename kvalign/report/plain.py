@@ -20,6 +20,7 @@ Nothing here imports rich.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Sequence
@@ -33,7 +34,15 @@ MIN_TEXT_WIDTH = 40
 #: characters besides printable ASCII that this module lays out: each is one cell wide
 #: in rich's measure (tests/report/test_plain.py checks it), none is whitespace.
 WIDE_SAFE = frozenset("→←↑↓×…–—≠≥≤·−⊆²")
-_SAFE = re.compile("[\x21-\x7e " + "".join(sorted(WIDE_SAFE)) + "]*")
+
+
+@functools.cache
+def _safe_pattern() -> re.Pattern[str]:
+    """Text made only of printable ASCII and :data:`WIDE_SAFE` (compiled on first use: a
+    ``check`` whose text is all ASCII never needs it)."""
+    return re.compile("[\x20-\x7e" + "".join(sorted(WIDE_SAFE)) + "]*")
+
+
 #: a word and the spaces after it (the spaces before the first word belong to it); no
 #: leading `` *`` in the pattern, which would make a search of a long run of spaces
 #: quadratic
@@ -137,7 +146,9 @@ def fits_as_table(section: Section) -> bool:
 # ---- rich's text wrapping (rich.text.Text.wrap, rich._wrap.divide_line) ----------------------
 def _safe(text: str) -> bool:
     """Only characters this module measures as rich does (one cell each, no tab/newline)."""
-    return _SAFE.fullmatch(text) is not None
+    if text.isascii():  # the common case, without the pattern: U+0020-U+007E only
+        return text.isprintable()
+    return _safe_pattern().fullmatch(text) is not None
 
 
 def _divide(text: str, width: int) -> list[str]:
