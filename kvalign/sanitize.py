@@ -21,7 +21,7 @@ from typing import IO, Any
 MAX_LINE_CHARS = 2000
 
 # The patterns are compiled on first use: compiling them costs a ``check`` more than all
-# its arithmetic, and most text (printable ASCII) never needs them.
+# its arithmetic, and most text (all of it printable) never needs them.
 
 
 @functools.cache
@@ -51,7 +51,9 @@ def clean(text: object, *, newlines: bool = True) -> str:
     value = text if isinstance(text, str) else str(text)
     if not newlines:
         value = value.replace("\n", "\\n").replace("\t", " ")
-    if value.isascii() and value.isprintable():  # U+0020-U+007E only: nothing to escape
+    # every escaped character is one str.isprintable refuses (Cc, Cf, Cs): text it accepts
+    # has nothing to escape
+    if value.isprintable():
         return value
     return _unsafe().sub(_escape, value)
 
@@ -70,7 +72,7 @@ def xml_text(text: object) -> str:
     bidi overrides escaped as ``\\xNN``/``\\uNNNN``), and the noncharacters XML forbids
     escaped too (ElementTree escapes ``<``, ``&`` and quotes itself)."""
     value = clean(text)
-    if value.isascii() and value.isprintable():  # U+0020-U+007E only: all XML can hold
+    if value.isprintable():  # the refused characters are Cc, Cs or Cn: none is printable
         return value
     return _not_xml().sub(_escape, value)
 

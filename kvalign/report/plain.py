@@ -20,7 +20,6 @@ Nothing here imports rich.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from collections.abc import Sequence
@@ -35,14 +34,8 @@ MIN_TEXT_WIDTH = 40
 #: in rich's measure (tests/report/test_plain.py checks it), none is whitespace.
 WIDE_SAFE = frozenset("→←↑↓×…–—≠≥≤·−⊆²")
 
-
-@functools.cache
-def _safe_pattern() -> re.Pattern[str]:
-    """Text made only of printable ASCII and :data:`WIDE_SAFE` (compiled on first use: a
-    ``check`` whose text is all ASCII never needs it)."""
-    return re.compile("[\x20-\x7e" + "".join(sorted(WIDE_SAFE)) + "]*")
-
-
+#: the same, with printable ASCII (U+0020-U+007E): what :func:`_safe` accepts.
+_SAFE_CHARS = frozenset(map(chr, range(0x20, 0x7F))) | WIDE_SAFE
 #: a word and the spaces after it (the spaces before the first word belong to it); no
 #: leading `` *`` in the pattern, which would make a search of a long run of spaces
 #: quadratic
@@ -146,9 +139,7 @@ def fits_as_table(section: Section) -> bool:
 # ---- rich's text wrapping (rich.text.Text.wrap, rich._wrap.divide_line) ----------------------
 def _safe(text: str) -> bool:
     """Only characters this module measures as rich does (one cell each, no tab/newline)."""
-    if text.isascii():  # the common case, without the pattern: U+0020-U+007E only
-        return text.isprintable()
-    return _safe_pattern().fullmatch(text) is not None
+    return _SAFE_CHARS.issuperset(text)
 
 
 def _divide(text: str, width: int) -> list[str]:
