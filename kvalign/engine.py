@@ -15,6 +15,7 @@ No I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from kvalign.backends import AUTO_BACKEND, Backend, Gpu, get_gpu, resolve_backend
 from kvalign.dtypes import (
@@ -57,8 +58,7 @@ FA4_HD256_PAGE = 128
 FLASHINFER_GDN_CHECKPOINT = 64
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
     """One resolved input, for ``explain``: what it became and why.
 
     Attributes:
@@ -499,8 +499,7 @@ class _Trail:
         self.steps.append(Resolution(key, value, source))
 
 
-@dataclass(frozen=True)
-class _Attention:
+class _Attention(NamedTuple):
     """The attention half of the cache config: KV dtype, backend and base block."""
 
     backend: Backend | None = None
@@ -509,8 +508,7 @@ class _Attention:
     base_block: int = DEFAULT_BLOCK_SIZE
 
 
-@dataclass(frozen=True)
-class _MambaAlignment:
+class _MambaAlignment(NamedTuple):
     """Mamba cache mode and the chunk the block is aligned to (``None``: not chunk-aligned)."""
 
     mode: str
@@ -741,8 +739,7 @@ def resolve_attention(
     return _Attention(backend, kv_dtype, kv_bytes, base_block)
 
 
-@dataclass(frozen=True)
-class _SkipLayers:
+class _SkipLayers(NamedTuple):
     """What ``--kv-cache-dtype-skip-layers`` resolved to (see :class:`EngineConfig`)."""
 
     layers: tuple[int, ...] = ()

@@ -84,7 +84,7 @@ def explain_dict(ex: Explanation) -> dict[str, Any]:
                   "config_path": ex.geometry.config_path},
         "profile": {"name": ex.engine.profile.name, "note": ex.engine.profile_note},
         "settings": asdict(ex.settings),
-        "resolved": [asdict(item) for item in ex.engine.resolutions],
+        "resolved": [item._asdict() for item in ex.engine.resolutions],
         "tp": ex.tp,
         "attention_backend": rank.backend or None,
         "steps": [{**asdict(step), "inputs": list(step.inputs)} for step in ex.steps],
