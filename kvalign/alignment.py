@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kvalign.backends import Backend
 from kvalign.dtypes import DTYPE_BYTES
@@ -59,8 +60,7 @@ def attention_page_bytes_per_token(attention: AttentionGeometry, tp: int, kv_byt
     return heads * (attention.head_size + attention.head_size_v) * kv_bytes
 
 
-@dataclass(frozen=True)
-class MambaPage:
+class MambaPage(NamedTuple):
     """Per-rank recurrent state of one mamba-like layer.
 
     Attributes:
@@ -447,8 +447,7 @@ def pp_stages(
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class KvCacheGroup:
+class KvCacheGroup(NamedTuple):
     """One KV-cache group: layers of one kind sharing a block table.
 
     Attributes:
@@ -560,9 +559,7 @@ def hidden_state_group(
             scale = cdiv(per_token, common_page)
             common_page *= scale
             groups = tuple(
-                dataclasses.replace(
-                    g, block_size=None if g.block_size is None else g.block_size * scale
-                )
+                g._replace(block_size=None if g.block_size is None else g.block_size * scale)
                 for g in groups
             )
         else:

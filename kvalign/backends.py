@@ -7,7 +7,7 @@ backend's ``get_supported_kernel_block_sizes`` / ``get_preferred_block_size`` in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kvalign.errors import InvalidSettings
 
@@ -17,8 +17,7 @@ Platform = str  # "cuda", "rocm", "cpu" or "xpu" (vLLM ``current_platform`` kind
 PLATFORM_NAMES: dict[str, str] = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU", "xpu": "XPU"}
 
 
-@dataclass(frozen=True)
-class Backend:
+class Backend(NamedTuple):
     """One attention backend's kernel block-size rules on one platform.
 
     Attributes:
@@ -78,8 +77,7 @@ class Backend:
         return start if self.supports_block_size(start) else self.min_block
 
 
-@dataclass(frozen=True)
-class Gpu:
+class Gpu(NamedTuple):
     """A device model: vendor and CUDA compute capability (``None`` off CUDA).
 
     ``vendor`` is ``nvidia`` (CUDA), ``amd`` (ROCm), ``intel`` (XPU) or ``cpu``.

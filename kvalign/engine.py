@@ -714,7 +714,7 @@ def resolve_attention(
         mla_blackwell=profile.mla_blackwell_backend,
     )
     if backend.name == "CPU_ATTN" and backend.multiple_of != profile.cpu_attn_kernel_multiple:
-        backend = replace(backend, multiple_of=profile.cpu_attn_kernel_multiple)
+        backend = backend._replace(multiple_of=profile.cpu_attn_kernel_multiple)
         trail.add("kernel_block_sizes", f"multiples of {profile.cpu_attn_kernel_multiple}",
                   f"vLLM {profile.name}: CPU_ATTN get_supported_kernel_block_sizes")  # fmt: skip
     if _fa4_hd256(profile, backend, gpu, attention, kv_dtype):

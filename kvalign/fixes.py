@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kvalign.alignment import RankResult, analyze_rank, block_requirement
 from kvalign.backends import get_gpu, platform_for
@@ -38,8 +39,7 @@ MAX_STEPS = 64
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 
 
-@dataclass(frozen=True)
-class GpuClass:
+class GpuClass(NamedTuple):
     """A GPU class the rules treat alike, with the ``--gpu`` value that stands for it.
 
     Attributes:
@@ -133,8 +133,7 @@ class FixPool:
         return self.engine.settings
 
 
-@dataclass(frozen=True)
-class Fix:
+class Fix(NamedTuple):
     """The proven fix for a set of pools and pairs.
 
     Attributes:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from kvalign.alignment import RankResult
 from kvalign.backends import platform_note
@@ -38,8 +39,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Recommendation:
+class Recommendation(NamedTuple):
     """The one command-line change that fixes the pairs, proven on every GPU class
     (:func:`kvalign.fixes.prove_fix`).
 
@@ -270,8 +270,7 @@ def _recommend(report_levels: list[Level | None], geometry: ModelGeometry, engin
                 for b in whole.blockers
             )
         )
-        return dataclasses.replace(
-            part,
+        return part._replace(
             text=f"{part.text.replace(' pool (', f' pool at TP {only} (', 1)}; "
             + "; ".join(blockers),
             blockers=blockers,

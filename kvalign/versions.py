@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from kvalign.errors import InvalidSettings
 
@@ -448,8 +448,7 @@ ARCHITECTURE_RELEASES: dict[str, tuple[str | None, str | None]] = {
 }
 
 
-@dataclass(frozen=True)
-class SkipLayerRules:
+class SkipLayerRules(NamedTuple):
     """How a release treats ``--kv-cache-dtype-skip-layers`` (the attention layers it names
     keep the model dtype while the others take ``--kv-cache-dtype``).
 
@@ -558,8 +557,7 @@ SPECULATIVE_METHODS_READ: tuple[str, ...] = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class SpeculativeMethods:
+class SpeculativeMethods(NamedTuple):
     """The method names one release accepts (:data:`SPECULATIVE_METHOD_CHANGES`).
 
     Attributes:
@@ -646,8 +644,7 @@ def _at_least(release: str, first: str) -> bool:
     return Version(release) >= Version(first)
 
 
-@dataclass(frozen=True)
-class TransformersChoice:
+class TransformersChoice(NamedTuple):
     """The transformers version a pool runs with.
 
     Attributes:
@@ -766,8 +763,7 @@ def _registration_problem(architecture: str, release: str) -> str:
     return ""
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(NamedTuple):
     """A profile chosen for a requested version, with a note on how it was chosen.
 
     ``release`` is the version asked for (``--vllm-version`` without a leading ``v``),

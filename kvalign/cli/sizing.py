@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kvalign.errors import InvalidSettings
 from kvalign.settings import MAX_TP, Settings, layer_ids, skip_layer_entries
@@ -89,8 +88,7 @@ def parse_tp_list(text: str, option: str) -> list[int]:
     return values
 
 
-@dataclass(frozen=True)
-class ModelSource:
+class ModelSource(NamedTuple):
     """How a command loads MODEL: ``--revision``, ``--trust-remote-code``,
     ``--hf-overrides`` (JSON text) and the geometry cache (off with ``--no-cache``)."""
 

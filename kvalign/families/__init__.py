@@ -11,8 +11,8 @@ each model's ``get_mamba_state_shape_from_config`` in vLLM 0.33
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import ModuleType
+from typing import NamedTuple
 
 from kvalign.families import gdn, kda, linear_attention, mamba1, mamba2, shortconv
 from kvalign.families.base import FieldReader, IndivisibleTP, Shape, divide
@@ -47,8 +47,7 @@ def family_module(family: Family) -> ModuleType:
 Extractor = Callable[[FieldReader], dict[str, int]]
 
 
-@dataclass(frozen=True)
-class ModelSpec:
+class ModelSpec(NamedTuple):
     """How one ``model_type`` maps onto kvalign's model.
 
     Attributes:
