@@ -24,10 +24,12 @@ import json
 import os
 import stat
 from collections.abc import Callable
-from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from kvalign.errors import ConfigNotFound, InvalidConfig
+
+if TYPE_CHECKING:  # paths arrive as Path or str; the module itself needs no pathlib
+    from pathlib import Path
 
 #: largest file kvalign reads (real configs and manifests are well under 1 MiB).
 MAX_FILE_BYTES = 8 * 1024 * 1024
@@ -140,7 +142,7 @@ _READ_FLAGS = (
 )
 
 
-def read_bytes(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes:
+def read_bytes(path: Path | str, *, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of a regular file, read-only, at most ``limit`` bytes.
 
     The file is opened with ``O_NONBLOCK`` and checked with ``fstat`` on the open
@@ -285,7 +287,7 @@ def decode_text(data: bytes, name: str) -> str:
         raise InvalidConfig(f"{name}: not UTF-8 text (byte {exc.start})") from None
 
 
-def read_head(path: Path, *, limit: int) -> bytes | None:
+def read_head(path: Path | str, *, limit: int) -> bytes | None:
     """At most the first ``limit`` bytes of a regular file, for sniffing what it is (a
     larger file is not refused: only its head is read). Opened like :func:`read_bytes`
     (read-only, ``O_NONBLOCK``, ``fstat`` on the descriptor), so a FIFO, device or socket
@@ -304,7 +306,7 @@ def read_head(path: Path, *, limit: int) -> bytes | None:
         os.close(fd)
 
 
-def read_text(path: Path, *, limit: int = MAX_FILE_BYTES) -> str:
+def read_text(path: Path | str, *, limit: int = MAX_FILE_BYTES) -> str:
     """:func:`read_bytes` then :func:`decode_text`. Raises what they raise."""
     return decode_text(read_bytes(path, limit=limit), str(path))
 

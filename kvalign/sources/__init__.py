@@ -11,14 +11,17 @@ Resolution order for the ``MODEL`` argument (:func:`load_model`):
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvalign.errors import ConfigNotFound, UnsupportedModel
 from kvalign.geometry import ModelGeometry
 from kvalign.sources import bundled, cache, catalog
 from kvalign.sources.config_file import parse_config_bytes, read_config_bytes
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # ``hub`` (a Hub download) and ``overrides`` (``--hf-overrides`` applied to a parsed
 # config) are imported where they are used: a bundled or cached model needs neither.
@@ -39,7 +42,7 @@ def _local_config(path: Path) -> Path:
 
 
 def _geometry(
-    config_path: Path,
+    config_path: Path | str,
     *,
     model_id: str,
     source: str,
@@ -114,7 +117,7 @@ def load_model(
         raise ConfigNotFound("MODEL is empty: give a bundled model id, a path or a hub id")
     entry = catalog.lookup(name) if revision is None else None
     if entry is not None:
-        if Path(name).expanduser().exists():
+        if os.path.exists(os.path.expanduser(name)):
             bundled = _geometry(
                 entry.config_path, model_id=entry.model_id, source="catalog",
                 use_cache=use_cache, params=params, hf_overrides=hf_overrides,
@@ -128,6 +131,8 @@ def load_model(
             entry.config_path, model_id=entry.model_id, source="catalog",
             use_cache=use_cache, params=params, hf_overrides=hf_overrides,
         )  # fmt: skip
+    from pathlib import Path  # a bundled model needs none
+
     path = Path(name).expanduser()
     if (
         path.exists()

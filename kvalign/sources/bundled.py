@@ -14,15 +14,32 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvalign.geometry import ModelGeometry
 from kvalign.sources.geometry_json import geometry_from_json, geometry_to_dict
 
-#: the generated data file.
-DATA = Path(__file__).with_name("bundled_geometry.json")
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    #: the generated data file.
+    DATA: Path
+
+#: the data file's path as a string (what a check reads: no pathlib on the warm path).
+_DATA = os.path.join(os.path.dirname(__file__), "bundled_geometry.json")
+
+
+def __getattr__(name: str) -> Any:
+    """:data:`DATA`, the data file as a :class:`~pathlib.Path`, made when first asked for."""
+    if name == "DATA":
+        from pathlib import Path
+
+        return Path(_DATA)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 #: layout of :data:`DATA`; bump when it changes.
 FORMAT = 1
 
@@ -37,7 +54,8 @@ def _table() -> dict[str, Any]:
     """The data file's ``models`` mapping (``{}`` when missing, unreadable or of another
     layout: every model then loads through transformers)."""
     try:
-        data = json.loads(DATA.read_text(encoding="utf-8"))
+        with open(_DATA, encoding="utf-8") as handle:
+            data = json.load(handle)
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -100,13 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when it is stale")
     args = parser.parse_args(argv)
     text = render(compute())
+    from pathlib import Path
+
+    data_file = Path(_DATA)
     if args.write:
-        DATA.write_text(text, encoding="utf-8")
-        print(f"wrote {DATA} ({len(json.loads(text)['models'])} models)")
+        data_file.write_text(text, encoding="utf-8")
+        print(f"wrote {data_file} ({len(json.loads(text)['models'])} models)")
         return 0
-    current = DATA.read_text(encoding="utf-8") if DATA.is_file() else ""
+    current = data_file.read_text(encoding="utf-8") if data_file.is_file() else ""
     if current != text:
-        print(f"{DATA} is stale: run `make geometry`", file=sys.stderr)
+        print(f"{data_file} is stale: run `make geometry`", file=sys.stderr)
         return 1
     return 0
 

@@ -30,12 +30,14 @@ import json
 import os
 import stat
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvalign import __version__
 from kvalign.geometry import ModelGeometry
 from kvalign.sources.geometry_json import geometry_from_json, geometry_to_dict
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "FORMAT",
@@ -68,12 +70,18 @@ SECRET_NAME = "kvalign.key"
 _SECRET_BYTES = 32
 
 
+def _cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = base if base and os.path.isabs(base) else os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(root, "kvalign")
+
+
 def cache_dir() -> Path:
     """``$XDG_CACHE_HOME/kvalign`` when ``XDG_CACHE_HOME`` is an absolute path, else
     ``~/.cache/kvalign`` (XDG Base Directory specification)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
-    return root / "kvalign"
+    from pathlib import Path
+
+    return Path(_cache_dir())
 
 
 def canonical_params(params: Mapping[str, Any] | None) -> str:
@@ -96,11 +104,12 @@ def cache_key(config_bytes: bytes, params: Mapping[str, Any] | None = None) -> s
     return digest.hexdigest()
 
 
-def _entry_path(key: str) -> Path:
-    return cache_dir() / f"geometry-{key}.json"
+# paths are strings here (os.path), not pathlib: a warm check never imports pathlib
+def _entry_path(key: str) -> str:
+    return os.path.join(_cache_dir(), f"geometry-{key}.json")
 
 
-def _read_secret(path: Path) -> bytes | None:
+def _read_secret(path: str) -> bytes | None:
     """The key in ``path`` when it is trustworthy: a regular file (not a symlink) owned
     by this user, unreadable by others, exactly :data:`_SECRET_BYTES` long."""
     try:
@@ -130,14 +139,15 @@ def secret(*, create: bool = False) -> bytes | None:
     whole to a private temporary file and hard-linked into place (``link`` never replaces an
     existing name), so two runs racing keep one key and no reader sees a half-written one.
     """
-    path = cache_dir().parent / SECRET_NAME
+    parent = os.path.dirname(_cache_dir())
+    path = os.path.join(parent, SECRET_NAME)
     key = _read_secret(path)
     if key is not None or not create:
         return key
     tmp_name = ""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = _tempfile().mkstemp(prefix=".secret-", suffix=".tmp", dir=path.parent)
+        os.makedirs(parent, exist_ok=True)
+        fd, tmp_name = _tempfile().mkstemp(prefix=".secret-", suffix=".tmp", dir=parent)
         try:
             os.fchmod(fd, 0o600)
             import secrets  # only when the key is created
@@ -209,10 +219,10 @@ def store(key: str, geometry: ModelGeometry) -> bool:
         text = json.dumps(payload, sort_keys=True, allow_nan=False)
     except ValueError:  # pragma: no cover - geometries hold finite ints only
         return False
-    folder = cache_dir()
+    folder = _cache_dir()
     tmp_name = ""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
         fd, tmp_name = _tempfile().mkstemp(prefix=".geometry-", suffix=".tmp", dir=folder)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -7,35 +7,56 @@ offline. In a wheel the folder ships as ``kvalign/catalog``; in a source checkou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+import os
+from typing import TYPE_CHECKING, NamedTuple
 
-_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# paths are strings here (os.path): a check of a bundled model never imports pathlib
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
-@dataclass(frozen=True)
-class CatalogEntry:
-    """One bundled model: its hub id and the path of its ``config.json``."""
+class CatalogEntry(NamedTuple):
+    """One bundled model: its hub id and the path of its ``config.json`` (a string)."""
 
     model_id: str
-    config_path: Path
+    config_path: str
+
+
+def _root() -> str:
+    installed = os.path.join(_PACKAGE_DIR, "catalog")
+    if os.path.isdir(installed):
+        return installed
+    return os.path.join(os.path.dirname(_PACKAGE_DIR), "configs", "models")
 
 
 def catalog_root() -> Path:
     """Folder holding the bundled configs (wheel layout first, then the source checkout)."""
-    installed = _PACKAGE_DIR / "catalog"
-    if installed.is_dir():
-        return installed
-    return _PACKAGE_DIR.parent / "configs" / "models"
+    from pathlib import Path
+
+    return Path(_root())
+
+
+def _folders(path: str) -> list[str]:
+    """Names of the folders in ``path`` (symlinks to folders included; none when unreadable)."""
+    try:
+        with os.scandir(path) as found:
+            return [item.name for item in found if item.is_dir()]
+    except OSError:
+        return []
 
 
 def entries() -> list[CatalogEntry]:
-    """Every bundled model, sorted by hub id (case-insensitive)."""
-    root = catalog_root()
-    found = [
-        CatalogEntry(f"{cfg.parent.parent.name}/{cfg.parent.name}", cfg)
-        for cfg in root.glob("*/*/config.json")
-    ]
+    """Every bundled model (``<org>/<name>/config.json`` under the catalog folder), sorted
+    by hub id (case-insensitive)."""
+    root = _root()
+    found = []
+    for org in _folders(root):
+        for name in _folders(os.path.join(root, org)):
+            config = os.path.join(root, org, name, "config.json")
+            if os.path.exists(config):
+                found.append(CatalogEntry(f"{org}/{name}", config))
     return sorted(found, key=lambda e: e.model_id.lower())
 
 

@@ -7,11 +7,13 @@ transformers' own ``{"__float__": "Infinity"}`` encoding; both load.
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvalign.errors import InvalidConfig
 from kvalign.safeio import MAX_FILE_BYTES, JsonProblem, decode_text, parse_json, read_bytes
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: largest config file kvalign reads (real configs are < 100 KiB; this guards against junk).
 MAX_CONFIG_BYTES = MAX_FILE_BYTES
@@ -41,7 +43,7 @@ def parse_config_bytes(data: bytes, path: Path | str) -> dict[str, Any]:
     return parsed
 
 
-def read_config_bytes(path: Path) -> bytes:
+def read_config_bytes(path: Path | str) -> bytes:
     """The bytes of ``config.json`` at ``path`` (read-only, at most ``MAX_CONFIG_BYTES``).
 
     Raises:
@@ -51,7 +53,7 @@ def read_config_bytes(path: Path) -> bytes:
     return read_bytes(path, limit=MAX_CONFIG_BYTES)
 
 
-def read_config_json(path: Path) -> dict[str, Any]:
+def read_config_json(path: Path | str) -> dict[str, Any]:
     """Parse ``path`` as a Hugging Face ``config.json`` (read-only).
 
     Returns:
