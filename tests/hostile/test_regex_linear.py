@@ -1,7 +1,7 @@
 """Every regular expression in kvalign runs in linear time.
 
 Every compiled pattern found in kvalign's modules (module attributes and class
-attributes) is run with ``search`` and ``findall`` over 1 MB adversarial texts: long
+attributes, and what a cached function of no arguments returns) is run with ``search`` and ``findall`` over 1 MB adversarial texts: long
 runs of each literal fragment of the pattern (``image:``, ``dirname ``, ``# kvalign:
 ignore=A ``...), with and without separators, and of each single character class a
 quantifier can loop over. A quadratic pattern takes seconds on 1 MB; each call must
@@ -12,7 +12,9 @@ takes minutes on 1 MB, so either bound catches it.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import pkgutil
 import re
 import time
@@ -29,6 +31,18 @@ _REFERENCE = re.compile(r"\bxq\b|-yq")
 _SKIP = ("kvalign.__main__", "kvalign.vllm_probe.boot")
 
 
+def _compiled_on_first_use(value: object) -> object:
+    """The pattern a cached function of no arguments returns (kvalign.sanitize compiles its
+    patterns on first use), else ``value`` itself."""
+    if isinstance(value, functools._lru_cache_wrapper):
+        try:
+            if not inspect.signature(value).parameters:
+                return value()
+        except (TypeError, ValueError):
+            return value
+    return value
+
+
 def _patterns() -> list[tuple[str, re.Pattern[str]]]:
     found: dict[tuple[str, int], tuple[str, re.Pattern[str]]] = {}
     for info in pkgutil.walk_packages(kvalign.__path__, "kvalign."):
@@ -42,6 +56,7 @@ def _patterns() -> list[tuple[str, re.Pattern[str]]]:
         ]
         for space in spaces:
             for name, value in list(space.items()):
+                value = _compiled_on_first_use(value)
                 if isinstance(value, re.Pattern) and isinstance(value.pattern, str):
                     found[(value.pattern, value.flags)] = (f"{info.name}.{name}", value)
     return sorted(found.values(), key=lambda item: item[0])
