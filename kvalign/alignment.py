@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from kvalign.backends import Backend
@@ -136,8 +135,7 @@ def aligned_block_size(
     return max(block_size, block)
 
 
-@dataclass(frozen=True)
-class BlockDerivation:
+class BlockDerivation(NamedTuple):
     """How one rank's logical block size was derived under a release profile.
 
     Sizes in tokens except ``attn_page_bytes_per_token`` / ``mamba_page_bytes`` (bytes).
@@ -368,8 +366,7 @@ def pp_partition(
     return tuple(bounds)
 
 
-@dataclass(frozen=True)
-class StageResult:
+class StageResult(NamedTuple):
     """One pipeline stage of one TP size (``--pipeline-parallel-size`` > 1).
 
     Attributes:
@@ -580,8 +577,7 @@ def hidden_state_group(
     return (*groups, KvCacheGroup("hidden-state", 1, block)), problem
 
 
-@dataclass(frozen=True)
-class RankResult:
+class RankResult(NamedTuple):
     """Everything kvalign predicts for one model at one TP size.
 
     Sizes are in bytes (``*_bytes*``) or tokens (``*block_size``). For attention-free

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Family = Literal["mamba1", "mamba2", "gdn", "kda", "shortconv", "linear_attention"]
 
@@ -23,8 +23,7 @@ LayerKind = Literal["attention", "state", "both", "none"]
 LAYER_KINDS: tuple[LayerKind, ...] = ("attention", "state", "both", "none")
 
 
-@dataclass(frozen=True)
-class AttentionGeometry:
+class AttentionGeometry(NamedTuple):
     """Unsharded attention geometry of the model's full-attention layers.
 
     Attributes:
@@ -45,8 +44,7 @@ class AttentionGeometry:
         return 0 if self.use_mla else self.head_size
 
 
-@dataclass(frozen=True)
-class StateGeometry:
+class StateGeometry(NamedTuple):
     """Unsharded recurrent-state geometry of the model's mamba-like layers.
 
     Attributes:

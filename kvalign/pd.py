@@ -6,8 +6,7 @@ fix is :mod:`kvalign.fixes` (re-run on every GPU class before it is printed). No
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import NamedTuple
 
 from kvalign.alignment import RankResult
@@ -72,8 +71,7 @@ class Recommendation(NamedTuple):
         return f"--block-size {self.block_size}" if self.block_size is not None else ""
 
 
-@dataclass(frozen=True)
-class CheckReport:
+class CheckReport(NamedTuple):
     """The full result of ``check``/``matrix``: what every layer above reads (``engine``:
     the settings resolved once for every TP).
 
@@ -420,4 +418,4 @@ def analyze(
         tp_stable_pairs=what_if,
     )
     rec = _recommend(report.levels(), geometry, engine, prefill_tps, decode_tps, cache, report)
-    return dataclasses.replace(report, recommendation=rec)
+    return report._replace(recommendation=rec)

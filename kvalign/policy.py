@@ -36,8 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from kvalign.alignment import RankResult
 from kvalign.exitcodes import ExitCode
@@ -114,8 +113,7 @@ def exit_code(levels: Iterable[str | None], fail_on: str = DEFAULT_FAIL_ON) -> i
     return EXIT_FAIL if any(fails(level, fail_on) for level in levels) else EXIT_PASS
 
 
-@dataclass(frozen=True)
-class PairResult:
+class PairResult(NamedTuple):
     """One prefill × decode pairing and its verdict.
 
     Attributes:

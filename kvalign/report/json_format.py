@@ -78,7 +78,7 @@ def _deployment_fields(role: str, rank: RankResult) -> dict[str, Any]:
 
 
 def _pair(pair: PairResult, fail_on: str) -> dict[str, Any]:
-    return {**asdict(pair), "level": pair.level, "flagged": fails(pair.level, fail_on)}
+    return {**pair._asdict(), "level": pair.level, "flagged": fails(pair.level, fail_on)}
 
 
 def report_to_dict(report: CheckReport, fail_on: str = "error") -> dict[str, Any]:
