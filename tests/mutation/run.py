@@ -428,6 +428,53 @@ def _earlier_report() -> tuple[dict[str, str], dict[str, list[str]]]:
     return rows, sections
 
 
+_SURVIVOR_LINE = re.compile(r"^- `([^`]+)`: (.*)$")
+
+
+def _refreshed(row: str, body: list[str], reasons: dict[str, str]) -> tuple[str, list[str]]:
+    """A kept module's row and survivor section (its counts measured by an earlier run that
+    is not in this checkout's build/mutation/) with each mutmut survivor's reason looked up
+    again in survivors.yaml: a reason written since is shown, and the row's "explained"
+    and "killed or explained" columns count it. The measured counts are not changed."""
+    entries: list[tuple[int, str, str]] = []  # (line index, name, diff)
+    for index, line in enumerate(body):
+        match = _SURVIVOR_LINE.match(line)
+        if match is None or match.group(1).startswith("rule "):
+            continue
+        diff: list[str] = []
+        for later in body[index + 1 :]:
+            if _SURVIVOR_LINE.match(later):
+                break
+            if later.startswith("  ") and not later.strip().startswith("```"):
+                diff.append(later[2:])
+        entries.append((index, match.group(1), "\n".join(diff)))
+    if not entries:
+        return row, body
+    before = after = 0
+    for index, name, diff in entries:
+        old = _SURVIVOR_LINE.match(body[index])
+        assert old is not None
+        before += not old.group(2).startswith("UNEXPL")
+        why = _reason(name, diff, reasons)
+        after += not why.startswith("UNEXPL")
+        body[index] = f"- `{name}`: {why}"
+    for index, line in enumerate(body):
+        counted = re.match(r"^(\d+) mutmut survivors \((\d+) explained\)$", line)
+        if counted:
+            body[index] = f"{counted.group(1)} mutmut survivors ({after} explained)"
+            break
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    mm, rule = re.match(r"(\d+) / (\d+)$", cells[1]), re.match(r"(\d+) / (\d+)$", cells[4])
+    if len(cells) == 7 and mm and rule and cells[3].isdigit():
+        explained = int(cells[3]) - before + after
+        both = int(mm.group(1)) + int(rule.group(1))
+        mutants = int(mm.group(2)) + int(rule.group(2))
+        cells[3] = str(explained)
+        cells[6] = f"{100 * (both + explained) / mutants:.1f} %" if mutants else "-"
+        row = "| " + " | ".join(cells) + " |"
+    return row, body
+
+
 def write_report(modules: list[str]) -> None:
     """docs/mutation-report.md: score per module and every survivor with its recorded reason.
 
@@ -464,13 +511,13 @@ def write_report(modules: list[str]) -> None:
         killed, total, surv = results(module) if ran else (0, 0, [])
         r_killed, r_total, r_surv = rule_results(module)
         if not ran and not r_total:
-            out.append(
-                earlier_rows.get(module, f"| {module} | not run | - | - | not run | - | - |")
-            )
-            if module in earlier_sections:
-                body = earlier_sections[module]
-                while body and not body[-1].strip():
-                    body = body[:-1]
+            body = list(earlier_sections.get(module, []))
+            while body and not body[-1].strip():
+                body = body[:-1]
+            row = earlier_rows.get(module, f"| {module} | not run | - | - | not run | - | - |")
+            row, body = _refreshed(row, body, reasons)
+            out.append(row)
+            if body:
                 details += ["", f"## {module}", *body]
             continue
         explained = sum(
