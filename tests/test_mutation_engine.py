@@ -458,6 +458,19 @@ def test_mamba_cache_mode_branches(
         (NANO, {"use_replayssm": True, "vllm_version": "0.31.0", "mamba_cache_mode": "all"},
          "vLLM rejects this configuration: --use-replayssm supports prefix caching only in "
          "align mode; pass --mamba-cache-mode align"),
+        # vLLM 0.30.0 and 0.31.0 vllm/config/vllm.py validate_mamba_cached_kernel: any
+        # speculative token sets use_kda_recoverssm, and RecoverSSM raises "RecoverSSM is
+        # only supported for Kimi-K3 KDA" for every other architecture, before the mode is
+        # read (0.32.0 appends the speculative tokens to the FlashInfer ring instead)
+        (NANO, {"use_replayssm": True, "vllm_version": "0.31.0", "num_speculative_tokens": 1,
+                "mamba_backend": "flashinfer", "mamba_cache_mode": "all"},
+         "vLLM 0.30 rejects this configuration: --use-replayssm with speculative decoding "
+         "turns on RecoverSSM, which it supports only for Kimi-K3 KDA (ValueError); "
+         "speculative decoding with ReplaySSM on Nemotron-H needs vLLM 0.32.0"),
+        (NANO, {"use_replayssm": True, "vllm_version": "0.30.0", "num_speculative_tokens": 2},
+         "vLLM 0.30 rejects this configuration: --use-replayssm with speculative decoding "
+         "turns on RecoverSSM, which it supports only for Kimi-K3 KDA (ValueError); "
+         "speculative decoding with ReplaySSM on Nemotron-H needs vLLM 0.32.0"),
     ],
 )  # fmt: skip
 def test_replayssm_errors(model: str, settings: dict[str, object], message: str) -> None:
