@@ -387,7 +387,9 @@ def replay_ring(geometry: ModelGeometry, settings: Settings, profile: Profile, m
     Nemotron-H only (the one ``SupportsReplaySSM`` model); ``--replayssm-buffer-len B``
     tokens, plus 1 with ``--mamba-backend flashinfer`` (0.30-0.31), plus ``1 + spec``
     (0.32+). Mirrors ``VllmConfig.validate_mamba_cached_kernel`` (``vllm/config/vllm.py``)
-    and ``MambaStateShapeCalculator.append_replayssm_ring``.
+    and ``MambaStateShapeCalculator.append_replayssm_ring``. Speculative decoding is refused
+    before 0.32: 0.27-0.29 say so; 0.30-0.31 (read) turn on RecoverSSM for any speculative
+    tokens and refuse it for every architecture but Kimi's KDA.
 
     Raises:
         InvalidSettings: a release without the flag, another model, cache mode ``all``, a
@@ -409,12 +411,21 @@ def replay_ring(geometry: ModelGeometry, settings: Settings, profile: Profile, m
             f"vLLM rejects this configuration: --use-replayssm is only supported for "
             f"Nemotron-H models (got {geometry.architecture or geometry.model_type})"
         )
+    spec = settings.num_speculative_tokens
+    if spec and profile.replayssm == 2:
+        # 0.30-0.31 validate_mamba_cached_kernel: speculative tokens switch on RecoverSSM,
+        # which is refused for every architecture but Kimi's KDA, before the mode is read
+        raise InvalidSettings(
+            f"vLLM {profile.name} rejects this configuration: --use-replayssm with "
+            "speculative decoding turns on RecoverSSM, which it supports only for Kimi-K3 "
+            "KDA (ValueError); speculative decoding with ReplaySSM on Nemotron-H needs vLLM "
+            "0.32.0"
+        )
     if mode == "all":
         raise InvalidSettings(
             "vLLM rejects this configuration: --use-replayssm supports prefix caching only "
             "in align mode; pass --mamba-cache-mode align"
         )
-    spec = settings.num_speculative_tokens
     if backend == "flashinfer" and profile.replayssm < 2:
         raise InvalidSettings(
             f"vLLM {profile.name} rejects this configuration: --use-replayssm requires "
@@ -427,7 +438,7 @@ def replay_ring(geometry: ModelGeometry, settings: Settings, profile: Profile, m
         )
     ring = settings.replayssm_buffer_len
     if backend == "flashinfer":
-        ring += 1 + (spec if profile.replayssm >= 3 else 0)
+        ring += 1 + spec  # spec is 0 here before 0.32 (refused above)
     return ring
 
 

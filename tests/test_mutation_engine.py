@@ -458,6 +458,19 @@ def test_mamba_cache_mode_branches(
         (NANO, {"use_replayssm": True, "vllm_version": "0.31.0", "mamba_cache_mode": "all"},
          "vLLM rejects this configuration: --use-replayssm supports prefix caching only in "
          "align mode; pass --mamba-cache-mode align"),
+        # vLLM 0.30.0 and 0.31.0 vllm/config/vllm.py validate_mamba_cached_kernel: any
+        # speculative token sets use_kda_recoverssm, and RecoverSSM raises "RecoverSSM is
+        # only supported for Kimi-K3 KDA" for every other architecture, before the mode is
+        # read (0.32.0 appends the speculative tokens to the FlashInfer ring instead)
+        (NANO, {"use_replayssm": True, "vllm_version": "0.31.0", "num_speculative_tokens": 1,
+                "mamba_backend": "flashinfer", "mamba_cache_mode": "all"},
+         "vLLM 0.30 rejects this configuration: --use-replayssm with speculative decoding "
+         "turns on RecoverSSM, which it supports only for Kimi-K3 KDA (ValueError); "
+         "speculative decoding with ReplaySSM on Nemotron-H needs vLLM 0.32.0"),
+        (NANO, {"use_replayssm": True, "vllm_version": "0.30.0", "num_speculative_tokens": 2},
+         "vLLM 0.30 rejects this configuration: --use-replayssm with speculative decoding "
+         "turns on RecoverSSM, which it supports only for Kimi-K3 KDA (ValueError); "
+         "speculative decoding with ReplaySSM on Nemotron-H needs vLLM 0.32.0"),
     ],
 )  # fmt: skip
 def test_replayssm_errors(model: str, settings: dict[str, object], message: str) -> None:
@@ -960,3 +973,205 @@ def test_speculative_method_without_a_token_count() -> None:
     given = create_engine_config(geometry, Settings(speculative_method="suffix",
                                                     num_speculative_tokens=3))  # fmt: skip
     assert (given.num_speculative_tokens, given.startup_error) == (3, "")
+
+
+# ---- survivors of the issue 19 re-run (1427/1503) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        # vllm/config/cache.py (0.33.0): block_size = Field(gt=0) and
+        # mamba_block_size = Field(gt=0); vllm/config/model.py max_model_len = Field(ge=-1):
+        # one token is a valid size for each (the smallest check_engine_args accepts)
+        {"block_size": 1},
+        {"max_model_len": 1},
+        {"mamba_block_size": 1, "enable_prefix_caching": True},
+    ],
+)
+def test_one_token_sizes_are_accepted(settings: dict[str, object]) -> None:
+    engine = create_engine_config(load_model(NANO), Settings(**settings))  # type: ignore[arg-type]
+    assert engine.settings == Settings(**settings)  # type: ignore[arg-type]
+    if "block_size" in settings:
+        assert engine.base_block == 1
+    if "max_model_len" in settings:
+        assert engine.max_model_len == 1
+
+
+# vLLM 0.33.0 vllm/config/speculative.py: SpeculativeMethod = "ngram", "draft_model",
+# "suffix", "custom_class", EagleModelTypes ("eagle", "eagle3", "extract_hidden_states",
+# MTPModelTypes, "dflash"), "ngram_gpu", "dspark"; MTPModelTypes holds 28 names, "mtp" and
+# 27 ending in "_mtp". The 11 names not ending in "_mtp", sorted:
+OTHERS_0_33 = ("custom_class, dflash, draft_model, dspark, eagle, eagle3, extract_hidden_states, "
+               "mtp, ngram, ngram_gpu, suffix")  # fmt: skip
+
+
+def test_an_unknown_speculative_method_is_refused_with_the_release_list() -> None:
+    with pytest.raises(InvalidSettings) as raised:
+        create_engine_config(load_model(NANO), Settings(speculative_method="bogus",
+                                                        num_speculative_tokens=1))  # fmt: skip
+    assert str(raised.value) == (
+        "--speculative-method (--speculative-config method) 'bogus': vLLM 0.33 refuses it at "
+        f"start-up (SpeculativeConfig.method is one of {OTHERS_0_33} and 27 *_mtp model types)"
+    )
+
+
+def test_a_method_refused_by_a_release_not_read_names_the_read_one() -> None:
+    # 0.21 was not read (versions.SPECULATIVE_METHODS_READ: 0.20.0, then 0.22.0): its list
+    # is 0.20.0's, and the message says so; 0.33.0 was read, so its message does not
+    settings = Settings(vllm_version="0.21.0", speculative_method="bogus",
+                        num_speculative_tokens=1)  # fmt: skip
+    with pytest.raises(InvalidSettings) as raised:
+        create_engine_config(load_model(NANO), settings)
+    message = str(raised.value)
+    assert message.startswith(
+        "--speculative-method (--speculative-config method) 'bogus': vLLM 0.21 refuses it"
+    )
+    assert message.endswith(" *_mtp model types, as read in 0.20.0)")
+
+
+def test_a_long_speculative_method_is_cut_at_80_characters() -> None:
+    # repr of 79 x's is 81 characters (two quotes): one over the limit of 80, so
+    # sanitize.bounded keeps the first 80 - 40 = 40 (the quote and 39 x's) and counts the
+    # 81 - 80 + 40 = 41 left out; at 80 characters (78 x's) it is kept whole
+    for width, shown in ((79, "'" + "x" * 39 + "… (41 more characters)"), (78, repr("x" * 78))):
+        settings = Settings(speculative_method="x" * width, num_speculative_tokens=1)
+        with pytest.raises(InvalidSettings) as raised:
+            create_engine_config(load_model(NANO), settings)
+        assert str(raised.value).startswith(
+            f"--speculative-method (--speculative-config method) {shown}: vLLM 0.33 refuses"
+        )
+
+
+def test_release_and_model_dtype_steps() -> None:
+    # the first two steps explain prints: the release chosen for --vllm-version, and the
+    # model dtype (--dtype auto: Nano's config.json torch_dtype bfloat16)
+    engine = create_engine_config(load_model(NANO), Settings(vllm_version="0.25.0"))
+    assert list(engine.resolutions[:2]) == [
+        ("vllm_release", "0.25", "vLLM 0.25 rules (for --vllm-version 0.25.0)"),
+        ("model_dtype", "bfloat16", "--dtype auto (config: bfloat16)"),
+    ]
+
+
+def test_skip_layers_step_lists_every_matched_layer() -> None:
+    # Nano's attention layers 5, 12, 19, 26, 33, 42 (the '*' of hybrid_override_pattern):
+    # two of them skipped, both listed
+    engine = create_engine_config(load_model(NANO), Settings(
+        kv_cache_dtype="fp8", kv_cache_dtype_skip_layers=("5", "12")))  # fmt: skip
+    assert engine.skip_layers == (5, 12)
+    assert _skip_step(engine) == [
+        ("layers 5, 12 in bfloat16 (2 B)", "--kv-cache-dtype-skip-layers 5,12 (the others fp8)")
+    ]
+
+
+HIDDEN = "extract_hidden_states"
+
+
+def test_hidden_state_cache_step() -> None:
+    # HiddenStateCacheSpec is an MLAAttentionSpec (vllm/v1/kv_cache_interface.py, 0.33.0:
+    # head_size_v = 0, no separate V) of len(eagle_aux_hidden_state_layer_ids) heads of
+    # hidden_size in the model dtype (models/extract_hidden_states.py): Nano, hidden_size
+    # 2,688 (config.json), bfloat16, 3 ids: 3 · 2,688 · 2 B = 16,128 B per token
+    settings = Settings(speculative_method=HIDDEN, num_speculative_tokens=1,
+                        eagle_aux_hidden_state_layer_ids=(1, 20, 39))  # fmt: skip
+    engine = create_engine_config(load_model(NANO), settings)
+    assert (engine.hidden_state_bytes, engine.hidden_state_rule) == (16_128, 3)
+    steps = [(r.value, r.source) for r in engine.resolutions if r.key == "hidden_state_cache"]
+    assert steps == [(
+        "16128 B per token",
+        f"--speculative-config method {HIDDEN}: 3 hidden states "
+        "(eagle_aux_hidden_state_layer_ids) x hidden_size 2688 x bfloat16",
+    )]  # fmt: skip
+    assert engine.startup_error == ""
+
+
+def test_hidden_state_cache_without_the_method_has_no_rule() -> None:
+    # without extract_hidden_states there is no hidden-state group: no bytes, rule 0
+    # (versions.HIDDEN_STATE_RULES numbers the rules from 1)
+    engine = create_engine_config(load_model(NANO), Settings())
+    assert (engine.hidden_state_bytes, engine.hidden_state_rule) == (None, 0)
+
+
+def test_hidden_state_cache_refusals_in_full() -> None:
+    nano = load_model(NANO)
+    # 0.20.0 has the method but no HiddenStateCacheSpec grouping (kv_cache_utils.py):
+    # not modelled before 0.22
+    old = Settings(vllm_version="0.20.0", speculative_method=HIDDEN, num_speculative_tokens=1,
+                   eagle_aux_hidden_state_layer_ids=(1,))  # fmt: skip
+    with pytest.raises(NotModelled) as raised:
+        create_engine_config(nano, old)
+    assert str(raised.value) == (
+        f"speculative method {HIDDEN} on vLLM 0.20: how that release groups the hidden-state "
+        "KV-cache layer is not modelled (from 0.22)"
+    )
+    # a config without hidden_size: the layer's head size is unknown
+    bare = replace(nano, hidden_size=None)
+    new = Settings(speculative_method=HIDDEN, num_speculative_tokens=1,
+                   eagle_aux_hidden_state_layer_ids=(1,))  # fmt: skip
+    with pytest.raises(NotModelled) as raised:
+        create_engine_config(bare, new)
+    assert str(raised.value) == (
+        f"{bare.config_path}: speculative method {HIDDEN} caches hidden states of "
+        "hidden_size elements, which the config does not name"
+    )
+
+
+def test_hidden_state_cache_without_layer_ids_fails_at_start_up() -> None:
+    # vllm/v1/spec_decode/extract_hidden_states.py (0.33.0): ExtractHiddenStatesProposer
+    # raises ValueError for an empty eagle_aux_hidden_state_layer_ids
+    settings = Settings(speculative_method=HIDDEN, num_speculative_tokens=1)
+    engine = create_engine_config(load_model(NANO), settings)
+    assert engine.hidden_state_bytes is None
+    assert engine.startup_error == (
+        f"vLLM 0.33 fails at start-up: speculative method {HIDDEN} needs "
+        "draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids "
+        "(--eagle-aux-hidden-state-layer-ids), and its proposer raises ValueError without "
+        "them, before any KV cache is sized"
+    )
+
+
+def test_replayssm_ring_step_names_the_default_triton_backend() -> None:
+    # --mamba-backend unset is triton (vllm/engine/arg_utils.py 0.33.0: EngineArgs.mamba_backend
+    # = MambaBackendEnum.TRITON): the ring is B = 16 tokens (replayssm_buffer_len default 16)
+    settings = Settings(use_replayssm=True, enable_prefix_caching=False)
+    engine = create_engine_config(load_model(NANO), settings)
+    steps = [(r.value, r.source) for r in engine.resolutions if r.key == "replayssm_ring"]
+    assert steps == [("16", "--use-replayssm --replayssm-buffer-len 16 --mamba-backend triton")]
+
+
+def test_engine_config_holds_the_gpu() -> None:
+    assert create_engine_config(load_model(NANO), Settings(gpu="H100")).gpu == get_gpu("H100")
+    assert create_engine_config(load_model(NANO), Settings()).gpu is None
+
+
+def test_two_start_up_errors_are_joined_with_a_semicolon() -> None:
+    # the text-only Qwen3.5-27B on 0.25 runs as the multimodal class (a start-up failure,
+    # test_text_only_qwen35_runs_as_the_multimodal_class), and eagle3 without a count fails
+    # too (test_speculative_method_without_a_token_count): the count is resolved first
+    settings = Settings(vllm_version="0.25.0", speculative_method="eagle3")
+    engine = create_engine_config(load_model(str(DATA / "qwen3.5-27b-text")), settings)
+    assert engine.startup_error == (
+        "vLLM 0.25 fails at start-up: --speculative-config method eagle3 needs "
+        "num_speculative_tokens (--num-speculative-tokens, > 0); SpeculativeConfig raises "
+        "ValueError without it (only a draft model's n_predict or suffix decoding supplies a "
+        "default); "
+        "vLLM 0.25 fails at start-up: it registers no Qwen3_5ForCausalLM (from 0.27.0) and "
+        "runs the text-only checkpoint as the multimodal Qwen3_5ForConditionalGeneration, "
+        "which needs a vision_config (sizes as its start-up log prints them; upgrade to vLLM "
+        "0.27.0)"
+    )
+
+
+def test_flashinfer_large_pages_need_more_query_than_kv_heads(tmp_path: Path) -> None:
+    # vLLM 0.33.0 flashinfer.py FlashInferBackend.get_supported_kernel_block_sizes: pages of
+    # 128..1024 tokens only when num_qo_heads // num_kv_heads > 1 on the SM100 family; else
+    # [16, 32, 64]. Nano has 32 query and 2 KV heads (GQA, 16 > 1); the same config with
+    # 32 KV heads is MHA (32 // 32 = 1 > 1 is false)
+    settings = Settings(gpu="B200", attention_backend="FLASHINFER")
+    gqa = create_engine_config(load_model(NANO), settings)
+    assert gqa.backend is not None and 1024 in gqa.backend.sizes
+    config = json.loads((CATALOG / NANO / "config.json").read_text())
+    config["num_key_value_heads"] = 32
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    mha = create_engine_config(load_model(str(tmp_path / "config.json")), settings)
+    assert mha.backend is not None and mha.backend.sizes == (16, 32, 64)
