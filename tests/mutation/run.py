@@ -67,6 +67,11 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["kvalign/deploy/k8s.py"],
         ["tests/deploy/test_deploy_corpus.py", "tests/test_mutation_k8s.py"],
     ),
+    "vllm_args": (
+        ["kvalign/deploy/vllm_args.py"],
+        ["tests/deploy/test_vllm_args.py", "tests/deploy/test_settings_builder.py",
+         "tests/test_mutation_vllm_args.py"],
+    ),
     "alignment": (
         ["kvalign/alignment.py"],
         ["tests/test_mutation_alignment.py", "tests/arithmetic/test_alignment.py",
