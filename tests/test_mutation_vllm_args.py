@@ -73,3 +73,44 @@ def test_config_file_words_follow_load_config_file() -> None:
         "--block-size", "64",
     ]  # fmt: skip
 
+
+@pytest.mark.parametrize(
+    ("written", "tokens"),
+    [
+        # human_readable_int (vllm/utils/argparse_utils.py, 0.33.0): lowercase suffixes
+        # are decimal (k 10**3, m 10**6, g 10**9, t 10**12), uppercase binary (K 2**10,
+        # M 2**20, G 2**30, T 2**40); a decimal number only with a decimal suffix
+        ("32k", 32 * 10**3),
+        ("32K", 32 * 2**10),  # 32,768
+        ("1m", 10**6),
+        ("1M", 2**20),  # 1,048,576
+        ("25.6k", 25_600),  # the docstring's own example
+        ("2g", 2 * 10**9),
+        ("1G", 2**30),
+        ("1t", 10**12),
+        ("1T", 2**40),
+        ("4096", 4096),
+        (" 8k ", 8000),  # value.strip() first
+    ],
+)
+def test_max_model_len_reads_human_readable_int(written: str, tokens: int) -> None:
+    assert parse_vllm_args(["m", "--max-model-len", written]).max_model_len == tokens
+
+
+@pytest.mark.parametrize("written", ["-1", "auto", "AUTO"])
+def test_max_model_len_auto_is_the_models_own_length(written: str) -> None:
+    # human_readable_int_or_auto: "-1" or "auto" (any case) -> -1, which ModelConfig
+    # (vllm/config/model.py, max_model_len's docstring and _get_and_verify_max_len) reads
+    # as "derive it from the model config", as when the flag is not given: None here
+    args = parse_vllm_args(["m", "--max-model-len", written])
+    assert args.max_model_len is None
+    assert settings_from_args(args).max_model_len is None
+
+
+@pytest.mark.parametrize("written", ["1.5K", "2.0M", "k", "32kk", "3x", "-2"])
+def test_max_model_len_refuses_what_vllm_refuses(written: str) -> None:
+    # binary suffixes take no decimals ("Decimals are not allowed with binary suffixes");
+    # anything else that is no plain int is refused by int(); -2 is below ModelConfig's
+    # ge=-1 bound
+    with pytest.raises(InvalidSettings, match="--max-model-len"):
+        parse_vllm_args(["m", "--max-model-len", written])

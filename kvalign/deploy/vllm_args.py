@@ -88,7 +88,8 @@ class VllmArgs:
         attention_backend: ``--attention-backend``.
         num_speculative_tokens: ``--speculative-config`` ``num_speculative_tokens``.
         kv_connector, kv_role: ``--kv-transfer-config`` ``kv_connector`` / ``kv_role``.
-        max_model_len: ``--max-model-len`` (``32k`` / ``1m`` suffixes accepted).
+        max_model_len: ``--max-model-len`` (vLLM's ``32k`` / ``32K`` suffixes; ``None`` for
+            ``-1`` / ``auto``).
         revision: ``--revision``.
         hf_overrides: ``--hf-overrides`` as canonical JSON text (applied to the model's
             config before sizing, as ``check --hf-overrides`` does).
@@ -253,21 +254,41 @@ def _scalar(text: str) -> Any:
 
 
 def _int(value: Any, flag: str) -> int:
-    text = str(value).strip().lower()
-    multiplier = 1
-    if flag == "max-model-len" and text[-1:] in ("k", "m"):
-        multiplier = 1000 if text[-1] == "k" else 1_000_000
-        text = text[:-1]
-    if multiplier == 1:
-        return parse_int(text, f"--{flag}", signed=True)
-    try:
-        if len(text) > MAX_DIGITS or not text.isascii():
-            raise ValueError(text)
-        return int(float(text) * multiplier)
-    except (ValueError, OverflowError):
-        raise InvalidSettings(
-            f"--{flag}: {str(value)[:40]!r} is not an integer (e.g. 32k)"
-        ) from None
+    return parse_int(str(value).strip().lower(), f"--{flag}", signed=True)
+
+
+#: ``human_readable_int``'s suffixes (``vllm/utils/argparse_utils.py``, 0.33.0): lowercase
+#: ones are decimal, uppercase ones binary (and take no decimals).
+_DECIMAL_SUFFIX: Mapping[str, int] = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY_SUFFIX: Mapping[str, int] = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])", re.ASCII)
+
+
+def _max_model_len(value: Any) -> int | None:
+    """``--max-model-len`` as vLLM's ``human_readable_int_or_auto`` reads it (``32k`` is
+    32,000, ``32K`` 32,768, ``25.6k`` 25,600); ``-1`` / ``auto`` is ``None``: vLLM derives
+    the length from the model's config, as when the flag is not given
+    (``ModelConfig.max_model_len``, ``vllm/config/model.py``).
+
+    Raises:
+        InvalidSettings: no such integer, or below 1 (vLLM refuses it).
+    """
+    text = str(value).strip()
+    if text == "-1" or text.lower() == "auto":
+        return None
+    shown = f"--max-model-len: {quoted(str(value)[:40])}"
+    match = _HUMAN_INT.fullmatch(text) if len(text) <= MAX_DIGITS else None
+    if match is None:
+        tokens = parse_int(text, "--max-model-len", signed=True)
+    elif match[2] in _DECIMAL_SUFFIX:
+        tokens = int(float(match[1]) * _DECIMAL_SUFFIX[match[2]])
+    elif "." in match[1]:
+        raise InvalidSettings(f"{shown} has a decimal with a binary suffix (e.g. 32K)")
+    else:
+        tokens = int(match[1]) * _BINARY_SUFFIX[match[2]]
+    if tokens < 1:
+        raise InvalidSettings(f"{shown} is below 1 (give a length, or -1 / auto)")
+    return tokens
 
 
 def _tokens(words: Sequence[str]) -> list[tuple[str, str | None]]:
@@ -576,7 +597,9 @@ def _build(
         ),
         kv_connector=str(transfer["kv_connector"]) if "kv_connector" in transfer else None,
         kv_role=str(transfer["kv_role"]) if "kv_role" in transfer else None,
-        max_model_len=opt_int("max-model-len"),
+        max_model_len=(
+            _max_model_len(values["max-model-len"]) if "max-model-len" in values else None
+        ),
         revision=opt_str("revision"),
         hf_overrides=(
             json.dumps(values["hf-overrides"], sort_keys=True)
