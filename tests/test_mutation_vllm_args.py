@@ -114,3 +114,27 @@ def test_max_model_len_refuses_what_vllm_refuses(written: str) -> None:
     # ge=-1 bound
     with pytest.raises(InvalidSettings, match="--max-model-len"):
         parse_vllm_args(["m", "--max-model-len", written])
+
+
+def test_enable_and_disable_spellings_of_one_boolean_flag() -> None:
+    # vllm/utils/argparse_utils.py (0.33.0): FlexibleArgumentParser registers
+    # EnableDisableAction for argparse.BooleanOptionalAction, which pairs --enable-X with
+    # --disable-X: the inverse spelling sets the flag off. EngineArgs.add_cli_args declares
+    # --enable-prefix-caching and --disable-hybrid-kv-cache-manager that way.
+    off = parse_vllm_args(["m", "--disable-prefix-caching"])
+    assert off.enable_prefix_caching is False and off.unknown == ()
+    assert settings_from_args(off).enable_prefix_caching is False
+    on = parse_vllm_args(["m", "--enable-hybrid-kv-cache-manager"])
+    assert on.disable_hybrid_kv_cache_manager is False and on.unknown == ()
+    # the flag takes no value: the next word is the model, not the flag's value
+    first = parse_vllm_args(["--disable_prefix_caching", "org/m"])
+    assert (first.enable_prefix_caching, first.model) == (False, "org/m")
+    # last one wins, as for any argparse flag
+    assert parse_vllm_args(
+        ["m", "--disable-prefix-caching", "--enable-prefix-caching"]
+    ).enable_prefix_caching is True
+    # in a --config file, load_config_file turns "disable-prefix-caching: true" into the flag
+    cfg = parse_vllm_args(
+        ["m", "--config", "c.yaml"], config_files={"c.yaml": {"disable-prefix-caching": True}}
+    )
+    assert cfg.enable_prefix_caching is False

@@ -48,6 +48,22 @@ KNOWN: frozenset[str] = frozenset(
      "mamba-cache-mode", "mamba-block-size", "disable-hybrid-kv-cache-manager",
      "use-replayssm", "replayssm-buffer-len", "mamba-backend", "kv-cache-dtype-skip-layers"}
 )  # fmt: skip
+#: ``EnableDisableAction`` (``vllm/utils/argparse_utils.py``, 0.33.0): a boolean flag
+#: ``--enable-X`` is also turned off by ``--disable-X`` and ``--disable-X`` by ``--enable-X``.
+_INVERSE_PREFIXES = (("enable-", "disable-"), ("disable-", "enable-"))
+_READ_BOOLEANS = BOOLEAN_FLAGS & KNOWN
+
+
+def _inverse(key: str) -> str:
+    """``disable-X`` → ``no-enable-X`` (and ``enable-X`` → ``no-disable-X``) when the other
+    spelling is a boolean flag kvalign reads; any other key unchanged."""
+    for prefix, inverse in _INVERSE_PREFIXES:
+        other = inverse + key.removeprefix(prefix)
+        if key.startswith(prefix) and key not in BOOLEAN_FLAGS and other in _READ_BOOLEANS:
+            return "no-" + other
+    return key
+
+
 #: flags that take one or more values (``nargs="+"`` in ``EngineArgs.add_cli_args``: a
 #: ``list`` field of its config class): every word up to the next flag is a value.
 LIST_FLAGS: frozenset[str] = frozenset({"kv-cache-dtype-skip-layers"})
@@ -302,7 +318,7 @@ def _tokens(words: Sequence[str]) -> list[tuple[str, str | None]]:
                 key, value = word.split("=", 1)
                 out.append((key[2:], value))
             else:
-                key = word[2:]
+                key = _inverse(word[2:])
                 bare = key.removeprefix("no-")
                 takes_value = bare not in BOOLEAN_FLAGS and not key.startswith("no-")
                 nxt = words[i + 1] if i + 1 < len(words) else None
