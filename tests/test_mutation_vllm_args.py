@@ -35,7 +35,6 @@ from kvalign.deploy.vllm_args import (
     split_command,
 )
 from kvalign.errors import InvalidSettings, NotModelled
-from kvalign.settings import Settings
 
 
 def test_short_aliases_are_the_long_flags() -> None:
@@ -130,11 +129,402 @@ def test_enable_and_disable_spellings_of_one_boolean_flag() -> None:
     first = parse_vllm_args(["--disable_prefix_caching", "org/m"])
     assert (first.enable_prefix_caching, first.model) == (False, "org/m")
     # last one wins, as for any argparse flag
-    assert parse_vllm_args(
-        ["m", "--disable-prefix-caching", "--enable-prefix-caching"]
-    ).enable_prefix_caching is True
+    assert (
+        parse_vllm_args(
+            ["m", "--disable-prefix-caching", "--enable-prefix-caching"]
+        ).enable_prefix_caching
+        is True
+    )
     # in a --config file, load_config_file turns "disable-prefix-caching: true" into the flag
     cfg = parse_vllm_args(
         ["m", "--config", "c.yaml"], config_files={"c.yaml": {"disable-prefix-caching": True}}
     )
     assert cfg.enable_prefix_caching is False
+
+
+# ---- launch lines -------------------------------------------------------------------------
+# The ``vllm`` console script is vllm.entrypoints.cli.main:main (vLLM 0.33.0's entry point);
+# its ``serve`` subcommand takes the engine flags. The OpenAI server module and Dynamo's
+# worker modules (kvalign's DYNAMO_VLLM_MODULES) take them directly.
+
+
+@pytest.mark.parametrize(
+    ("words", "rest"),
+    [
+        (["vllm", "serve", "m", "-tp", "2"], ["m", "-tp", "2"]),
+        # the script by its path: only the last path part names it
+        (["/opt/venv/bin/vllm", "serve", "m"], ["m"]),
+        (["vllm", "serve"], []),
+        (["vllm"], None),
+        (["echo", "serve", "vllm"], None),  # "serve" before, not after, "vllm"
+        (["python", "-m", "vllm.entrypoints.cli.main", "serve", "m"], ["m"]),
+        (["python", "-m", "vllm.entrypoints.cli.main", "m"], ["m"]),
+        (["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"],
+         ["--model", "m"]),
+        (["python3", "-m", "dynamo.vllm", "--model", "m"], ["--model", "m"]),
+        (["python3", "-m", "dynamo.vllm.unified_main", "--model", "m"], ["--model", "m"]),
+        (["python3", "-m", "dynamo.frontend", "--model", "m"], None),
+        (["python3", "-m"], None),
+        # the first launch found: an unrelated -m module, then vllm serve
+        (["python", "-m", "pip", "vllm", "serve", "x"], ["x"]),
+    ],
+)  # fmt: skip
+def test_serve_arguments_find_the_launch(words: list[str], rest: list[str] | None) -> None:
+    assert serve_arguments(words) == rest
+
+
+@pytest.mark.parametrize(
+    ("words", "worker"),
+    [
+        (["python3", "-m", "dynamo.vllm", "--model", "m"], True),
+        (["-m", "dynamo.vllm"], True),
+        (["python3", "-m", "dynamo.vllm.unified_main"], True),
+        (["python3", "-m", "dynamo.frontend"], False),
+        (["python3", "-m"], False),
+        (["dynamo.vllm", "-m", "x"], False),  # the module follows -m
+        (["-m", "x", "dynamo.vllm"], False),
+        (["python3", "-M", "dynamo.vllm"], False),
+    ],
+)
+def test_dynamo_worker(words: list[str], worker: bool) -> None:
+    assert dynamo_worker(words) is worker
+
+
+def test_split_command_joins_continuations_and_drops_comments() -> None:
+    # POSIX shell: backslash-newline continues the line, "#" starts a comment
+    assert split_command("vllm serve m \\\n  --block-size 16 # the tuned size") == [
+        "vllm", "serve", "m", "--block-size", "16",
+    ]  # fmt: skip
+    assert split_command("a \\\nb") == ["a", "b"]
+    with pytest.raises(InvalidSettings, match=r"^cannot split command line: No closing quotation$"):
+        split_command("vllm serve 'm")
+
+
+# ---- words to flags -----------------------------------------------------------------------
+
+
+def test_underscores_become_dashes_only_in_the_flag_name() -> None:
+    # FlexibleArgumentParser.parse_args: "_" -> "-" between "--" and the first "."; the
+    # value after "=" is kept as written, split at the first "="
+    args = parse_vllm_args(
+        ["m", "--kv_transfer_config.kv_connector_extra_config.chunk_size", "512",
+         "--revision=a=b", "--mamba_backend=flash_infer"]
+    )  # fmt: skip
+    assert args.lmcache_chunk_size == 512
+    assert args.lmcache_chunk_source == "kv_connector_extra_config.chunk_size"
+    assert args.revision == "a=b"
+    assert args.mamba_backend == "flash_infer"
+
+
+def test_boolean_flags_take_no_value_and_no_forms_turn_them_off() -> None:
+    # argparse.BooleanOptionalAction (nargs=0): --X on, --no-X off, the next word is not
+    # its value
+    on = parse_vllm_args(["--enable-prefix-caching", "org/m"])
+    assert (on.enable_prefix_caching, on.model) == (True, "org/m")
+    off = parse_vllm_args(["--no-enable-prefix-caching", "org/m", "--use-replayssm"])
+    assert (off.enable_prefix_caching, off.model, off.use_replayssm) == (False, "org/m", True)
+    # a --no- form of a value flag takes no value either, and is refused (vLLM's argparse
+    # has no --no-block-size: "unrecognized arguments")
+    with pytest.raises(InvalidSettings, match=r"^--no-block-size: missing value$"):
+        parse_vllm_args(["--no-block-size", "org/m"])
+
+
+def test_negative_numbers_are_values_not_flags() -> None:
+    # argparse: a word matching its negative-number pattern (-1, -0.5) is a value when the
+    # parser defines no option that looks like a negative number (vLLM's does not)
+    assert parse_vllm_args(["m", "--block-size", "-16"]).block_size == -16
+    assert parse_vllm_args(["m", "--revision", "-1.5"]).revision == "-1.5"
+    args = parse_vllm_args(["m", "--max-model-len", "-1", "-tp", "2"])
+    assert (args.max_model_len, args.tensor_parallel_size) == (None, 2)
+    # a negative number in MODEL's place is a positional word
+    assert parse_vllm_args(["m", "-3", "x"]).unknown == ("-3", "x")
+
+
+def test_short_flags_kvalign_does_not_read() -> None:
+    # one word after a short flag is its value unless it is a flag itself
+    assert parse_vllm_args(["m", "-r", "1", "-tp", "2"]).unknown == ("-r",)
+    assert parse_vllm_args(["m", "-r", "1", "-tp", "2"]).tensor_parallel_size == 2
+    assert parse_vllm_args(["m", "-x", "-tp", "2"]).unknown == ("-x",)
+    assert parse_vllm_args(["m", "-x", "-tp", "2"]).tensor_parallel_size == 2
+    assert parse_vllm_args(["m", "-x"]).unknown == ("-x",)
+    # a lone "-" is a word, not a flag
+    assert parse_vllm_args(["m", "-", "x"]).unknown == ("-", "x")
+
+
+def test_list_flag_takes_every_word_up_to_the_next_flag() -> None:
+    # --kv-cache-dtype-skip-layers is nargs="+" (a list field of CacheConfig)
+    args = parse_vllm_args(
+        ["m", "--kv-cache-dtype-skip-layers", "3", "sliding_window", "--block-size", "16"]
+    )
+    assert args.kv_cache_dtype_skip_layers == ("3", "sliding_window")
+    assert args.block_size == 16 and args.model == "m"
+    last = parse_vllm_args(["--kv-cache-dtype-skip-layers", "0", "7", "11"])
+    assert last.kv_cache_dtype_skip_layers == ("0", "7", "11")
+    assert parse_vllm_args(["m"]).kv_cache_dtype_skip_layers is None
+    # nargs="+" needs one value at least: argparse refuses none
+    with pytest.raises(InvalidSettings, match=r"^--kv-cache-dtype-skip-layers: missing value$"):
+        parse_vllm_args(["m", "--kv-cache-dtype-skip-layers", "--block-size", "16"])
+    assert settings_from_args(args).kv_cache_dtype_skip_layers == ("3", "sliding_window")
+
+
+def test_missing_values_are_refused_with_the_flag_named() -> None:
+    with pytest.raises(InvalidSettings, match=r"^--block-size: missing value$"):
+        parse_vllm_args(["m", "--block-size"])
+    with pytest.raises(InvalidSettings, match=r"^--speculative-config: missing JSON value$"):
+        parse_vllm_args(["m", "--speculative-config"])
+    with pytest.raises(
+        InvalidSettings, match=r"^--config c\.yaml: file not found next to the deployment$"
+    ):
+        parse_vllm_args(["m", "--config", "c.yaml"])
+
+
+def test_json_flags_refuse_what_is_no_json_object() -> None:
+    with pytest.raises(
+        InvalidSettings, match=r"^--speculative-config: expected a JSON object, got '\[1\]'$"
+    ):
+        parse_vllm_args(["m", "--speculative-config", "[1]"])
+    with pytest.raises(InvalidSettings, match=r"^--hf-overrides: '\{oops' is "):
+        parse_vllm_args(["m", "--hf-overrides", "{oops"])
+    # a long value is shown cut to 77 characters and "...": 80 are shown whole
+    exact = "{" + "x" * 79
+    with pytest.raises(InvalidSettings, match=r"^--kv-transfer-config: '\{x{79}' is "):
+        parse_vllm_args(["m", "--kv-transfer-config", exact])
+    longer = "{" + "x" * 80
+    with pytest.raises(InvalidSettings, match=r"^--kv-transfer-config: '\{x{76}\.\.\.' is "):
+        parse_vllm_args(["m", "--kv-transfer-config", longer])
+
+
+def test_hf_overrides_are_kept_as_canonical_json() -> None:
+    # sorted keys, json.dumps' separators: one text per override whatever its key order
+    args = parse_vllm_args(["m", "--hf-overrides", '{"b": 1, "a": {"d": 2, "c": 3}}'])
+    assert args.hf_overrides == '{"a": {"c": 3, "d": 2}, "b": 1}'
+    assert parse_vllm_args(["m", "--hf-overrides", "{}"]).hf_overrides is None
+    dotted = parse_vllm_args(["m", "--hf-overrides.text_config.num_layers", "2"])
+    assert dotted.hf_overrides == '{"text_config": {"num_layers": 2}}'
+    assert parse_vllm_args(["m"]).hf_overrides is None
+
+
+def test_every_other_read_flag_reaches_its_field() -> None:
+    args = parse_vllm_args(
+        ["--model", "org/m", "--revision", "abc123", "--kv-cache-block-size", "64",
+         "--config", "c.yaml", "--dtype", "bfloat16", "--mamba-cache-dtype", "float32",
+         "--mamba-ssm-cache-dtype", "float16", "-pp", "2"],
+        config_files={"c.yaml": {}},
+    )  # fmt: skip
+    assert (args.model, args.revision, args.kv_cache_block_size) == ("org/m", "abc123", 64)
+    assert (args.config_file, args.dtype) == ("c.yaml", "bfloat16")
+    assert (args.mamba_cache_dtype, args.mamba_ssm_cache_dtype) == ("float32", "float16")
+    assert args.pipeline_parallel_size == 2
+    assert settings_from_args(args).pipeline_parallel_size == 2
+
+
+def test_dynamo_worker_roles() -> None:
+    # Dynamo's vLLM worker: --is-prefill-worker / --is-decode-worker name the role and win
+    # over --disaggregation-mode
+    assert parse_vllm_args(["m", "--is-decode-worker"]).disaggregation_mode == "decode"
+    assert (
+        parse_vllm_args(
+            ["m", "--disaggregation-mode", "decode", "--is-prefill-worker"]
+        ).disaggregation_mode
+        == "prefill"
+    )
+    assert (
+        parse_vllm_args(
+            ["m", "--disaggregation-mode", "prefill", "--is-decode-worker"]
+        ).disaggregation_mode
+        == "decode"
+    )
+    assert parse_vllm_args(["m", "--no-is-decode-worker"]).disaggregation_mode is None
+
+
+def test_lmcache_chunk_size_from_the_connector_config_then_the_environment() -> None:
+    # LMCache's chunk_size: kv_connector_extra_config.chunk_size first, else the
+    # LMCACHE_CHUNK_SIZE variable (kvalign/deploy/vllm_args.py VllmArgs docstring)
+    transfer = json.dumps(
+        {"kv_connector": "LMCacheConnectorV1", "kv_connector_extra_config": {"chunk_size": 512}}
+    )
+    env = {"LMCACHE_CHUNK_SIZE": "256"}
+    both = parse_vllm_args(["m", "--kv-transfer-config", transfer], env=env)
+    assert (both.lmcache_chunk_size, both.lmcache_chunk_source) == (
+        512, "kv_connector_extra_config.chunk_size"
+    )  # fmt: skip
+    envonly = parse_vllm_args(["m"], env=env)
+    assert (envonly.lmcache_chunk_size, envonly.lmcache_chunk_source) == (256, "LMCACHE_CHUNK_SIZE")
+    other = json.dumps({"kv_connector": "LMCacheConnectorV1", "kv_connector_extra_config": {}})
+    fallback = parse_vllm_args(["m", "--kv-transfer-config", other], env=env)
+    assert fallback.lmcache_chunk_size == 256
+    none = parse_vllm_args(["m"])
+    assert (none.lmcache_chunk_size, none.lmcache_chunk_source) == (None, None)
+    with pytest.raises(InvalidSettings, match=r"^--LMCACHE_CHUNK_SIZE: 'big' is not an integer"):
+        parse_vllm_args(["m"], env={"LMCACHE_CHUNK_SIZE": "big"})
+    bad = json.dumps({"kv_connector_extra_config": {"chunk_size": "big"}})
+    with pytest.raises(
+        InvalidSettings, match=r"^--kv-transfer-config\.chunk_size: 'big' is not an integer"
+    ):
+        parse_vllm_args(["m", "--kv-transfer-config", bad])
+
+
+def test_pp_layer_partition_comes_from_the_environment() -> None:
+    # vllm/envs.py: VLLM_PP_LAYER_PARTITION, a string (layers per stage), unset by default;
+    # an empty value partitions nothing
+    args = parse_vllm_args(["m", "-pp", "2"], env={"VLLM_PP_LAYER_PARTITION": "10,14"})
+    assert args.pp_layer_partition == "10,14"
+    assert settings_from_args(args).pp_layer_partition == "10,14"
+    assert parse_vllm_args(["m"], env={"VLLM_PP_LAYER_PARTITION": ""}).pp_layer_partition is None
+
+
+def test_speculative_token_count_is_an_integer() -> None:
+    with pytest.raises(
+        InvalidSettings,
+        match=r"^--speculative-config\.num_speculative_tokens: 'x' is not an integer",
+    ):
+        parse_vllm_args(["m", "--speculative-config", '{"num_speculative_tokens": "x"}'])
+
+
+# ---- --speculative-config -----------------------------------------------------------------
+
+
+def test_a_draft_model_without_a_token_count_is_not_modelled() -> None:
+    # SpeculativeConfig.__post_init__ (vllm/config/speculative.py, 0.33.0): with a draft
+    # model and no num_speculative_tokens the count is the draft config's n_predict; for
+    # "suffix" it is suffix_decoding_max_tree_depth (no draft model read)
+    spec = json.dumps({"method": "eagle", "model": "org/draft"})
+    with pytest.raises(NotModelled) as error:
+        parse_vllm_args(["m", "--speculative-config", spec])
+    assert str(error.value) == (
+        "--speculative-config: method 'eagle' with a draft model and no "
+        "num_speculative_tokens: vLLM takes the count from the draft model's n_predict, "
+        "which kvalign does not read; give num_speculative_tokens"
+    )
+    counted = json.dumps({"method": "eagle", "model": "org/draft", "num_speculative_tokens": 3})
+    assert parse_vllm_args(["m", "-sc", counted]).num_speculative_tokens == 3
+    suffix = json.dumps({"method": "suffix", "model": "org/draft"})
+    assert parse_vllm_args(["m", "-sc", suffix]).speculative_method == "suffix"
+    no_draft = json.dumps({"method": "ngram"})
+    assert parse_vllm_args(["m", "-sc", no_draft]).num_speculative_tokens is None
+    no_method = json.dumps({"model": "org/draft"})
+    assert parse_vllm_args(["m", "-sc", no_method]).speculative_method is None
+
+
+def test_speculative_method_must_be_a_name() -> None:
+    # SpeculativeConfig.method is a SpeculativeMethod name: a string
+    with pytest.raises(InvalidSettings) as error:
+        parse_vllm_args(["m", "-sc", '{"method": 3, "num_speculative_tokens": 1}'])
+    assert str(error.value) == (
+        "--speculative-config.method: expected a method name (a JSON string), got '3'"
+    )
+    assert parse_vllm_args(["m", "-sc", '{"method": null}']).speculative_method is None
+
+
+def test_eagle_aux_hidden_state_layer_ids() -> None:
+    # SpeculativeConfig reads draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids
+    spec = {
+        "method": "eagle3",
+        "num_speculative_tokens": 2,
+        "draft_model_config": {"hf_config": {"eagle_aux_hidden_state_layer_ids": [2, 15, 28]}},
+    }
+    args = parse_vllm_args(["m", "-sc", json.dumps(spec)])
+    assert args.eagle_aux_hidden_state_layer_ids == (2, 15, 28)
+    assert settings_from_args(args).eagle_aux_hidden_state_layer_ids == (2, 15, 28)
+    flag = "--speculative-config.draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids"
+    for ids, message in ((5, f"{flag}: expected a list of layer indices"),
+                         (["a"], f"{flag}: 'a' is not an integer")):  # fmt: skip
+        bad = {"draft_model_config": {"hf_config": {"eagle_aux_hidden_state_layer_ids": ids}}}
+        with pytest.raises(InvalidSettings) as error:
+            parse_vllm_args(["m", "-sc", json.dumps(bad)])
+        assert str(error.value).startswith(message)
+    for spec_without in ({"draft_model_config": "x"}, {"draft_model_config": {"hf_config": 1}},
+                         {"draft_model_config": {"hf_config": {}}}):  # fmt: skip
+        assert (
+            parse_vllm_args(["m", "-sc", json.dumps(spec_without)]).eagle_aux_hidden_state_layer_ids
+            is None
+        )
+
+
+# ---- references kvalign cannot resolve ----------------------------------------------------
+# kvalign's rule (VllmArgs.unresolved / unresolved_noted): a reference left unresolved in a
+# value kvalign reads is reported as "<where>: <reference as written>"; in a flag it does not
+# read, or a --kv-transfer-config field that moves neither sizing nor the role (not kv_role,
+# kv_connector, chunk_size), it is only noted.
+
+
+def test_unresolved_model_and_extra_arguments() -> None:
+    args = parse_vllm_args(["$(M)", "$(EXTRA)", "--block-size", "$(BS)"])
+    assert args.model is None
+    assert args.unresolved == ("MODEL: $(M)", "argument: $(EXTRA)", "--block-size: $(BS)")
+    later = parse_vllm_args(["--block-size", "$(BS)", "$(M)"])
+    assert later.unresolved == ("--block-size: $(BS)", "MODEL: $(M)")
+    # MODEL was given (unresolved): a second word is no MODEL
+    second = parse_vllm_args(["$(M)", "other", "-tp", "2"])
+    assert (second.model, second.unknown, second.tensor_parallel_size) == (None, ("other",), 2)
+    extra = parse_vllm_args(["m", "extra", "-tp", "2"])
+    assert (extra.unknown, extra.tensor_parallel_size) == (("extra",), 2)
+    # a shell expansion kvalign.shell marked unresolved is shown as the user wrote it
+    shell = parse_vllm_args(["m", "--block-size", "\ue000${A[@]}\ue001", "\ue000$1\ue001"])
+    assert shell.unresolved == ("--block-size: ${A[@]}", "argument: $1")
+    # each reference once
+    twice = parse_vllm_args(["m", "--block-size", "$(BS)", "--block-size", "$(BS)"])
+    assert twice.unresolved == ("--block-size: $(BS)",)
+
+
+def test_unresolved_values_of_flags_kvalign_does_not_read_are_noted() -> None:
+    args = parse_vllm_args(["m", "--port", "$(PORT)", "--api-key", "$(KEY)", "-tp", "2"])
+    assert args.unknown == ("--port", "--api-key")
+    assert args.unresolved == ()
+    assert args.unresolved_noted == ("--port: $(PORT)", "--api-key: $(KEY)")
+    assert args.tensor_parallel_size == 2
+    assert parse_vllm_args(["m", "--port", "8000"]).unresolved_noted == ()
+
+
+def test_kv_transfer_config_pieces_outside_the_sizing_fields_are_noted() -> None:
+    quoted_ip = (
+        '{"kv_connector": "NixlConnector", "kv_role": "kv_producer", "kv_ip": "$(POD_IP)", '
+        '"extra": {"hosts": ["$(A)", "b"]}}'
+    )
+    args = parse_vllm_args(["m", "--kv-transfer-config", quoted_ip, "-tp", "2"])
+    assert (args.kv_connector, args.kv_role, args.tensor_parallel_size) == (
+        "NixlConnector", "kv_producer", 2
+    )  # fmt: skip
+    assert args.unresolved == ()
+    assert args.unresolved_noted == (
+        "--kv-transfer-config kv_ip: $(POD_IP)",
+        "--kv-transfer-config extra.hosts[0]: $(A)",
+    )
+    # an unquoted piece (a number in the JSON)
+    port = parse_vllm_args(
+        ["m", "--kv-transfer-config", '{"kv_role": "kv_consumer", "kv_port": $(PORT)}']
+    )
+    assert port.kv_role == "kv_consumer"
+    assert port.unresolved_noted == ("--kv-transfer-config kv_port: $(PORT)",)
+    # with a noted flag before it: both kept
+    both = parse_vllm_args(["m", "--port", "$(P)", "--kv-transfer-config", '{"kv_ip": "$(IP)"}'])
+    assert both.unresolved_noted == ("--port: $(P)", "--kv-transfer-config kv_ip: $(IP)")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        '{"kv_connector": "NixlConnector", "kv_role": "$(ROLE)"}',
+        '{"kv_connector": "$(C)"}',
+        '{"kv_connector_extra_config": {"chunk_size": "$(CHUNK)"}}',
+        '["$(X)"]',  # no JSON object
+        '{"kv_ip": "$(A)", "kv_port": $(B)}',  # quoted and unquoted: no JSON either way
+        "$(WHOLE)",
+    ],
+)
+def test_kv_transfer_config_pieces_that_move_sizing_or_the_role_are_unresolved(value: str) -> None:
+    args = parse_vllm_args(["m", "--kv-transfer-config", value])
+    assert args.unresolved and all(
+        u.startswith("--kv-transfer-config: $(") for u in args.unresolved
+    )
+    assert args.unresolved_noted == ()
+    assert args.kv_role is None
+
+
+def test_only_the_whole_kv_transfer_config_is_tolerated() -> None:
+    dotted = parse_vllm_args(["m", "--kv-transfer-config.kv_ip", "$(IP)"])
+    assert dotted.unresolved == ("--kv-transfer-config.kv_ip: $(IP)",)
+    assert dotted.unresolved_noted == ()
+    other = parse_vllm_args(["m", "--hf-overrides", '{"a": "$(X)"}'])
+    assert other.unresolved == ("--hf-overrides: $(X)",)
+    assert other.hf_overrides is None and other.unresolved_noted == ()
