@@ -528,3 +528,20 @@ def test_only_the_whole_kv_transfer_config_is_tolerated() -> None:
     other = parse_vllm_args(["m", "--hf-overrides", '{"a": "$(X)"}'])
     assert other.unresolved == ("--hf-overrides: $(X)",)
     assert other.hf_overrides is None and other.unresolved_noted == ()
+
+
+def test_each_noted_kv_transfer_config_field_names_its_own_references() -> None:
+    # kv_ip holds two references, kv_port one: each note shows the field's own reference,
+    # in the order written (kv_port's is $(C), not kv_ip's second one)
+    value = '{"kv_ip": "$(A):$(B)", "kv_port": "$(C)", "kv_role": "kv_producer"}'
+    args = parse_vllm_args(["m", "--kv-transfer-config", value])
+    assert args.kv_role == "kv_producer"
+    assert args.unresolved_noted == (
+        "--kv-transfer-config kv_ip: $(A)",
+        "--kv-transfer-config kv_ip: $(B)",
+        "--kv-transfer-config kv_port: $(C)",
+    )
+    # a reference in a key: the field could be any, kv_role too: unresolved
+    keyed = parse_vllm_args(["m", "--kv-transfer-config", '{"kv_$(K)": "x", "y": "$(W)"}'])
+    assert keyed.unresolved == ("--kv-transfer-config: $(K)", "--kv-transfer-config: $(W)")
+    assert keyed.unresolved_noted == ()

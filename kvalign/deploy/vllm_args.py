@@ -476,33 +476,39 @@ def _tolerable_json(value: str) -> tuple[dict[str, Any], list[tuple[str, str]]] 
     cannot change sizing or the role (not :data:`_TRANSFER_FIELDS`): the parsed object
     and ``(field path, reference)`` pairs; ``None`` when a piece sits in such a field or
     the text is no JSON object even with the pieces filled in."""
+    if _HOLE in value:
+        return None
     refs = _refs(value)
-    filled = _VAR.sub(_HOLE, value)
+    numbers = iter(range(len(refs)))
+    filled = _VAR.sub(lambda _: f"{_HOLE}{next(numbers)}{_HOLE}", value)  # the i-th piece
     try:
         data = parse_json(filled)
     except JsonProblem:
         try:  # an unquoted piece, e.g. "kv_port": $PORT
-            data = parse_json(_VAR.sub('"' + _HOLE + '"', value))
+            data = parse_json(re.sub(f"{_HOLE}[0-9]+{_HOLE}", lambda m: f'"{m[0]}"', filled))
         except JsonProblem:
             return None
     if not isinstance(data, dict):
         return None
-    paths: list[str] = []
+    notes: list[tuple[str, str]] = []
 
     def walk(node: Any, path: str) -> bool:
         if isinstance(node, dict):
+            if any(_HOLE in str(k) for k in node):  # the field could be any (kv_role)
+                return False
             return all(walk(v, f"{path}.{k}" if path else str(k)) for k, v in node.items())
         if isinstance(node, list):
             return all(walk(v, f"{path}[{i}]") for i, v in enumerate(node))
         if isinstance(node, str) and _HOLE in node:
             if path.rsplit(".", 1)[-1] in _TRANSFER_FIELDS:
                 return False
-            paths.append(path)
+            pieces = re.findall(f"{_HOLE}([0-9]+){_HOLE}", node)
+            notes.extend((path, refs[int(i)]) for i in pieces)
         return True
 
-    if not walk(data, "") or not paths:
+    if not walk(data, "") or not notes:
         return None
-    return data, [(path, refs[min(i, len(refs) - 1)]) for i, path in enumerate(paths)]
+    return data, notes
 
 
 def _truthy(value: str) -> bool:
