@@ -545,3 +545,81 @@ def test_each_noted_kv_transfer_config_field_names_its_own_references() -> None:
     keyed = parse_vllm_args(["m", "--kv-transfer-config", '{"kv_$(K)": "x", "y": "$(W)"}'])
     assert keyed.unresolved == ("--kv-transfer-config: $(K)", "--kv-transfer-config: $(W)")
     assert keyed.unresolved_noted == ()
+
+
+def test_only_enable_and_disable_prefixes_are_inverted() -> None:
+    # --hybrid-kv-cache-manager is no vLLM flag (EnableDisableAction pairs --enable-X with
+    # --disable-X only): unknown, the setting untouched
+    args = parse_vllm_args(["m", "--hybrid-kv-cache-manager"])
+    assert args.unknown == ("--hybrid-kv-cache-manager",)
+    assert args.disable_hybrid_kv_cache_manager is None
+
+
+def test_max_model_len_edges_and_messages() -> None:
+    # 1 is the least length ModelConfig accepts (validate_model_config_after: >= 1)
+    assert parse_vllm_args(["m", "--max-model-len", "1"]).max_model_len == 1
+    with pytest.raises(InvalidSettings) as error:
+        parse_vllm_args(["m", "--max-model-len", "0"])
+    assert str(error.value) == "--max-model-len: '0' is below 1 (give a length, or -1 / auto)"
+    with pytest.raises(InvalidSettings) as error:
+        parse_vllm_args(["m", "--max-model-len", "-2"])
+    assert str(error.value) == "--max-model-len: '-2' is below 1 (give a length, or -1 / auto)"
+    with pytest.raises(InvalidSettings) as error:
+        parse_vllm_args(["m", "--max-model-len", "1.5K"])
+    assert str(error.value) == (
+        "--max-model-len: '1.5K' has a decimal with a binary suffix (e.g. 32K)"
+    )
+    with pytest.raises(InvalidSettings, match=r"^--max-model-len: '3x' is not an integer"):
+        parse_vllm_args(["m", "--max-model-len", "3x"])
+    # kvalign reads at most 18 characters of digits and suffix (MAX_DIGITS,
+    # kvalign/numbers.py, its bound on hostile input): 17 digits and "k" are read,
+    # 10**16 * 10**3 = 10**19 (exact in a float, as human_readable_int computes it);
+    # one digit more is refused
+    assert parse_vllm_args(["m", "--max-model-len", "1" + "0" * 16 + "k"]).max_model_len == (10**19)
+    with pytest.raises(InvalidSettings, match=r"^--max-model-len: "):
+        parse_vllm_args(["m", "--max-model-len", "1" + "0" * 17 + "k"])
+
+
+def test_a_short_flag_takes_the_last_word_as_its_value() -> None:
+    assert parse_vllm_args(["m", "-r", "1"]).unknown == ("-r",)
+
+
+def test_a_sizing_piece_next_to_a_noted_piece_is_unresolved() -> None:
+    # kv_role's piece moves the role: the whole value is unresolved although kv_ip's alone
+    # would only be noted; a kv_role nested deeper is the same field
+    args = parse_vllm_args(["m", "--kv-transfer-config", '{"kv_role": "$(R)", "kv_ip": "$(IP)"}'])
+    assert args.unresolved == ("--kv-transfer-config: $(R)", "--kv-transfer-config: $(IP)")
+    assert args.unresolved_noted == ()
+    deep = parse_vllm_args(
+        ["m", "--kv-transfer-config", '{"a": {"b": {"kv_role": "$(R)"}}, "kv_ip": "$(IP)"}']
+    )
+    assert deep.unresolved == ("--kv-transfer-config: $(R)", "--kv-transfer-config: $(IP)")
+
+
+def test_config_files_keep_the_environment() -> None:
+    args = parse_vllm_args(
+        ["m", "--config", "c.yaml"],
+        config_files={"c.yaml": {"block-size": 32}},
+        env={"VLLM_ATTENTION_BACKEND": "FLASHINFER"},
+    )
+    assert (args.block_size, args.attention_backend) == (32, "FLASHINFER")
+
+
+def test_a_word_list_launch_is_parsed_once() -> None:
+    # parse_vllm_args keeps one result per distinct launch, a word list as a string
+    words = ["m", "-tp", "2"]
+    assert parse_vllm_args(words) is parse_vllm_args(list(words))
+
+
+def test_serve_arguments_edges() -> None:
+    # the module is the last word: no arguments
+    assert serve_arguments(["python", "-m", "vllm.entrypoints.openai.api_server"]) == []
+    # words before the launcher are not arguments
+    assert serve_arguments(
+        ["env", "A=1", "python", "-m", "vllm.entrypoints.cli.main", "serve", "m"]
+    ) == ["m"]
+
+
+def test_a_shell_reference_is_shown_as_written() -> None:
+    args = parse_vllm_args(["m", "--block-size", "\ue000$X\ue001"])
+    assert args.unresolved == ("--block-size: $X",)
