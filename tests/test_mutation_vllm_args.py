@@ -623,3 +623,16 @@ def test_serve_arguments_edges() -> None:
 def test_a_shell_reference_is_shown_as_written() -> None:
     args = parse_vllm_args(["m", "--block-size", "\ue000$X\ue001"])
     assert args.unresolved == ("--block-size: $X",)
+
+
+def test_a_sizing_piece_after_a_noted_piece_or_in_a_nested_key_is_unresolved() -> None:
+    # the order of the fields does not matter: kv_ip's note does not excuse kv_role's piece
+    args = parse_vllm_args(["m", "--kv-transfer-config", '{"kv_ip": "$(IP)", "kv_role": "$(R)"}'])
+    assert args.unresolved == ("--kv-transfer-config: $(IP)", "--kv-transfer-config: $(R)")
+    assert args.unresolved_noted == ()
+    # a piece in a nested key could name any field (kv_role too)
+    nested = parse_vllm_args(
+        ["m", "--kv-transfer-config", '{"extra": {"$(K)": "x"}, "kv_ip": "$(IP)"}']
+    )
+    assert nested.unresolved == ("--kv-transfer-config: $(K)", "--kv-transfer-config: $(IP)")
+    assert nested.unresolved_noted == ()
