@@ -67,6 +67,10 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["kvalign/deploy/k8s.py"],
         ["tests/deploy/test_deploy_corpus.py", "tests/test_mutation_k8s.py"],
     ),
+    "cmdline": (
+        ["kvalign/deploy/cmdline.py"],
+        ["tests/deploy/test_deploy_corpus.py", "tests/test_mutation_cmdline.py"],
+    ),
     "vllm_args": (
         ["kvalign/deploy/vllm_args.py"],
         ["tests/deploy/test_vllm_args.py", "tests/deploy/test_settings_builder.py",
