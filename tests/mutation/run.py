@@ -71,6 +71,10 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["kvalign/deploy/cmdline.py"],
         ["tests/deploy/test_deploy_corpus.py", "tests/test_mutation_cmdline.py"],
     ),
+    "own": (
+        ["kvalign/deploy/own.py"],
+        ["tests/test_mutation_own.py", "tests/deploy/test_deploy_readers.py"],
+    ),
     "vllm_args": (
         ["kvalign/deploy/vllm_args.py"],
         ["tests/deploy/test_vllm_args.py", "tests/deploy/test_settings_builder.py",
