@@ -12,6 +12,8 @@ line, what each launch says).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kvalign.deploy.cmdline import Reader, container_image, dynamo_mode, evaluate, matches, read
@@ -34,6 +36,8 @@ from kvalign.errors import InvalidSettings
          ("img", ["/bin/sh", "-c", "x"])),
         (["docker", "build", "img"], None),
         (["docker", "run"], None),
+        (["docker", "run", "img"], ("img", [])),
+        (["docker", "run", "--entrypoint"], None),
         (["docker", "run", "--rm"], None),
         (["kubectl", "run", "img"], None),
     ],
@@ -50,6 +54,7 @@ def test_container_image(words: list[str], found: tuple[str, list[str]] | None) 
         (["--disaggregation-mode", "decode"], "decode"),
         (["--disaggregation-mode=prefill"], "prefill"),
         (["--disaggregation-mode"], ""),
+        (["--model", "m", "--disaggregation-mode", "prefill"], "prefill"),
         (["--model", "m"], None),
     ],
 )
@@ -211,13 +216,12 @@ def test_config_files_are_loaded_for_their_launch() -> None:
 
 
 def test_shell_notes_are_non_blocking_problems() -> None:
-    script = evaluate(f"vllm serve {FALCON} -tp ${{TP:?}}\n")
-    found = read(f"vllm serve {FALCON} -tp ${{TP:?}}\n", "x.sh")
-    shell_notes = [p for p in found.problems if p.message.startswith("shell: ")]
-    assert [(p.location.line, p.message) for p in shell_notes] == [
-        (line, f"shell: {note}") for line, note in script.notes
-    ]
-    assert all(not p.blocking for p in shell_notes)
+    # "source ./env.sh": a file kvalign does not read, noted by kvalign.shell at line 1
+    text = f"source ./env.sh\nvllm serve {FALCON}\n"
+    (note,) = evaluate(text).notes
+    found = read(text, "x.sh")
+    assert found.problems[0] == Problem(Location("x.sh", 1), f"shell: {note[1]}", blocking=False)
+    assert note[0] == 1
 
 
 @pytest.mark.parametrize(
@@ -235,7 +239,115 @@ def test_shell_notes_are_non_blocking_problems() -> None:
         # a YAML mapping: only a plain launch counts
         ("k.yaml", "cmd: $VLLM serve m  # vllm\n", False),
         ("k.yaml", "cmd: vllm serve m\n", True),
+        # a YAML file holding one string (no mapping, no list): as a command line
+        ("k.yaml", "$VLLM serve m  # vllm\n", True),
     ],
 )
 def test_reader_matches(file: str, text: str, taken: bool) -> None:
     assert Reader().matches(Source(text, file)) is taken
+
+
+def test_a_positional_argument_reaches_the_script() -> None:
+    script = evaluate("vllm serve $1 -tp 2\n", positional=[FALCON])
+    assert list(script.commands[0].words) == ["vllm", "serve", FALCON, "-tp", "2"]
+
+
+def test_the_image_release_reaches_the_pool_settings() -> None:
+    found = read(f"docker run vllm/vllm-openai:v0.33.0 {FALCON}\n", "x.sh")
+    assert [p.settings.vllm_version for p in found.pools] == ["0.33.0"]
+    # an image without a release tag gives none, and is no "different image"
+    text = (
+        f"docker run vllm/vllm-openai:latest {FALCON} --port $PREFILL_PORT\n"
+        f"docker run vllm/vllm-openai:v0.33.0 {FALCON} --port $DECODE_PORT\n"
+    )
+    mixed = read(text, "x.sh")
+    assert (mixed.vllm_version, mixed.version_source) == (
+        "0.33.0",
+        "image vllm/vllm-openai:v0.33.0",
+    )
+    assert all("different vLLM images" not in p.message for p in mixed.problems)
+    assert [p.settings.vllm_version for p in mixed.pools] == [None, "0.33.0"]
+
+
+def test_an_alternative_that_builds_no_pool_leaves_the_others() -> None:
+    text = (
+        f'if [ "$MODE" = a ]; then BS=big; else BS=16; fi\nvllm serve {FALCON} --block-size $BS\n'
+    )
+    found = read(text, "x.sh")
+    assert [p.settings.block_size for p in found.pools] == [16]
+    # the refused alternative's blocking problem: on a path not evaluated, a note
+    (refusal,) = [p for p in found.problems if "big" in p.message]
+    assert not refusal.blocking
+    assert refusal.message.endswith(" (on another if/case path; not evaluated)")
+    # with no other alternative it stays blocking
+    alone = read(f"vllm serve {FALCON} --block-size big\n", "x.sh")
+    assert [p.blocking for p in alone.problems if "big" in p.message] == [True]
+
+
+def test_alternatives_differing_only_in_ignored_flags_are_one_pool() -> None:
+    text = f'if [ "$MODE" = a ]; then P=8000; else P=8001; fi\nvllm serve {FALCON} --port $P\n'
+    found = read(text, "x.sh")
+    assert [p.name for p in found.pools] == ["command-1"]
+    assert all("alternatives" not in p.message for p in found.problems)
+
+
+def test_a_refused_config_file_leaves_the_other_alternative() -> None:
+    text = (
+        f'if [ "$MODE" = a ]; then C=a.yaml; else C=b.yaml; fi\nvllm serve {FALCON} --config $C\n'
+    )
+
+    def load(path: str) -> dict[str, object]:
+        if path == "a.yaml":
+            raise InvalidSettings("a.yaml: outside the folder")
+        return {"tensor-parallel-size": 2}
+
+    found = read(text, "x.sh", load)
+    assert [p.tp for p in found.pools] == [2]
+    assert [(p.location, p.message) for p in found.problems] == [
+        (Location("x.sh", 2), "a.yaml: outside the folder (on another if/case path; not evaluated)")
+    ]
+
+
+def test_reader_read_looks_config_files_up_beside_the_file(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("tensor-parallel-size: 4\n")
+    text = f"vllm serve {FALCON} --config c.yaml\n"
+    found = Reader().read(Source(text, str(tmp_path / "x.sh"), base=tmp_path))
+    assert [p.tp for p in found.pools] == [4]
+
+
+def test_the_alternatives_note_shows_the_variables_used_that_differ() -> None:
+    # A differs but the command does not use it; P is unset on the else path; Q, R, S, tp
+    # differ and are used: the first four used, sorted (P, Q, R, S), each alternative's value
+    text = (
+        'if [ "$MODE" = a ]; then A=1; P=1; Q=1; R=1; S=1; tp=2; '
+        "else A=2; Q=2; R=2; S=2; tp=4; fi\n"
+        f"vllm serve {FALCON} -tp $tp --port $P$Q$R$S\n"
+    )
+    conditions = [c.alternative for c in evaluate(text).commands]
+    found = read(text, "x.sh")
+    assert [p.tp for p in found.pools] == [2, 4]
+    assert found.problems[-1].message == (
+        "command-1: its if/case/loop alternatives give 2 different pools, each evaluated: "
+        f"command-1.a: P=1 Q=1 R=1 S=1 [{conditions[0][0]}]; "
+        f"command-1.b: P=(unset) Q=2 R=2 S=2 [{conditions[1][0]}]"
+    )
+
+
+def test_the_alternatives_note_without_conditions_or_unused_variables() -> None:
+    # a loop's alternatives carry no condition: "otherwise"; B is the same on both paths
+    text = f"B=x\nfor tp in 2 4; do vllm serve {FALCON} -tp $tp --port $B; done\n"
+    found = read(text, "x.sh")
+    assert found.problems[-1].message == (
+        "command-1: its if/case/loop alternatives give 2 different pools, each evaluated: "
+        "command-1.a: tp=2 [otherwise]; command-1.b: tp=4 [otherwise]"
+    )
+    # nested conditions are joined with "and"
+    nested = (
+        'if [ "$A" = 1 ]; then if [ "$B" = 1 ]; then TP=2; fi; fi\n'
+        f"vllm serve {FALCON} -tp ${{TP:-4}}\n"
+    )
+    alternatives = [c.alternative for c in evaluate(nested).commands]
+    two = [a for a in alternatives if len(a) == 2]
+    assert two, alternatives
+    message = read(nested, "x.sh").problems[-1].message
+    assert f"[{two[0][0]} and {two[0][1]}]" in message
