@@ -351,3 +351,22 @@ def test_the_alternatives_note_without_conditions_or_unused_variables() -> None:
     assert two, alternatives
     message = read(nested, "x.sh").problems[-1].message
     assert f"[{two[0][0]} and {two[0][1]}]" in message
+
+
+def test_a_variable_the_command_does_not_use_is_not_shown() -> None:
+    # A differs per alternative but is not in the command; tp (lowercase) is
+    text = f"for tp in 2 4; do A=$tp; vllm serve {FALCON} -tp $tp; done\n"
+    assert read(text, "x.sh").problems[-1].message == (
+        "command-1: its if/case/loop alternatives give 2 different pools, each evaluated: "
+        "command-1.a: tp=2 [otherwise]; command-1.b: tp=4 [otherwise]"
+    )
+
+
+def test_when_no_alternative_builds_a_pool_the_refusals_stay_blocking() -> None:
+    text = (
+        f'if [ "$MODE" = a ]; then BS=big; else BS=huge; fi\nvllm serve {FALCON} --block-size $BS\n'
+    )
+    found = read(text, "x.sh")
+    assert found.pools == ()
+    refusals = [p for p in found.problems if "--block-size" in p.message]
+    assert len(refusals) == 2 and all(p.blocking for p in refusals)
