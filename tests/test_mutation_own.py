@@ -184,3 +184,49 @@ def test_model_paths_relative_to_the_file(tmp_path: Path) -> None:
     assert _read(f"model: {FALCON}\nprefill: {{model: ./m}}\ndecode: {{}}\n").pools[0].model == (
         "./m"
     )
+
+
+def test_one_is_a_positive_integer() -> None:
+    text = f"model: {FALCON}\nprefill: {{tp: 1, dp: 1}}\ndecode: {{}}\nrouter: {{block_size: 1}}\n"
+    found = _read(text)
+    assert [(p.tp, p.dp) for p in found.pools] == [(1, 1), (1, 1)]
+    assert [c.value for c in found.components] == [1]
+
+
+def test_the_router_block_size_is_located_after_router() -> None:
+    # a "block_size:" before router: (an env key on line 3) is not the router's (line 6)
+    text = (
+        f"model: {FALCON}\n"
+        "prefill:\n"
+        "  env: {block_size: 1}\n"
+        "decode: {}\n"
+        "router:\n"
+        "  block_size: 64\n"
+    )
+    assert _read(text).components == (
+        ComponentBlockSize("router block_size", 64, Location("x.yaml", 6)),
+    )
+
+
+def test_paths_left_as_written_even_when_they_exist_beside_the_file(tmp_path: Path) -> None:
+    base = tmp_path / "deploy"
+    (base / "~" / "m").mkdir(parents=True)
+    (tmp_path / "weights").mkdir()
+    absolute = str(tmp_path / "weights") + "/"  # an absolute path, not normalised
+    for written in ("~/m", absolute):
+        text = f"model: {FALCON}\nprefill: {{model: '{written}'}}\ndecode: {{}}\n"
+        assert _read(text, base).pools[0].model == written
+    # ../ names a path beside the file even where nothing exists yet
+    text = f"model: {FALCON}\nprefill: {{model: ../missing}}\ndecode: {{}}\n"
+    assert _read(text, base).pools[0].model == str(tmp_path / "missing")
+
+
+def test_reader_read_passes_the_file_text_and_folder(tmp_path: Path) -> None:
+    (tmp_path / "w").mkdir()
+    text = f"model: {FALCON}\n\nprefill: {{model: w}}\ndecode: {{}}\n"
+    found = Reader().read(Source(text, "dir/x.yaml", base=tmp_path))
+    assert [(p.model, p.location) for p in found.pools] == [
+        (str(tmp_path / "w"), Location("dir/x.yaml", 3)),
+        (FALCON, Location("dir/x.yaml", 4)),
+    ]
+    assert found.source == "dir/x.yaml"
