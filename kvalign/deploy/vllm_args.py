@@ -48,6 +48,22 @@ KNOWN: frozenset[str] = frozenset(
      "mamba-cache-mode", "mamba-block-size", "disable-hybrid-kv-cache-manager",
      "use-replayssm", "replayssm-buffer-len", "mamba-backend", "kv-cache-dtype-skip-layers"}
 )  # fmt: skip
+#: ``EnableDisableAction`` (``vllm/utils/argparse_utils.py``, 0.33.0): a boolean flag
+#: ``--enable-X`` is also turned off by ``--disable-X`` and ``--disable-X`` by ``--enable-X``.
+_INVERSE_PREFIXES = (("enable-", "disable-"), ("disable-", "enable-"))
+_READ_BOOLEANS = BOOLEAN_FLAGS & KNOWN
+
+
+def _inverse(key: str) -> str:
+    """``disable-X`` → ``no-enable-X`` (and ``enable-X`` → ``no-disable-X``) when the other
+    spelling is a boolean flag kvalign reads; any other key unchanged."""
+    for prefix, inverse in _INVERSE_PREFIXES:
+        other = inverse + key.removeprefix(prefix)
+        if key.startswith(prefix) and key not in BOOLEAN_FLAGS and other in _READ_BOOLEANS:
+            return "no-" + other
+    return key
+
+
 #: flags that take one or more values (``nargs="+"`` in ``EngineArgs.add_cli_args``: a
 #: ``list`` field of its config class): every word up to the next flag is a value.
 LIST_FLAGS: frozenset[str] = frozenset({"kv-cache-dtype-skip-layers"})
@@ -88,7 +104,8 @@ class VllmArgs:
         attention_backend: ``--attention-backend``.
         num_speculative_tokens: ``--speculative-config`` ``num_speculative_tokens``.
         kv_connector, kv_role: ``--kv-transfer-config`` ``kv_connector`` / ``kv_role``.
-        max_model_len: ``--max-model-len`` (``32k`` / ``1m`` suffixes accepted).
+        max_model_len: ``--max-model-len`` (vLLM's ``32k`` / ``32K`` suffixes; ``None`` for
+            ``-1`` / ``auto``).
         revision: ``--revision``.
         hf_overrides: ``--hf-overrides`` as canonical JSON text (applied to the model's
             config before sizing, as ``check --hf-overrides`` does).
@@ -253,21 +270,41 @@ def _scalar(text: str) -> Any:
 
 
 def _int(value: Any, flag: str) -> int:
-    text = str(value).strip().lower()
-    multiplier = 1
-    if flag == "max-model-len" and text[-1:] in ("k", "m"):
-        multiplier = 1000 if text[-1] == "k" else 1_000_000
-        text = text[:-1]
-    if multiplier == 1:
-        return parse_int(text, f"--{flag}", signed=True)
-    try:
-        if len(text) > MAX_DIGITS or not text.isascii():
-            raise ValueError(text)
-        return int(float(text) * multiplier)
-    except (ValueError, OverflowError):
-        raise InvalidSettings(
-            f"--{flag}: {str(value)[:40]!r} is not an integer (e.g. 32k)"
-        ) from None
+    return parse_int(str(value).strip().lower(), f"--{flag}", signed=True)
+
+
+#: ``human_readable_int``'s suffixes (``vllm/utils/argparse_utils.py``, 0.33.0): lowercase
+#: ones are decimal, uppercase ones binary (and take no decimals).
+_DECIMAL_SUFFIX: Mapping[str, int] = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY_SUFFIX: Mapping[str, int] = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])", re.ASCII)
+
+
+def _max_model_len(value: Any) -> int | None:
+    """``--max-model-len`` as vLLM's ``human_readable_int_or_auto`` reads it (``32k`` is
+    32,000, ``32K`` 32,768, ``25.6k`` 25,600); ``-1`` / ``auto`` is ``None``: vLLM derives
+    the length from the model's config, as when the flag is not given
+    (``ModelConfig.max_model_len``, ``vllm/config/model.py``).
+
+    Raises:
+        InvalidSettings: no such integer, or below 1 (vLLM refuses it).
+    """
+    text = str(value).strip()
+    if text == "-1" or text.lower() == "auto":
+        return None
+    shown = f"--max-model-len: {quoted(str(value)[:40])}"
+    match = _HUMAN_INT.fullmatch(text) if len(text) <= MAX_DIGITS else None
+    if match is None:
+        tokens = parse_int(text, "--max-model-len", signed=True)
+    elif match[2] in _DECIMAL_SUFFIX:
+        tokens = int(float(match[1]) * _DECIMAL_SUFFIX[match[2]])
+    elif "." in match[1]:
+        raise InvalidSettings(f"{shown} has a decimal with a binary suffix (e.g. 32K)")
+    else:
+        tokens = int(match[1]) * _BINARY_SUFFIX[match[2]]
+    if tokens < 1:
+        raise InvalidSettings(f"{shown} is below 1 (give a length, or -1 / auto)")
+    return tokens
 
 
 def _tokens(words: Sequence[str]) -> list[tuple[str, str | None]]:
@@ -281,7 +318,7 @@ def _tokens(words: Sequence[str]) -> list[tuple[str, str | None]]:
                 key, value = word.split("=", 1)
                 out.append((key[2:], value))
             else:
-                key = word[2:]
+                key = _inverse(word[2:])
                 bare = key.removeprefix("no-")
                 takes_value = bare not in BOOLEAN_FLAGS and not key.startswith("no-")
                 nxt = words[i + 1] if i + 1 < len(words) else None
@@ -439,33 +476,39 @@ def _tolerable_json(value: str) -> tuple[dict[str, Any], list[tuple[str, str]]] 
     cannot change sizing or the role (not :data:`_TRANSFER_FIELDS`): the parsed object
     and ``(field path, reference)`` pairs; ``None`` when a piece sits in such a field or
     the text is no JSON object even with the pieces filled in."""
+    if _HOLE in value:
+        return None
     refs = _refs(value)
-    filled = _VAR.sub(_HOLE, value)
+    numbers = iter(range(len(refs)))
+    filled = _VAR.sub(lambda _: f"{_HOLE}{next(numbers)}{_HOLE}", value)  # the i-th piece
     try:
         data = parse_json(filled)
     except JsonProblem:
         try:  # an unquoted piece, e.g. "kv_port": $PORT
-            data = parse_json(_VAR.sub('"' + _HOLE + '"', value))
+            data = parse_json(re.sub(f"{_HOLE}[0-9]+{_HOLE}", lambda m: f'"{m[0]}"', filled))
         except JsonProblem:
             return None
     if not isinstance(data, dict):
         return None
-    paths: list[str] = []
+    notes: list[tuple[str, str]] = []
 
     def walk(node: Any, path: str) -> bool:
         if isinstance(node, dict):
+            if any(_HOLE in str(k) for k in node):  # the field could be any (kv_role)
+                return False
             return all(walk(v, f"{path}.{k}" if path else str(k)) for k, v in node.items())
         if isinstance(node, list):
             return all(walk(v, f"{path}[{i}]") for i, v in enumerate(node))
         if isinstance(node, str) and _HOLE in node:
             if path.rsplit(".", 1)[-1] in _TRANSFER_FIELDS:
                 return False
-            paths.append(path)
+            pieces = re.findall(f"{_HOLE}([0-9]+){_HOLE}", node)
+            notes.extend((path, refs[int(i)]) for i in pieces)
         return True
 
-    if not walk(data, "") or not paths:
+    if not walk(data, "") or not notes:
         return None
-    return data, [(path, refs[min(i, len(refs) - 1)]) for i, path in enumerate(paths)]
+    return data, notes
 
 
 def _truthy(value: str) -> bool:
@@ -576,7 +619,9 @@ def _build(
         ),
         kv_connector=str(transfer["kv_connector"]) if "kv_connector" in transfer else None,
         kv_role=str(transfer["kv_role"]) if "kv_role" in transfer else None,
-        max_model_len=opt_int("max-model-len"),
+        max_model_len=(
+            _max_model_len(values["max-model-len"]) if "max-model-len" in values else None
+        ),
         revision=opt_str("revision"),
         hf_overrides=(
             json.dumps(values["hf-overrides"], sort_keys=True)

@@ -67,6 +67,19 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["kvalign/deploy/k8s.py"],
         ["tests/deploy/test_deploy_corpus.py", "tests/test_mutation_k8s.py"],
     ),
+    "cmdline": (
+        ["kvalign/deploy/cmdline.py"],
+        ["tests/deploy/test_deploy_corpus.py", "tests/test_mutation_cmdline.py"],
+    ),
+    "own": (
+        ["kvalign/deploy/own.py"],
+        ["tests/test_mutation_own.py", "tests/deploy/test_deploy_readers.py"],
+    ),
+    "vllm_args": (
+        ["kvalign/deploy/vllm_args.py"],
+        ["tests/deploy/test_vllm_args.py", "tests/deploy/test_settings_builder.py",
+         "tests/test_mutation_vllm_args.py"],
+    ),
     "alignment": (
         ["kvalign/alignment.py"],
         ["tests/test_mutation_alignment.py", "tests/arithmetic/test_alignment.py",
@@ -125,6 +138,26 @@ _settings.load_profile("mutation")
 """
 
 
+#: appended to one module's scratch tests/conftest.py. mutmut forks each mutant's test run
+#: from the process that ran the clean tests, so a result cached there reaches the mutant
+#: run without calling the mutated code: vllm_args keeps one parse per launch
+#: (``_parse_once``), which is cleared before every test.
+CONFTEST_EXTRA: dict[str, str] = {
+    "vllm_args": """
+
+import pytest as _pytest
+
+
+@_pytest.fixture(autouse=True)
+def _parse_each_launch_afresh():
+    from kvalign.deploy import vllm_args as _vllm_args
+
+    _vllm_args._parse_once.cache_clear()
+    yield
+""",
+}
+
+
 def _scratch(module: str) -> Path:
     """Lay out build/mutation/<module>/ with the sources and a pyproject naming the module."""
     mutate, tests = MODULES[module]
@@ -142,7 +175,7 @@ def _scratch(module: str) -> Path:
     for name in ("README.md",):
         shutil.copy2(ROOT / name, work / name)
     with (work / "tests" / "conftest.py").open("a", encoding="utf-8") as conftest:
-        conftest.write(HYPOTHESIS_PROFILE)
+        conftest.write(HYPOTHESIS_PROFILE + CONFTEST_EXTRA.get(module, ""))
     base = (ROOT / "pyproject.toml").read_text()
     cfg = {
         "source_paths": ["kvalign"],
