@@ -230,3 +230,20 @@ def test_reader_read_passes_the_file_text_and_folder(tmp_path: Path) -> None:
         (FALCON, Location("dir/x.yaml", 4)),
     ]
     assert found.source == "dir/x.yaml"
+
+
+@pytest.mark.parametrize(("written", "read_as"), [("0.30", "0.3"), ("1", "1"), ("true", "True")])
+def test_an_unquoted_release_is_refused_not_read_as_another(written: str, read_as: str) -> None:
+    # YAML 1.1 (PyYAML's safe_load) reads an unquoted 0.30 as the float 0.3, which names
+    # another (older) release; 1 is an int and true a bool
+    text = f"model: {FALCON}\nvllm_version: {written}\nprefill: {{}}\ndecode: {{}}\n"
+    with pytest.raises(InvalidConfig) as error:
+        read(yaml.safe_load(text), text, "x.yaml")
+    assert str(error.value) == (
+        f"x.yaml: vllm_version: {read_as} is not a string (an unquoted release such as 0.30 "
+        'is read as a number); quote it: vllm_version: "0.30.0"'
+    )
+    quoted = text.replace(f"vllm_version: {written}", 'vllm_version: "0.30.0"')
+    assert read(yaml.safe_load(quoted), quoted, "x.yaml").pools[0].settings.vllm_version == (
+        "0.30.0"
+    )

@@ -112,12 +112,20 @@ def read(doc: Mapping[str, Any], text: str, file: str, base: Path | None = None)
 
     Raises:
         InvalidConfig: a field has the wrong type (``model`` or ``name`` not a non-empty
-            string, ``tp`` not a positive integer, ``args`` not a list or string).
+            string, ``vllm_version`` a number, ``tp`` not a positive integer, ``args`` not a
+            list or string).
     """
     key: DeploymentKey | None = None
     if "name" in doc:
         key = DeploymentKey("kvalign name", _model(doc["name"], "name", file, "a name"))
     version = doc.get("vllm_version")
+    if isinstance(version, (bool, int, float)):
+        # YAML reads an unquoted 0.30 as the number 0.3: a release written so is refused,
+        # never read as another release
+        raise InvalidConfig(
+            f"{file}: vllm_version: {version!r} is not a string (an unquoted release such as "
+            '0.30 is read as a number); quote it: vllm_version: "0.30.0"'
+        )
     version = None if version is None else str(version)
     model = _located(_model(doc["model"], "model", file), base)
     gpu = _gpu(doc.get("gpu"), "gpu", file)

@@ -1,13 +1,13 @@
 """Every regular expression in kvalign runs in linear time.
 
 Every compiled pattern found in kvalign's modules (module attributes and class
-attributes, and what a cached function of no arguments returns) is run with ``search`` and ``findall`` over 1 MB adversarial texts: long
-runs of each literal fragment of the pattern (``image:``, ``dirname ``, ``# kvalign:
-ignore=A ``...), with and without separators, and of each single character class a
-quantifier can loop over. A quadratic pattern takes seconds on 1 MB; each call must
-finish in 0.1 s, or (on a loaded machine) within 20 times what a plain linear
-two-way alternation (:data:`_REFERENCE`) takes on the same text; a quadratic pattern
-takes minutes on 1 MB, so either bound catches it.
+attributes, and what a cached function of no arguments returns) is run with ``search``
+and ``findall`` over 1 MB adversarial texts: long runs of each literal fragment of the
+pattern (``image:``, ``dirname ``, ``# kvalign: ignore=A ``...), with and without
+separators, and of each single character class a quantifier can loop over. A quadratic
+pattern takes seconds on 1 MB; each call must finish in 0.1 s, or (on a loaded machine)
+within 20 times what a plain linear two-way alternation (:data:`_REFERENCE`) takes on the
+same text; a quadratic pattern takes minutes on 1 MB, so either bound catches it.
 """
 
 from __future__ import annotations
