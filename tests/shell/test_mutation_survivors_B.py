@@ -1,0 +1,97 @@
+"""Tests written for the shell mutation survivors of share B (kvalign/shell/commands.py,
+expand.py, and evaluate.py's _command, evaluate, _substituted, _list, _condition_at,
+_branches, _operand, _comments_above; issue #19). Every expected value is bash 5.2.15's own
+output on this machine (the script and the output are written beside the test) or a hand
+derivation written out; none is kvalign's output."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvalign.shell import evaluate, remote_script, shell_script, shown
+from kvalign.shell.commands import session_script
+
+
+def _words(text: str) -> list[list[str]]:
+    return [[shown(w) for w in c.words] for c in evaluate(text).commands]
+
+
+def _runs(text: str) -> list[list[str]]:
+    return [w for w in _words(text) if w and w[0] == "run"]
+
+
+# ---- commands.py ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        # bash 5.2: `/bin/bash -c - -x 'echo hi'` prints "-x: command not found" ($0 is
+        # 'echo hi'): a lone "-" ends the options, the next word is the script
+        (["bash", "-c", "-", "-x", "echo hi"], ("-x", [])),
+        # bash 5.2: `/bin/bash -c - 'echo $0 $1' a b` prints "a b"
+        (["bash", "-c", "-", "echo $0 $1", "a", "b"], ("echo $0 $1", ["b"])),
+        # bash 5.2: `/bin/bash -c + -x 'echo hi'` prints "hi" and the trace "+ echo hi": a
+        # lone "+" is no option and does not end them (-x is still read)
+        (["bash", "-c", "+", "-x", "echo hi"], ("echo hi", [])),
+        # bash 5.2: `/bin/bash + -c 'echo $0' a` prints "a"
+        (["bash", "+", "-c", "echo $0", "a"], ("echo $0", [])),
+        # bash 5.2: `/bin/bash - -c 'echo hi'` fails "-c: No such file or directory": after
+        # the lone "-", -c is a file name, so there is no -c script
+        (["bash", "-", "-c", "echo hi"], None),
+        # dash (/bin/sh here): `/bin/sh -c - -x 'echo hi'` fails "-x: not found", as bash
+        (["/bin/sh", "-c", "-", "-x", "echo hi"], ("-x", [])),
+    ],
+)
+def test_shell_script_lone_dash_and_plus(
+    words: list[str], expected: tuple[str, list[str]] | None
+) -> None:
+    assert shell_script(words) == expected
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        # a script that starts with X is no option: bash -c 'Xvfb :1' runs Xvfb (bash(1):
+        # options start with - or +)
+        (["bash", "-c", "Xvfb :1", "a"], ("Xvfb :1", [])),
+        # bash(1): --norc is a long option and runs no -c script: `bash --norc f.sh` runs the
+        # file f.sh, so no SHELL -c SCRIPT (the c of "norc" is no -c)
+        (["bash", "--norc", "f.sh"], None),
+        (["bash", "--norc", "-c", "run"], ("run", [])),
+        # nothing but wrappers: no command, no shell (hand derivation: env alone runs
+        # nothing here)
+        (["env"], None),
+        (["nohup"], None),
+        ([], None),
+    ],
+)
+def test_shell_script_option_words(
+    words: list[str], expected: tuple[str, list[str]] | None
+) -> None:
+    assert shell_script(words) == expected
+
+
+def test_ssh_host_after_double_dash_starting_with_dash() -> None:
+    # getopt: "--" ends ssh's options, so -l is the destination; OpenSSH 9.2 (this machine:
+    # `ssh -G -- -weird` prints "hostname contains invalid characters") refuses it and runs
+    # no remote command
+    assert remote_script(["ssh", "--", "-l", "u", "h", "run"]) is None
+    # and "--" then a host: the command after the host (ssh(1))
+    assert remote_script(["ssh", "-p", "22", "--", "h", "run", "x"]) == "run x"
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        # tmux(1) and screen(1) found by path as by name: /usr/bin/tmux is tmux
+        (["/usr/bin/tmux", "new", "-d", "run"], "run"),
+        (["/usr/bin/screen", "-dmS", "s", "run"], "run"),
+        # a wrapper before tmux: nohup runs tmux, which runs "run"
+        (["nohup", "tmux", "new-session", "-d", "run"], "run"),
+        (["sudo", "/usr/bin/tmux", "-L", "x", "new", "-d", "run", "a"], "run a"),
+        # getopt: "--" ends tmux new's options; the word after it is the command even when
+        # it starts with "-" (one word: shell text)
+        (["tmux", "new", "-d", "--", "-x"], "-x"),
+    ],
+)
+def test_session_script_paths_and_wrappers(words: list[str], expected: str | None) -> None:
+    assert session_script(words) == expected
