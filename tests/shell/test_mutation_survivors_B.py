@@ -95,3 +95,24 @@ def test_ssh_host_after_double_dash_starting_with_dash() -> None:
 )
 def test_session_script_paths_and_wrappers(words: list[str], expected: str | None) -> None:
     assert session_script(words) == expected
+
+
+# ---- expand.py --------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        # bash 5.2 (run printing each argument then "|"): `set -- a b; A="$@"; run "$A"` →
+        # a b| ; B=$@ → a b| ; C="x$@y" → xa by| ; with IFS=, still a b| (A="$*" is a,b)
+        ('set -- a b\nA="$@"\nrun "$A"\n', [["run", "a b"]]),
+        ("set -- a b\nB=$@\nrun \"$B\"\n", [["run", "a b"]]),
+        ('set -- a b\nC="x$@y"\nrun "$C"\n', [["run", "xa by"]]),
+        ('IFS=,\nset -- a b\nA="$@"\nrun "$A"\n', [["run", "a b"]]),
+        ('X=(x y)\nD="${X[@]}"\nrun "$D"\n', [["run", "x y"]]),
+        # bash 5.2: `set -- a b; [[ "$@" == "a b" ]] && echo t1` prints t1
+        ('set -- a b\n[[ "$@" == "a b" ]] && run t1\n', [["run", "t1"]]),
+    ],
+)
+def test_all_items_in_an_assignment_are_joined_with_a_blank(
+    script: str, expected: list[list[str]]
+) -> None:
+    assert _runs(script) == expected
