@@ -116,3 +116,85 @@ def test_all_items_in_an_assignment_are_joined_with_a_blank(
     script: str, expected: list[list[str]]
 ) -> None:
     assert _runs(script) == expected
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        # bash 5.2: `A="a\Xb"; run "$A" "c\Xd"` → a\Xb|c\Xd| (in double quotes a backslash is
+        # removed only before $ ` " \ and newline)
+        ('A="a\\Xb"\nrun "$A" "c\\Xd"\n', [["run", "a\\Xb", "c\\Xd"]]),
+        # bash 5.2: `X=abc; if [[ $X = a* ]]; then run yes; else run no; fi` → yes| (the
+        # grammar reads the right side of = as a regex node)
+        ("X=abc\nif [[ $X = a* ]]; then run yes; else run no; fi\n", [["run", "yes"]]),
+        # bash 5.2: `run ${U:-meta-llama/x}` → meta-llama/x| (the grammar splits the default
+        # into a variable_name and a word)
+        ("run ${U:-meta-llama/x}\n", [["run", "meta-llama/x"]]),
+        # bash 5.2: `X="a b"; A=($X); run "${A[1]}" "${A[0]}"` → b|a| (an array's items
+        # are split)
+        ('X="a b"\nA=($X)\nrun "${A[1]}" "${A[0]}"\n', [["run", "b", "a"]]),
+        # bash 5.2: `A=$"hi x"; run "$A"` → hi x| (a translated string, no catalog)
+        ('A=$"hi x"\nrun "$A"\n', [["run", "hi x"]]),
+        # bash 5.2: `X="p q"; run "${U:-a$X}"` → ap q| (a quoted default is not split)
+        ('X="p q"\nrun "${U:-a$X}"\n', [["run", "ap q"]]),
+    ],
+)
+def test_expansion_cases(script: str, expected: list[list[str]]) -> None:
+    assert _runs(script) == expected
+
+
+def test_an_unresolved_piece_inside_a_nested_script_is_shown_as_written() -> None:
+    # hand derivation: run with no arguments, $1 is the argument the user is to pass
+    # (unresolved); bash -c then runs `run ${V%<$1>}`, whose ${V%…} kvalign does not
+    # compute: the word is shown as written in the outer script, ${V%$1}
+    assert _runs('bash -c "run \\${V%$1}"\n') == [["run", "${V%$1}"]]
+
+
+def test_a_word_over_max_word_is_kept_unresolved_and_the_next_word_read() -> None:
+    # bash 5.2: `A=x; for i in $(seq 17); do A=$A$A; done; echo ${#A}` → 131072, and
+    # B=$A$A$A has 393216 characters: more than MAX_WORD (256 * 1024 = 262144), so the word
+    # is kept as written (unresolved, noted) and the following word is read as usual
+    from kvalign.shell.commands import OPEN
+    from kvalign.shell.expand import MAX_WORD
+
+    assert 3 * 2**17 > MAX_WORD >= 2**17
+    script = "A=x\n" + "A=$A$A\n" * 17 + "run $A$A$A next\n"
+    result = evaluate(script)
+    (command,) = [c for c in result.commands if c.words[0] == "run"]
+    assert [shown(w) for w in command.words] == ["run", "$A$A$A", "next"]
+    assert OPEN in command.words[1]
+    assert command.words[2] == "next"  # read, not an unresolved piece
+    assert any(f"more than {MAX_WORD} characters" in text for _, text in result.notes)
+
+
+def test_a_default_the_grammar_splits_is_known_text() -> None:
+    # bash 5.2: `run ${U:-meta-llama/x}` → meta-llama/x| : the whole default is known text,
+    # not a piece kvalign cannot resolve (which would also be shown as written)
+    from kvalign.shell.commands import OPEN
+
+    (command,) = evaluate("run ${U:-meta-llama/x}\n").commands
+    assert command.words == ("run", "meta-llama/x")
+    assert OPEN not in command.words[1]
+
+
+def test_the_expansion_nesting_bound_is_at_max_nesting() -> None:
+    # as _condition / _expr (tests/shell/test_mutation_evaluate.py): at MAX_NESTING - 1
+    # levels an expansion is still read, at MAX_NESTING it is not (noted once)
+    from kvalign.shell.expand import MAX_NESTING, Builder, Env, Expander
+    from kvalign.shell.parse import parse
+
+    name = parse("run\n").root_node.named_children[0].named_children[0]  # command_name
+    word = name.named_children[0]  # the word itself: no nested expansion
+    assert word.type == "word"
+    expander = Expander()
+    expander.level = MAX_NESTING - 1
+    out = Builder()
+    expander.expand(word, Env(), out, quoted=False)
+    out.end()
+    assert out.words == ["run"] and expander.script.notes == []
+    expander.level = MAX_NESTING
+    out = Builder()
+    expander.expand(word, Env(), out, quoted=False)
+    out.end()
+    assert [shown(expander.decode(w)) for w in out.words] == ["run"]
+    assert expander.script.notes == [(1, f"nested deeper than {MAX_NESTING} levels: not read")]
