@@ -198,3 +198,105 @@ def test_the_expansion_nesting_bound_is_at_max_nesting() -> None:
     out.end()
     assert [shown(expander.decode(w)) for w in out.words] == ["run"]
     assert expander.script.notes == [(1, f"nested deeper than {MAX_NESTING} levels: not read")]
+
+
+# ---- evaluate.py: _command --------------------------------------------------------------
+def test_the_command_limit_note_beside_an_earlier_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    # hand derivation: with MAX_COMMANDS 3, the 4th simple command is over the limit; a note
+    # given before (the sourced file, line 1) does not stop the limit's own note
+    module = __import__("kvalign.shell.evaluate", fromlist=["MAX_COMMANDS"])
+    monkeypatch.setattr(module, "MAX_COMMANDS", 3)
+    script = evaluate(". ./env.sh\nrun 1\nrun 2\nrun 3\nrun 4\n")
+    assert [c.words[1] for c in script.commands if c.words[0] == "run"] == ["1", "2"]
+    assert [line for line, _ in script.notes] == [1, 4]
+    assert script.notes[1][1] == "more than 3 commands: the rest not read"
+
+
+def test_an_array_item_prefix_does_not_stop_the_command() -> None:
+    # bash 5.2: `A[1]=x /bin/echo ran` prints "`A[1]': not a valid identifier" and still
+    # runs the command (prints ran)
+    assert _runs("A[1]=x run ran\n") == [["run", "ran"]]
+
+
+def _undecided(name: str) -> str:
+    # an if on a variable the script reads from an unknown command: both branches are paths
+    # (bash: which one runs depends on what the command prints)
+    return f'{name}0=$(cat /etc/{name})\nif [ "${name}0" = x ]; then {name}=1; else {name}=2; fi\n'
+
+
+def test_every_path_reaches_the_commands_after_a_command() -> None:
+    # hand derivation: two paths (A=1, A=2) each run both commands
+    script = _undecided("A") + "run $A\nrun $A\n"
+    assert _runs(script) == [["run", "1"], ["run", "2"], ["run", "1"], ["run", "2"]]
+
+
+def test_more_paths_than_max_alternatives_at_a_function_call_are_merged_there() -> None:
+    # hand derivation: four undecided ifs make 2**4 = 16 paths (not more than
+    # MAX_ALTERNATIVES = 16); the call f doubles each (its own undecided if): 32 paths after
+    # the command on line 13, which are merged into one (noted at that line)
+    from kvalign.shell import MAX_ALTERNATIVES
+
+    assert MAX_ALTERNATIVES == 16
+    script = "".join(_undecided(n) for n in "ABCD")  # lines 1-8
+    script += "f() {\n" + _undecided("E") + "}\n"  # lines 9-12
+    script += "f\nrun $A$B$C$D$E\n"  # lines 13-14
+    result = evaluate(script)
+    assert [line for line, text in result.notes if "alternatives" in text] == [13]
+    assert [shown(w) for c in result.commands if c.words[0] == "run" for w in c.words] == [
+        "run",
+        "$A$B$C$D$E",
+    ]
+
+
+# ---- evaluate.py: _substituted ----------------------------------------------------------
+def _vllm(text: str) -> list[tuple[list[str], int]]:
+    return [([shown(w) for w in c.words], c.line) for c in evaluate(text).commands if c.words[:1] == ("vllm",)]
+
+
+def test_a_launching_substitution_among_other_words() -> None:
+    # hand derivation: bash runs each $( ) of a command line before the command, so the
+    # vllm serve inside runs whatever words follow it or whichever other $( ) there is
+    assert _vllm("run $(vllm serve m) x\n") == [(["vllm", "serve", "m"], 1)]
+    assert _vllm("run $(vllm serve m) $(date)\n") == [(["vllm", "serve", "m"], 1)]
+
+
+def test_a_launching_substitution_keeps_its_line() -> None:
+    # hand derivation: the substitution on line 3 runs there; inside eval (line 3) the
+    # command is reported at the eval's line
+    assert _vllm("\n\nX=$(vllm serve m)\n") == [(["vllm", "serve", "m"], 3)]
+    assert _vllm("\n\neval 'X=$(vllm serve m)'\n") == [(["vllm", "serve", "m"], 3)]
+
+
+def test_a_launching_substitution_in_a_function_runs_at_each_call() -> None:
+    # hand derivation: bash runs the function body, so the substitution, at each call: two
+    # launches, the same command from two calls (Command.site: two calls of one function
+    # are two sites)
+    script = "f() { X=$(vllm serve m); }\nf\nf\n"
+    assert _vllm(script) == [(["vllm", "serve", "m"], 1), (["vllm", "serve", "m"], 1)]
+
+
+def _chain(depth: int, body: str) -> str:
+    # f1 calls f2 … calls f<depth>, whose body is ``body``: that body runs `depth` calls
+    # deep (f1's body is one level below the script)
+    lines = [f"f{i}() {{ f{i + 1}; }}" for i in range(1, depth)]
+    lines.append(f"f{depth}() {{ {body}; }}")
+    return "\n".join(lines) + "\nf1\n"
+
+
+@pytest.mark.parametrize(
+    ("depth", "body", "launched"),
+    [
+        # hand derivation from _MAX_DEPTH = 8 (eval / bash -c / function nesting): a body 7
+        # calls deep still runs its $( ); one 8 deep does not
+        (7, "X=$(vllm serve m)", True),
+        (8, "X=$(vllm serve m)", False),
+        # the $( ) is one level more: its bash -c runs only from 6 calls deep (7 < 8)
+        (6, "X=$(bash -c 'vllm serve m')", True),
+        (7, "X=$(bash -c 'vllm serve m')", False),
+    ],
+)
+def test_the_nesting_bound_of_substitutions(depth: int, body: str, launched: bool) -> None:
+    module = __import__("kvalign.shell.evaluate", fromlist=["_MAX_DEPTH"])
+    assert module._MAX_DEPTH == 8
+    found = [w for w, _ in _vllm(_chain(depth, body))]
+    assert found == ([["vllm", "serve", "m"]] if launched else [])
