@@ -137,6 +137,8 @@ def remote_script(words: list[str] | tuple[str, ...]) -> str | None:
         i += 1
     if i + 1 >= len(words):  # no host, or no command: an interactive login
         return None
+    if words[i].startswith("-"):  # after "--": ssh refuses such a host name, runs nothing
+        return None
     return " ".join(words[i + 1 :])
 
 
@@ -203,6 +205,11 @@ def shell_script(words: list[str] | tuple[str, ...]) -> tuple[str, list[str]] | 
             continue
         if word.startswith("--"):  # --login, --norc …
             i += 1
+            continue
+        if word in ("-", "+"):  # a lone "-" ends the options as "--" does; a lone "+" is none
+            i += 1
+            if word == "-":
+                break
             continue
         break
     if not has_c or i >= len(words):

@@ -356,13 +356,14 @@ class Expander:
         return out.words
 
     def joined(self, node: Node, env: Env) -> str:
-        """The value of an assignment's right side: expanded, not split."""
+        """The value of an assignment's right side: expanded, not split; the words of a
+        ``"$@"`` / ``"${A[@]}"`` in it are joined with a blank (bash 5.2, whatever ``IFS``)."""
         out = Builder(self.budget)
         self.expand(node, env, out, quoted=True, assignment=True)
         out.end()
         if out.overflow:
             return self._too_long(node)
-        return "".join(out.words) if out.words else ""
+        return " ".join(out.words) if out.words else ""
 
     def expand(
         self, node: Node, env: Env, out: Builder, *, quoted: bool, assignment: bool = False
