@@ -100,7 +100,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["kvalign/shell/*"],
         ["tests/test_mutation_shell.py", "tests/shell/test_bash_eval.py",
          "tests/shell/test_shell_no_arguments.py", "tests/shell/test_mutation_expand.py",
-         "tests/shell/test_mutation_evaluate.py", "tests/shell/test_mutation_commands.py"],
+         "tests/shell/test_mutation_evaluate.py", "tests/shell/test_mutation_commands.py",
+         "tests/shell/test_mutation_survivors_A.py", "tests/shell/test_mutation_survivors_B.py"],
     ),
 }  # fmt: skip
 
