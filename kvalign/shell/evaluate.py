@@ -673,10 +673,22 @@ class _Evaluator(Expander):
                     env.exported.add(word)
             return [env]
         if name == "set":
-            if "-a" in words[1:] or any(w.startswith("-") and "a" in w[1:] for w in words[1:2]):
-                env.allexport = True
-            if "--" in words:
-                env.positional = tuple(words[words.index("--") + 1 :])
+            # options left to right (-a / -o allexport on, + off; -o takes the next word)
+            # up to the first word that is none; `--` or `-` ends them, and the words after
+            # are $1 … (`set -` with none after keeps them); a word that is no option starts
+            # them (bash 5.2, "The Set Builtin")
+            i = 1
+            while i < len(words) and words[i][:1] in ("-", "+") and words[i] not in ("-", "--"):
+                flags, on = words[i][1:], words[i][0] == "-"
+                if "o" in flags and i + 1 < len(words):
+                    i += 1
+                    if words[i] == "allexport":
+                        env.allexport = on
+                if "a" in flags:
+                    env.allexport = on
+                i += 1
+            if i < len(words) and (words[i] != "-" or i + 1 < len(words)):
+                env.positional = tuple(words[i + (words[i] in ("-", "--")) :])
                 env.open_args = False
             return [env]
         if name == "shift":
