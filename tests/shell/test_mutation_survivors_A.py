@@ -69,3 +69,185 @@ def test_set_o_takes_the_next_word() -> None:
     assert dict(command.env) == {"A": "1"}
     (command,) = _commands("set -a\nset +o allexport\nA=1\nrun\n")
     assert dict(command.env) == {}
+
+
+# ---- parse.node_text ----------------------------------------------------------------------
+
+
+def test_an_empty_here_document_fed_to_a_shell_runs_nothing() -> None:
+    # bash 5.2 (run exported with `export -f run`): `run a`, then `bash <<EOF` with an
+    # empty here-document, then `run b` prints run|a| and run|b| only (the child shell
+    # reads an empty script)
+    assert _words("run a\nbash <<EOF\nEOF\nrun b\n") == [["run", "a"], ["run", "b"]]
+
+
+# ---- _Evaluator.run / _run ----------------------------------------------------------------
+
+
+def test_nothing_after_exit_is_read_not_even_a_function_definition() -> None:
+    # bash 5.2: `exit 0; f() { run x; }; f` prints nothing: the definition after exit is
+    # never made, so there is no function to read (with its arguments unknown) either
+    assert _words("exit 0\nf() { run x; }\n") == []
+
+
+def test_every_part_of_a_pipeline_is_a_command() -> None:
+    # bash 5.2: `run a | cat` prints run|a| (run ran; cat passed its output on)
+    assert _words("run a | cat\n") == [["run", "a"], ["cat"]]
+
+
+def test_a_launch_in_a_substitution_of_export_or_of_a_command_runs() -> None:
+    # bash 5.2, with vllm() { echo "ran vllm $*" >&2; }: `export A=$(vllm serve m)` and
+    # `echo $(vllm serve m)` each print "ran vllm serve m" (the substitution runs first)
+    assert _words("export A=$(vllm serve m)\n") == [["vllm", "serve", "m"]]
+    assert ["vllm", "serve", "m"] in _words("echo $(vllm serve m)\n")
+
+
+def test_assignments_alone_on_a_line_set_variables_and_export_none() -> None:
+    # bash 5.2: `A=1 B=2; run $A $B; env | grep -c '^[AB]='` prints run|1|2| then 0
+    (command,) = _commands("A=1 B=2; run $A $B\n")
+    assert [shown(w) for w in command.words] == ["run", "1", "2"]
+    assert dict(command.env) == {}
+
+
+def test_unset_of_a_variable_never_set() -> None:
+    # bash 5.2: `unset NOTSET; run ok` prints run|ok|
+    assert _words("unset NOTSET\nrun ok\n") == [["run", "ok"]]
+
+
+def test_a_statement_of_redirections_only_is_one_step() -> None:
+    # `>f` alone truncates f and runs nothing (bash 5.2 prints nothing for it). The shell
+    # budget is 100 000 steps (expand.MAX_STEPS), one per statement read: 60 000 such
+    # lines are 60 001 steps (the program and each line; no word is expanded), within it
+    assert evaluate(">f\n" * 60_000).commands == []
+
+
+# ---- eval, functions, ssh / tmux / sh -c: nesting 8 levels deep (_MAX_DEPTH) --------------
+
+
+def _depth_eight(body: str) -> str:
+    # f1 calls f2 … f7 calls f8: f1's body runs at depth 1, f8's at depth 8
+    calls = "".join(f"f{i}() {{ f{i + 1}; }}\n" for i in range(1, 8))
+    return calls + f"f8() {{\n{body}\n}}\nf1\n"
+
+
+def test_a_call_nine_levels_deep_is_recorded_as_the_command_it_is() -> None:
+    # calls are followed 8 levels deep: f9, called from f8 (depth 8), is not entered; it
+    # is the command `f9`, and f9 (never entered) is read once on its own afterwards
+    assert _words(_depth_eight("run x")) == [["run", "x"]]  # depth 8 itself is read
+    assert _words("f9() { run x; }\n" + _depth_eight("f9")) == [["f9"], ["run", "x"]]
+
+
+def test_nested_scripts_nine_levels_deep_are_recorded_as_commands() -> None:
+    # at depth 8, a here-document for a shell, ssh, tmux and sh -c are not read any deeper:
+    # each is recorded as the command it is (none of them is entered)
+    assert _words(_depth_eight("bash <<'EOF'\nrun x\nEOF")) == [["bash"]]
+    assert _words(_depth_eight('ssh h "run x"')) == [["ssh", "h", "run x"]]
+    assert _words(_depth_eight('tmux new -d "run x"')) == [["tmux", "new", "-d", "run x"]]
+    assert _words(_depth_eight('bash -c "run x"')) == [["bash", "-c", "run x"]]
+
+
+def test_a_nested_script_keeps_its_line_and_path() -> None:
+    # Command.line: the ssh / tmux / eval line for a nested script (line 3 here);
+    # Command.alternative: the undecided `if` around it
+    script = "A=1\nB=2\n" + (
+        'if [ "$U" = a ]; then ssh h "run x"; tmux new -d "run y"; bash -c "run z"; fi\n'
+    )
+    assert [(shown(c.words[1]), c.line, c.alternative) for c in _commands(script)] == [
+        ("x", 3, ('if [ "$U" = a ]',)),
+        ("y", 3, ('if [ "$U" = a ]',)),
+        ("z", 3, ('if [ "$U" = a ]',)),
+    ]
+    # outside any if: no undecided condition
+    for script in ('ssh h "run x"\n', 'tmux new -d "run x"\n', 'bash -c "run x"\n'):
+        assert [c.alternative for c in _commands(script)] == [()], script
+
+
+def test_a_function_defined_and_called_in_an_eval_is_at_the_eval_line() -> None:
+    # Command.line is the eval's line (3) for all its text, also inside a function of it
+    (command,) = _commands("A=1\nB=2\neval 'f() { run x; }; f'\n")
+    assert (command.words, command.line) == (("run", "x"), 3)
+
+
+def test_a_remote_or_session_shell_has_no_arguments() -> None:
+    # bash 5.2: `env -i bash -c 'printf "%s|" run "$1" x'` prints run||x| (the shell ssh
+    # or tmux starts has no $1; nothing is left unresolved)
+    for script in ("ssh h 'run \"$1\" x'\n", "tmux new -d 'run \"$1\" x'\n"):
+        assert _words(script) == [["run", "", "x"]], script
+
+
+def test_a_child_shell_exports_only_what_it_was_given() -> None:
+    # bash 5.2: `B=1; bash -c "B=2; env | grep -c ^B="` prints 0 (B=2 in the child is not
+    # exported), and so for the shell tmux starts
+    for script in ('B=1\ntmux new -d "B=2; run"\n', 'B=1\nbash -c "B=2; run"\n'):
+        (command,) = _commands(script)
+        assert dict(command.env) == {}, script
+
+
+def test_eval_joins_its_words_with_blanks() -> None:
+    # bash 5.2: `eval run a b` prints run|a|b|
+    assert _words("eval run a b\n") == [["run", "a", "b"]]
+
+
+def test_read_makes_its_one_variable_unknown() -> None:
+    # `read A` sets A from its input, which kvalign does not know: kept as written
+    assert _words("A=1\nread A\nrun $A\n") == [["run", "$A"]]
+
+
+def test_declaration_builtins_written_quoted_still_assign() -> None:
+    # a quoted builtin name is still the builtin (quoting only stops reserved words).
+    # bash 5.2: `"typeset" A=1; run $A` and `"readonly" A=1; run $A` print run|1|;
+    # `f() { "local" A=1; run $A; }; f; run "${A-unset}"` prints run|1| then run|unset|
+    assert _words('"typeset" A=1\nrun $A\n') == [["run", "1"]]
+    assert _words('"readonly" A=1\nrun $A\n') == [["run", "1"]]
+    assert _words('f() { "local" A=1; run $A; }\nf\n') == [["run", "1"]]
+
+
+def test_quoted_declare_exports_only_with_x() -> None:
+    # bash 5.2: `"declare" ax=1; env | grep -c '^ax='` prints 0 (an x in a name is no
+    # -x option), and `A=1; "declare" A; env | grep -c ^A=` prints 0
+    for script in ('"declare" ax=1\nrun\n', 'A=1\n"declare" A\nrun\n'):
+        (command,) = _commands(script)
+        assert dict(command.env) == {}, script
+
+
+def test_commands_are_written_as_themselves() -> None:
+    # Command.written: the command as written (with its redirections), not its line's
+    # neighbours
+    assert [c.written for c in _commands("A=1\nrun a\nrun b > log\n")] == [
+        "run a",
+        "run b > log",
+    ]
+
+
+def test_loop_items_of_one_eval_share_its_site() -> None:
+    # Command.site: loop items share it (commands.py, Command): the one eval in the loop
+    # runs "run aa", then "run b", at one place
+    first, second = _commands('for c in "run aa" "run b"; do eval "$c"; done\n')
+    assert (first.words, second.words) == (("run", "aa"), ("run", "b"))
+    assert first.site == second.site
+
+
+def test_two_commands_of_two_eval_texts_have_two_sites() -> None:
+    # Command.site identifies the command in the source: `run aa` and `run b`, defined as
+    # f's body by two eval texts and called at one place, are two commands
+    script = 'for c in "f() { run aa; }" "f() { run b; }"; do eval "$c"; f; done\n'
+    first, second = _commands(script)
+    assert (first.words, second.words) == (("run", "aa"), ("run", "b"))
+    assert first.site != second.site
+
+
+# ---- _cap: more than MAX_ALTERNATIVES (16) paths are merged --------------------------------
+
+
+def _seventeen_items(before: str) -> str:
+    # a case on an unknown $U with 17 items, no default: 17 paths take an item and one
+    # takes none, 18 paths (over 16: merged into one; B differs, A and E do not)
+    items = "".join(f"  {i}) B={i} ;;\n" for i in range(1, 18))
+    return f"{before}case $U in\n{items}esac\nrun $A $B\n"
+
+
+def test_past_the_merge_one_path_with_the_differing_variable_unresolved() -> None:
+    # the 17 item paths are merged at the 17th (one path), then the path that took no item
+    # (B=none) joins it: 2 paths, merged again, as the first merge already was (B: one
+    # of 1 … 17 or none, unresolved; A the same on every path, kept)
+    assert _words(_seventeen_items("A=keep\nB=none\n")) == [["run", "keep", "$B"]]
