@@ -23,6 +23,7 @@ Redirections (``> log 2>&1``) are not arguments; ``&``, ``;``, pipelines end com
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -621,6 +622,13 @@ class _Evaluator(Expander):
             return envs
         name_node = node.child_by_field_name("name")
         prefixes = [c for c in node.named_children if c.type == "variable_assignment"]
+        own = _own_start(node)
+        if own is not None:  # `A=1 B=2⏎cmd`: the assignments first, then the command
+            ahead = [p for p in prefixes if p.start_byte < own.start_byte]
+            for env in envs:
+                for prefix in ahead:
+                    self._assign(prefix, env)
+            prefixes = prefixes[len(ahead) :]
         if name_node is None:
             for env in envs:
                 for prefix in prefixes:
@@ -634,7 +642,7 @@ class _Evaluator(Expander):
             and c.type not in _SKIP
             and c.type != "variable_assignment"
         ]
-        line = ctx.line or node.start_point[0] + 1
+        line = ctx.line or (own or node).start_point[0] + 1
         out: list[Env] = []
         for env in envs:
             local = env.copy()
@@ -853,14 +861,16 @@ class _Evaluator(Expander):
         if key in self.seen:
             return
         self.seen.add(key)
-        own_line = node.start_point[0] + 1
+        own = _own_start(node) or node
+        own_line = own.start_point[0] + 1
         hints = (*self._comments_above(own_line), *ctx.hints) if ctx.line is None else ctx.hints
+        outer = (
+            node.parent
+            if node.parent is not None and node.parent.type == "redirected_statement"
+            else node
+        )
         written = self.plain(
-            node_text(
-                node.parent
-                if node.parent is not None and node.parent.type == "redirected_statement"
-                else node
-            )
+            (outer.text or b"")[own.start_byte - outer.start_byte :].decode("utf-8", "replace")
         )
         hints = tuple(self.plain(h) for h in hints)
         variables = {
@@ -910,6 +920,22 @@ class _Evaluator(Expander):
         if note not in self.script.notes:
             self.script.notes.append(note)
         return [merged]
+
+
+def _own_start(node: Node) -> Node | None:
+    """The first part of a command's own (``cmd`` of ``A=1 B=2⏎cmd``: tree-sitter-bash 0.25
+    reads two or more assignments, a line break and a command as one command with the
+    assignments as prefixes; bash ends the statement at the line break), else ``None``."""
+    parts = [c for c in node.children if c.type != "comment"]
+    text = node.text or b""
+    found = None
+    for part, after in itertools.pairwise(parts):
+        if part.type != "variable_assignment":
+            break
+        gap = text[part.end_byte - node.start_byte : after.start_byte - node.start_byte]
+        if b"\n" in gap.replace(b"\\\n", b""):  # a line break, not a continued line
+            found = after
+    return found
 
 
 def _is_test(node: Node) -> bool:

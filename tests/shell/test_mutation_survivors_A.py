@@ -251,3 +251,35 @@ def test_past_the_merge_one_path_with_the_differing_variable_unresolved() -> Non
     # (B=none) joins it: 2 paths, merged again, as the first merge already was (B: one
     # of 1 … 17 or none, unresolved; A the same on every path, kept)
     assert _words(_seventeen_items("A=keep\nB=none\n")) == [["run", "keep", "$B"]]
+
+
+# ---- `A=1 B=2⏎cmd`: tree-sitter-bash 0.25 reads it as one command with prefixes ----------
+
+
+def test_assignments_on_a_line_of_their_own_are_no_prefixes_of_the_next_command() -> None:
+    # bash 5.2 (run also prints `env | grep '^[ABC]='`): `A=1 B=2⏎run $A $B` prints
+    # run|1|2| and no variable; `A=1 B=2 # c⏎run x` prints run|x| and none;
+    # `A=1 B=2⏎C=3 run $A` prints run|1| and C=3
+    cases = [
+        ("A=1 B=2\nrun $A $B\n", ["run", "1", "2"], {}),
+        ("A=1 B=2 # c\nrun x\n", ["run", "x"], {}),
+        ("A=1 B=2\nC=3 run $A\n", ["run", "1"], {"C": "3"}),
+    ]
+    for script, words, env in cases:
+        (command,) = _commands(script)
+        assert [shown(w) for w in command.words] == words, script
+        assert dict(command.env) == env, script
+        assert command.line == 2, script
+        assert command.written == script.split("\n")[1], script
+
+
+def test_assignments_continued_by_a_backslash_are_prefixes() -> None:
+    # bash 5.2: `A=1 B=2 \⏎run` prints run| and A=1 B=2 (one command: the line goes on)
+    (command,) = _commands("A=1 B=2 \\\nrun\n")
+    assert dict(command.env) == {"A": "1", "B": "2"}
+    assert command.line == 1
+
+
+def test_the_next_command_keeps_its_redirections_as_written() -> None:
+    (command,) = _commands("A=1 B=2\nrun > log\n")
+    assert (command.written, command.line, dict(command.env)) == ("run > log", 2, {})
