@@ -653,7 +653,8 @@ class _Evaluator(Expander):
                 if key is not None:
                     value = local.vars.get(node_text(key), "")
                     extra[node_text(key)] = value if isinstance(value, str) else " ".join(value)
-            words = self.words([name_node, *arguments], local)
+            # expanded before the prefixes are assigned (bash: "Simple Command Expansion")
+            words = self.words([name_node, *arguments], env)
             out += self._dispatch(node, words, env, extra, line, ctx)
         return self._cap(out, node)
 

@@ -283,3 +283,18 @@ def test_assignments_continued_by_a_backslash_are_prefixes() -> None:
 def test_the_next_command_keeps_its_redirections_as_written() -> None:
     (command,) = _commands("A=1 B=2\nrun > log\n")
     assert (command.written, command.line, dict(command.env)) == ("run > log", 2, {})
+
+
+def test_a_command_s_words_are_expanded_before_its_prefix_assignments() -> None:
+    # bash manual, "Simple Command Expansion": the words that are not assignments are
+    # expanded first, the assignments after (left to right). bash 5.2:
+    # `B=2; B=3 printf "%s|" run $B` prints run|2|; with B unset,
+    # `B=3 printf "%s|" run "${B-unset}"` prints run|unset|; `A=1 B=$A env` shows B=1;
+    # `A=1 B=2⏎B=3 run $B` prints run|2| and B=3
+    (command,) = _commands("B=2\nB=3 run $B\n")
+    assert ([shown(w) for w in command.words], dict(command.env)) == (["run", "2"], {"B": "3"})
+    assert _words('B=3 run "${B-unset}"\n') == [["run", "unset"]]
+    (command,) = _commands("A=1 B=$A run\n")
+    assert dict(command.env) == {"A": "1", "B": "1"}
+    (command,) = _commands("A=1 B=2\nB=3 run $B\n")
+    assert ([shown(w) for w in command.words], dict(command.env)) == (["run", "2"], {"B": "3"})
