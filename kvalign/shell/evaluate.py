@@ -622,13 +622,12 @@ class _Evaluator(Expander):
             return envs
         name_node = node.child_by_field_name("name")
         prefixes = [c for c in node.named_children if c.type == "variable_assignment"]
-        own = _own_start(node)
-        if own is not None:  # `A=1 B=2⏎cmd`: the assignments first, then the command
-            ahead = [p for p in prefixes if p.start_byte < own.start_byte]
-            for env in envs:
-                for prefix in ahead:
-                    self._assign(prefix, env)
-            prefixes = prefixes[len(ahead) :]
+        own = _own_start(node)  # `A=1 B=2⏎cmd`: the assignments first, then the command
+        ahead = [p for p in prefixes if p.start_byte < own.start_byte]
+        for env in envs:
+            for prefix in ahead:
+                self._assign(prefix, env)
+        prefixes = prefixes[len(ahead) :]
         if name_node is None:
             for env in envs:
                 for prefix in prefixes:
@@ -642,7 +641,7 @@ class _Evaluator(Expander):
             and c.type not in _SKIP
             and c.type != "variable_assignment"
         ]
-        line = ctx.line or (own or node).start_point[0] + 1
+        line = ctx.line or own.start_point[0] + 1
         out: list[Env] = []
         for env in envs:
             local = env.copy()
@@ -862,7 +861,7 @@ class _Evaluator(Expander):
         if key in self.seen:
             return
         self.seen.add(key)
-        own = _own_start(node) or node
+        own = _own_start(node)
         own_line = own.start_point[0] + 1
         hints = (*self._comments_above(own_line), *ctx.hints) if ctx.line is None else ctx.hints
         outer = (
@@ -923,16 +922,14 @@ class _Evaluator(Expander):
         return [merged]
 
 
-def _own_start(node: Node) -> Node | None:
-    """The first part of a command's own (``cmd`` of ``A=1 B=2⏎cmd``: tree-sitter-bash 0.25
-    reads two or more assignments, a line break and a command as one command with the
-    assignments as prefixes; bash ends the statement at the line break), else ``None``."""
-    parts = [c for c in node.children if c.type != "comment"]
+def _own_start(node: Node) -> Node:
+    """The first part of a command's own (``cmd`` of ``A=1 B=2⏎cmd`` or ``A=1 >log⏎cmd``:
+    tree-sitter-bash 0.25 reads assignments and redirections (two or more, one of them an
+    assignment), a line break and a command as one command; bash ends the statement at the
+    line break), else ``node``."""
     text = node.text or b""
-    found = None
-    for part, after in itertools.pairwise(parts):
-        if part.type != "variable_assignment":
-            break
+    found = node
+    for part, after in itertools.pairwise(node.children):
         gap = text[part.end_byte - node.start_byte : after.start_byte - node.start_byte]
         if b"\n" in gap.replace(b"\\\n", b""):  # a line break, not a continued line
             found = after

@@ -278,6 +278,10 @@ def test_assignments_continued_by_a_backslash_are_prefixes() -> None:
     (command,) = _commands("A=1 B=2 \\\nrun\n")
     assert dict(command.env) == {"A": "1", "B": "2"}
     assert command.line == 1
+    # bash 5.2: `A="1⏎2" B=2 run` shows A=1⏎2 and B=2 (a line break in a quoted value
+    # ends nothing)
+    (command,) = _commands('A="1\n2" B=2 run\n')
+    assert dict(command.env) == {"A": "1\n2", "B": "2"}
 
 
 def test_the_next_command_keeps_its_redirections_as_written() -> None:
@@ -298,3 +302,46 @@ def test_a_command_s_words_are_expanded_before_its_prefix_assignments() -> None:
     assert dict(command.env) == {"A": "1", "B": "1"}
     (command,) = _commands("A=1 B=2\nB=3 run $B\n")
     assert ([shown(w) for w in command.words], dict(command.env)) == (["run", "2"], {"B": "3"})
+
+
+def test_lines_of_assignments_before_a_command() -> None:
+    # bash 5.2: `A=1 B=2⏎C=3 D=4⏎run $A $C` prints run|1|3| and no variable (two
+    # statements of assignments, then the command; tree-sitter reads all as one command)
+    (command,) = _commands("A=1 B=2\nC=3 D=4\nrun $A $C\n")
+    assert ([shown(w) for w in command.words], dict(command.env)) == (["run", "1", "3"], {})
+    assert (command.line, command.written) == (3, "run $A $C")
+
+
+def test_comments_above_a_command_after_assignments() -> None:
+    # Command.hints: the comments just above the command's own line; as after one
+    # assignment (`# c⏎A=1⏎run`), a line of assignments between them hides the comment
+    for script in ("# c\nA=1\nrun\n", "# c\nA=1 B=2\nrun\n"):
+        (command,) = _commands(script)
+        assert command.hints == (), script
+    (command,) = _commands("A=1 B=2\n# c\nrun\n")
+    assert command.hints == ("# c",)
+
+
+def test_set_with_a_lone_dash_or_a_lone_o() -> None:
+    # bash 5.2: `set -- a b; set -; run "$@"` prints run|a|b| (no words after -: $1 …
+    # kept); `set - x y; run "$@"` prints run|x|y|; `set -o` lists the options (status 0)
+    assert _words('set -- a b\nset -\nrun "$@"\n') == [["run", "a", "b"]]
+    assert _words('set - x y\nrun "$@"\n') == [["run", "x", "y"]]
+    (command,) = _commands('set -- a\nset -o\nA=1\nrun "$@"\n')
+    assert ([shown(w) for w in command.words], dict(command.env)) == (["run", "a"], {})
+
+
+def test_an_assigning_default_in_a_command_s_words_stays_set() -> None:
+    # bash 5.2: `X=1 printf "%s|" run3 ${W:=y}; printf "%s|" run4 "$W"` prints run3|y|
+    # then run4|y| (the words are expanded in the shell itself, not with the prefixes)
+    assert _words('X=1 run3 ${W:=y}\nrun4 "$W"\n') == [["run3", "y"], ["run4", "y"]]
+
+
+def test_redirections_and_assignments_on_a_line_of_their_own() -> None:
+    # bash 5.2 (in a scratch directory): `>log A=1 B=2⏎run "$A"; env | grep -c '^A='` prints
+    # run|1| then 0 (the first line is a statement of its own: A set, not exported), and
+    # so does `A=1 >log⏎run "$A"; …`
+    for script in ('>log A=1 B=2\nrun "$A"\n', 'A=1 >log\nrun "$A"\n'):
+        (command,) = _commands(script)
+        assert ([shown(w) for w in command.words], dict(command.env)) == (["run", "1"], {})
+        assert (command.line, command.written) == (2, 'run "$A"')
