@@ -23,6 +23,7 @@ Redirections (``> log 2>&1``) are not arguments; ``&``, ``;``, pipelines end com
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -621,6 +622,12 @@ class _Evaluator(Expander):
             return envs
         name_node = node.child_by_field_name("name")
         prefixes = [c for c in node.named_children if c.type == "variable_assignment"]
+        own = _own_start(node)  # `A=1 B=2⏎cmd`: the assignments first, then the command
+        ahead = [p for p in prefixes if p.start_byte < own.start_byte]
+        for env in envs:
+            for prefix in ahead:
+                self._assign(prefix, env)
+        prefixes = prefixes[len(ahead) :]
         if name_node is None:
             for env in envs:
                 for prefix in prefixes:
@@ -634,7 +641,7 @@ class _Evaluator(Expander):
             and c.type not in _SKIP
             and c.type != "variable_assignment"
         ]
-        line = ctx.line or node.start_point[0] + 1
+        line = ctx.line or own.start_point[0] + 1
         out: list[Env] = []
         for env in envs:
             local = env.copy()
@@ -645,7 +652,8 @@ class _Evaluator(Expander):
                 if key is not None:
                     value = local.vars.get(node_text(key), "")
                     extra[node_text(key)] = value if isinstance(value, str) else " ".join(value)
-            words = self.words([name_node, *arguments], local)
+            # expanded before the prefixes are assigned (bash: "Simple Command Expansion")
+            words = self.words([name_node, *arguments], env)
             out += self._dispatch(node, words, env, extra, line, ctx)
         return self._cap(out, node)
 
@@ -673,10 +681,22 @@ class _Evaluator(Expander):
                     env.exported.add(word)
             return [env]
         if name == "set":
-            if "-a" in words[1:] or any(w.startswith("-") and "a" in w[1:] for w in words[1:2]):
-                env.allexport = True
-            if "--" in words:
-                env.positional = tuple(words[words.index("--") + 1 :])
+            # options left to right (-a / -o allexport on, + off; -o takes the next word)
+            # up to the first word that is none; `--` or `-` ends them, and the words after
+            # are $1 … (`set -` with none after keeps them); a word that is no option starts
+            # them (bash 5.2, "The Set Builtin")
+            i = 1
+            while i < len(words) and words[i][:1] in ("-", "+") and words[i] not in ("-", "--"):
+                flags, on = words[i][1:], words[i][0] == "-"
+                if "o" in flags and i + 1 < len(words):
+                    i += 1
+                    if words[i] == "allexport":
+                        env.allexport = on
+                if "a" in flags:
+                    env.allexport = on
+                i += 1
+            if i < len(words) and (words[i] != "-" or i + 1 < len(words)):
+                env.positional = tuple(words[i + (words[i] in ("-", "--")) :])
                 env.open_args = False
             return [env]
         if name == "shift":
@@ -841,14 +861,16 @@ class _Evaluator(Expander):
         if key in self.seen:
             return
         self.seen.add(key)
-        own_line = node.start_point[0] + 1
+        own = _own_start(node)
+        own_line = own.start_point[0] + 1
         hints = (*self._comments_above(own_line), *ctx.hints) if ctx.line is None else ctx.hints
+        outer = (
+            node.parent
+            if node.parent is not None and node.parent.type == "redirected_statement"
+            else node
+        )
         written = self.plain(
-            node_text(
-                node.parent
-                if node.parent is not None and node.parent.type == "redirected_statement"
-                else node
-            )
+            (outer.text or b"")[own.start_byte - outer.start_byte :].decode("utf-8", "replace")
         )
         hints = tuple(self.plain(h) for h in hints)
         variables = {
@@ -898,6 +920,20 @@ class _Evaluator(Expander):
         if note not in self.script.notes:
             self.script.notes.append(note)
         return [merged]
+
+
+def _own_start(node: Node) -> Node:
+    """The first part of a command's own (``cmd`` of ``A=1 B=2⏎cmd`` or ``A=1 >log⏎cmd``:
+    tree-sitter-bash 0.25 reads assignments and redirections (two or more, one of them an
+    assignment), a line break and a command as one command; bash ends the statement at the
+    line break), else ``node``."""
+    text = node.text or b""
+    found = node
+    for part, after in itertools.pairwise(node.children):
+        gap = text[part.end_byte - node.start_byte : after.start_byte - node.start_byte]
+        if b"\n" in gap.replace(b"\\\n", b""):  # a line break, not a continued line
+            found = after
+    return found
 
 
 def _is_test(node: Node) -> bool:
