@@ -910,3 +910,45 @@ def test_test_command_with_a_variable_on_the_right() -> None:
 def test_a_command_in_an_else_branch_has_else_as_its_hint() -> None:
     commands = _commands('if [ "$Q" = 1 ]; then run a; else run b; fi\n')
     assert [c.hints for c in commands] == [('if [ "$Q" = 1 ]',), ("else",)]
+
+
+# ---- evaluate(): functions never called, and the syntax note (issue 19, session 7) ----
+def test_a_function_never_called_runs_with_the_variables_set_by_the_end_of_the_script() -> None:
+    # f is defined and never called: kvalign evaluates its body once, as if it were called
+    # at the end of the script (module docstring), so "$A" is the 8 set before it; bash
+    # would expand it to 8 too if f were called there
+    script = evaluate('A=8\nf() { vllm serve m --tensor-parallel-size "$A"; }\n')
+    assert [c.words for c in script.commands] == [
+        ("vllm", "serve", "m", "--tensor-parallel-size", "8")
+    ]
+    # ... on every path the script can end on: X is not set, so both branches are paths
+    # (A=8 where [ "$X" = a ] holds, A=4 where it does not), and f is evaluated on each
+    branches = evaluate(
+        'if [ "$X" = a ]; then A=8; else A=4; fi\n'
+        'f() { vllm serve m --tensor-parallel-size "$A"; }\n'
+    )
+    assert [c.words[-1] for c in branches.commands] == ["8", "4"]
+
+
+def test_a_function_never_called_has_seven_levels_of_eval_left() -> None:
+    # eval / bash -c / function nesting is bounded at 8 levels (_MAX_DEPTH) and a function
+    # body is one level: `eval` seven times inside it still reaches the command (bash runs
+    # `vllm serve m` for any number of evals); an eighth eval is past the bound and the
+    # command stays as written
+    seven = evaluate("f() { " + "eval " * 7 + "vllm serve m; }\n")
+    assert [c.words for c in seven.commands] == [("vllm", "serve", "m")]
+    eight = evaluate("f() { " + "eval " * 8 + "vllm serve m; }\n")
+    assert [c.words for c in eight.commands] == [("eval", "vllm", "serve", "m")]
+
+
+def test_a_syntax_error_is_noted_at_its_line() -> None:
+    # bash 5.2.15: `bash -n` on this script: "line 3: syntax error near unexpected token `)'"
+    script = evaluate("A=1\necho ok\necho )\n")
+    assert script.notes == [(3, "shell syntax not understood here")]
+    assert evaluate("A=1\necho ok\n").notes == []
+    # an `if` never closed: bash -n says "line 4: syntax error: unexpected end of file"
+    # (the line after the last); the note names line 3, where the unclosed `if` starts (the
+    # first line the parser marks): no command of the script reports it, so this note is
+    # the only sign that part of the script was not read
+    unclosed = evaluate("A=1\necho ok\nif true; then\n")
+    assert unclosed.notes == [(3, "shell syntax not understood here")]
