@@ -102,6 +102,11 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
          "tests/shell/test_shell_no_arguments.py", "tests/shell/test_mutation_expand.py",
          "tests/shell/test_mutation_evaluate.py", "tests/shell/test_mutation_commands.py"],
     ),
+    "common": (
+        ["kvalign/deploy/common.py"],
+        ["tests/test_mutation_common.py", "tests/deploy/test_deploy_readers.py",
+         "tests/deploy/test_settings_builder.py"],
+    ),
 }  # fmt: skip
 
 #: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
