@@ -107,6 +107,10 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["tests/test_mutation_common.py", "tests/deploy/test_deploy_readers.py",
          "tests/deploy/test_settings_builder.py"],
     ),
+    "compose": (
+        ["kvalign/deploy/compose.py"],
+        ["tests/test_mutation_compose.py", "tests/deploy/test_deploy_readers.py"],
+    ),
 }  # fmt: skip
 
 #: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
