@@ -25,8 +25,12 @@ from kvalign.deploy.interface import Source
 from kvalign.deploy.model import DeploymentKey, Location, Problem
 from kvalign.errors import InvalidConfig
 
-PRODUCER = json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_producer"}, separators=(",", ":"))
-CONSUMER = json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_consumer"}, separators=(",", ":"))
+PRODUCER = json.dumps(
+    {"kv_connector": "NixlConnector", "kv_role": "kv_producer"}, separators=(",", ":")
+)
+CONSUMER = json.dumps(
+    {"kv_connector": "NixlConnector", "kv_role": "kv_consumer"}, separators=(",", ":")
+)
 
 COMPOSE = f"""\
 services:
@@ -51,7 +55,12 @@ def _read(text: str, base: Path | None = None, file: str = "c.yaml") -> Any:
 
 def test_a_whole_compose_file() -> None:
     found = _read(COMPOSE)
-    assert (found.source, found.kind, found.launches, found.problems) == ("c.yaml", "compose", 2, ())
+    assert (found.source, found.kind, found.launches, found.problems) == (
+        "c.yaml",
+        "compose",
+        2,
+        (),
+    )
     # the first vLLM image's release; nginx is no vLLM image (not a launch)
     assert (found.vllm_version, found.version_source) == (
         "0.14.0", "image vllm/vllm-openai:v0.14.0",

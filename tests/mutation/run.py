@@ -111,6 +111,10 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["kvalign/deploy/compose.py"],
         ["tests/test_mutation_compose.py", "tests/deploy/test_deploy_readers.py"],
     ),
+    "render": (
+        ["kvalign/deploy/render.py"],
+        ["tests/test_mutation_render.py", "tests/deploy/test_render.py"],
+    ),
 }  # fmt: skip
 
 #: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
