@@ -148,9 +148,10 @@ def read(doc: Mapping[str, Any], text: str, file: str, base: Path | None = None)
         if unread is not None:
             problems.append(Problem(location, f"{name}: {unread}"))
             continue
+        # a leading `vllm serve` (the entrypoint spelled out again) is skipped by
+        # parse_vllm_args: skipping it here too made it read a later `vllm serve` (two
+        # --served-model-name names) as the launch
         words = _command(service.get("command"), file, where)
-        if words[:2] == ["vllm", "serve"]:  # the entrypoint spelled out again
-            words = words[2:]
         found = PoolInput(
             role=None,
             role_source="args",

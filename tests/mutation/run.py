@@ -103,6 +103,19 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
          "tests/shell/test_mutation_evaluate.py", "tests/shell/test_mutation_commands.py",
          "tests/shell/test_mutation_survivors_A.py", "tests/shell/test_mutation_survivors_B.py"],
     ),
+    "common": (
+        ["kvalign/deploy/common.py"],
+        ["tests/test_mutation_common.py", "tests/deploy/test_deploy_readers.py",
+         "tests/deploy/test_settings_builder.py"],
+    ),
+    "compose": (
+        ["kvalign/deploy/compose.py"],
+        ["tests/test_mutation_compose.py", "tests/deploy/test_deploy_readers.py"],
+    ),
+    "render": (
+        ["kvalign/deploy/render.py"],
+        ["tests/test_mutation_render.py", "tests/deploy/test_render.py"],
+    ),
 }  # fmt: skip
 
 #: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
