@@ -35,6 +35,10 @@ _RECIPE = re.compile(r"\A@?([A-Za-z_][A-Za-z0-9_-]*)((?:\s+[^:\s]+)*)\s*:(?!=)(.
 _PARAMETER = re.compile(r"\A[+*$]?([A-Za-z_][A-Za-z0-9_-]*)(?:=(.*))?\Z")
 _INTERPOLATION = re.compile(r"\{\{(.*?)\}\}")
 _IDENTIFIER = re.compile(r"\A[A-Za-z_][A-Za-z0-9_-]*\Z")
+#: a double-quoted string's escape sequences (the just manual, "Strings"), read left to
+#: right: ``"\\n"`` is a backslash and an ``n``, not a line break
+_ESCAPE = re.compile(r'\\([nrt"\\])')
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
 
 
 def is_justfile(file: str) -> bool:
@@ -52,7 +56,7 @@ def _literal(text: str) -> str | None:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         body = text[1:-1]
         if text[0] == '"':
-            body = body.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+            body = _ESCAPE.sub(lambda m: _ESCAPES[m.group(1)], body)
         return body
     return None
 
