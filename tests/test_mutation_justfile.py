@@ -100,6 +100,7 @@ def test_a_blank_line_and_a_top_level_comment_leave_the_recipe_open() -> None:
         ("a", None),
         ("", None),
         ("`date`", None),
+        ("XaX", None),  # only a quote opens a literal
     ],
 )
 def test_string_literals(text: str, value: str | None) -> None:
@@ -146,3 +147,26 @@ def test_the_reader_reads_the_recipes_as_a_script() -> None:
         ("decode", "org/m", 4, 5),
     ]
     assert Reader.kind == "justfile"
+
+
+def test_set_and_alias_lines_are_no_recipe_headers() -> None:
+    # "set …" and "alias …" lines are ignored (module docstring), even where the text
+    # after the keyword would read as a header
+    assert to_shell("set a:\nalias b:\n") == "\n\n"
+
+
+def test_parameter_defaults_one_assignment_each() -> None:
+    # a dashed parameter is a shell name with "_"; defaults joined by a blank
+    assert to_shell('r my-tp="2" b=\'x\':\n    Xy -z\n') == "r() { my_tp='2'; b='x';\n  Xy -z\n}\n"
+
+
+def test_a_tab_indents_a_recipe_line() -> None:
+    assert to_shell("a:\n\t@x\n") == "a() {\n  x\n}\n"
+
+
+def test_the_reader_loads_config_files_from_the_justfile_folder(tmp_path: Path) -> None:
+    # vLLM 0.33.0 --config: a YAML mapping of flag names (FlexibleArgumentParser)
+    (tmp_path / "c.yaml").write_text("tensor-parallel-size: 4\n")
+    text = "serve:\n    vllm serve org/m --config c.yaml\n"
+    found = Reader().read(Source(text, "Justfile", tmp_path))
+    assert [p.tp for p in found.pools] == [4]

@@ -116,6 +116,11 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["kvalign/deploy/render.py"],
         ["tests/test_mutation_render.py", "tests/deploy/test_render.py"],
     ),
+    "justfile": (
+        ["kvalign/deploy/justfile.py"],
+        ["tests/test_mutation_justfile.py", "tests/deploy/test_deploy_readers.py",
+         "tests/shell/test_shell_no_arguments.py"],
+    ),
 }  # fmt: skip
 
 #: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
