@@ -66,5 +66,7 @@ def remote_references(root: Path) -> list[str]:
                     queue.append(local)
             elif _REMOTE.match(entry) and entry not in found:
                 found.append(entry)
-        found += [repo for repo in _REPO.findall(text) if repo not in found]
+        for repo in _REPO.findall(text):
+            if repo not in found:
+                found.append(repo)
     return found
