@@ -121,6 +121,10 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["tests/test_mutation_justfile.py", "tests/deploy/test_deploy_readers.py",
          "tests/shell/test_shell_no_arguments.py"],
     ),
+    "kustomize": (
+        ["kvalign/deploy/kustomize.py"],
+        ["tests/test_mutation_kustomize.py", "tests/deploy/test_kustomize_remote.py"],
+    ),
 }  # fmt: skip
 
 #: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
