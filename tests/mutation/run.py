@@ -125,6 +125,10 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["kvalign/deploy/kustomize.py"],
         ["tests/test_mutation_kustomize.py", "tests/deploy/test_kustomize_remote.py"],
     ),
+    "aibrix": (
+        ["kvalign/deploy/aibrix.py"],
+        ["tests/test_mutation_aibrix.py", "tests/deploy/test_deploy_readers.py"],
+    ),
 }  # fmt: skip
 
 #: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
