@@ -129,6 +129,10 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["kvalign/deploy/aibrix.py"],
         ["tests/test_mutation_aibrix.py", "tests/deploy/test_deploy_readers.py"],
     ),
+    "templated": (
+        ["kvalign/deploy/templated.py"],
+        ["tests/test_mutation_templated.py", "tests/deploy/test_deploy_readers.py"],
+    ),
 }  # fmt: skip
 
 #: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
