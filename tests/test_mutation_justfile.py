@@ -26,7 +26,7 @@ JUSTFILE = (
     "# deploy recipes\n"  # 1
     'set shell := ["bash", "-c"]\n'  # 2
     'model := "org/m"\n'  # 3
-    "export hf-home := \"/d/it's\"\n"  # 4
+    'export hf-home := "/d/it\'s"\n'  # 4
     "computed := `date`\n"  # 5
     "[private]\n"  # 6
     "alias p := prefill\n"  # 7
@@ -157,7 +157,7 @@ def test_set_and_alias_lines_are_no_recipe_headers() -> None:
 
 def test_parameter_defaults_one_assignment_each() -> None:
     # a dashed parameter is a shell name with "_"; defaults joined by a blank
-    assert to_shell('r my-tp="2" b=\'x\':\n    Xy -z\n') == "r() { my_tp='2'; b='x';\n  Xy -z\n}\n"
+    assert to_shell("r my-tp=\"2\" b='x':\n    Xy -z\n") == "r() { my_tp='2'; b='x';\n  Xy -z\n}\n"
 
 
 def test_a_tab_indents_a_recipe_line() -> None:

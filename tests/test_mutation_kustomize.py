@@ -71,7 +71,7 @@ def test_remote_targets_and_helm_repositories(tmp_path: Path) -> None:
         "helmCharts:\n"
         "- name: vllm\n"
         "  repo: 'oci://ghcr.io/charts'  # c\n"
-        "-  repo:\t\"https://charts.example.com\"\n"
+        '-  repo:\t"https://charts.example.com"\n'
         "- repo: example.com/org/repo\n",  # already listed
     )
     assert remote_references(root) == [
@@ -123,5 +123,7 @@ def test_at_most_max_files_kustomizations_are_read(
 
 def test_a_helm_repository_named_twice_in_one_file_is_listed_once(tmp_path: Path) -> None:
     # two charts of one repository: one remote target, as an entry named twice is
-    root = _root(tmp_path / "o", "helmCharts:\n- name: a\n  repo: oci://r\n- name: b\n  repo: oci://r\n")
+    root = _root(
+        tmp_path / "o", "helmCharts:\n- name: a\n  repo: oci://r\n- name: b\n  repo: oci://r\n"
+    )
     assert remote_references(root) == ["oci://r"]

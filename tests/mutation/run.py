@@ -133,6 +133,10 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["kvalign/deploy/templated.py"],
         ["tests/test_mutation_templated.py", "tests/deploy/test_deploy_readers.py"],
     ),
+    "project": (
+        ["kvalign/deploy/project.py"],
+        ["tests/test_mutation_project.py", "tests/audit/test_audit.py"],
+    ),
 }  # fmt: skip
 
 #: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
