@@ -102,6 +102,10 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
          "tests/shell/test_shell_no_arguments.py", "tests/shell/test_mutation_expand.py",
          "tests/shell/test_mutation_evaluate.py", "tests/shell/test_mutation_commands.py"],
     ),
+    "lmcache": (
+        ["kvalign/deploy/lmcache.py"],
+        ["tests/test_mutation_lmcache.py", "tests/audit/test_audit_pairing.py"],
+    ),
 }  # fmt: skip
 
 #: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
