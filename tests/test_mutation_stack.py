@@ -247,3 +247,17 @@ def test_no_vllm_config_gives_no_prefix_caching_flag(config: Any) -> None:
     assert _arguments(entry, "v.yaml", "W") == [
         "m", "--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
     ]  # fmt: skip
+
+
+def test_a_quoted_name_is_found_at_its_line() -> None:
+    # names are often quoted in values files (tests/deploy_corpus/production-stack/
+    # values-disagg.yaml): the entry is at its name's line (3, 5), not at modelSpec: (2)
+    text = (
+        "servingEngineSpec:\n  modelSpec:\n"
+        '  - name: "a-prefill"\n    modelURL: m\n'
+        "  - name: 'a-decode'\n    modelURL: m\n"
+    )
+    assert [(p.name, p.location.line) for p in _read(text).pools] == [
+        ("a-prefill", 3),
+        ("a-decode", 5),
+    ]

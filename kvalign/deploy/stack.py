@@ -109,7 +109,10 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
         if not isinstance(entry, Mapping):
             raise InvalidConfig(f"{file}: {where}: expected a mapping")
         name = str(entry.get("name", f"modelSpec-{index}"))
-        location = Location(file, line_of(text, f"name: {name}") or line_of(text, "modelSpec:"))
+        line = next(
+            (n for q in ("", '"', "'") if (n := line_of(text, f"name: {q}{name}{q}"))), None
+        )
+        location = Location(file, line or line_of(text, "modelSpec:"))
         image = f"{entry.get('repository', '')}:{entry.get('tag', '')}"
         version = version_from_image(image)
         if version is not None:
