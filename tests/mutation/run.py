@@ -106,6 +106,11 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["kvalign/deploy/lmcache.py"],
         ["tests/test_mutation_lmcache.py", "tests/audit/test_audit_pairing.py"],
     ),
+    "llmdbench": (
+        ["kvalign/deploy/llmdbench.py"],
+        ["tests/test_mutation_llmdbench.py", "tests/deploy/test_deploy_readers.py",
+         "tests/deploy/test_deploy_corpus.py"],
+    ),
 }  # fmt: skip
 
 #: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
