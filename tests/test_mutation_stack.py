@@ -261,3 +261,11 @@ def test_a_quoted_name_is_found_at_its_line() -> None:
         ("a-prefill", 3),
         ("a-decode", 5),
     ]
+
+
+def test_each_pool_has_its_own_image_release_and_the_reader_names_the_file() -> None:
+    found = Reader().read(Source(VALUES, "v.yaml"))
+    assert found.source == "v.yaml"
+    # v0.32.1, v0.33.0 (their images), none (no image)
+    assert [p.settings.vllm_version for p in found.pools] == ["0.32.1", "0.33.0", None]
+    assert [p.location.file for p in found.pools] == ["v.yaml"] * 3

@@ -111,6 +111,11 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["tests/test_mutation_llmdbench.py", "tests/deploy/test_deploy_readers.py",
          "tests/deploy/test_deploy_corpus.py"],
     ),
+    "stack": (
+        ["kvalign/deploy/stack.py"],
+        ["tests/test_mutation_stack.py", "tests/deploy/test_deploy_readers.py",
+         "tests/deploy/test_deploy_corpus.py"],
+    ),
 }  # fmt: skip
 
 #: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
