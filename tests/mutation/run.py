@@ -116,6 +116,11 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["tests/test_mutation_stack.py", "tests/deploy/test_deploy_readers.py",
          "tests/deploy/test_deploy_corpus.py"],
     ),
+    "rayserve": (
+        ["kvalign/deploy/rayserve.py"],
+        ["tests/test_mutation_rayserve.py", "tests/deploy/test_deploy_readers.py",
+         "tests/deploy/test_deploy_corpus.py"],
+    ),
 }  # fmt: skip
 
 #: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
