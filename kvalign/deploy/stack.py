@@ -6,7 +6,9 @@ makes the same flags from the values (no Helm needed):
 
 * ``modelURL`` → MODEL; ``vllmConfig.tensorParallelSize`` → ``--tensor-parallel-size``;
   ``maxModelLen``, ``dtype``; ``enablePrefixCaching`` → ``--enable-prefix-caching``, and
-  its absence → ``--no-enable-prefix-caching`` (the chart's rule); ``extraArgs`` as given.
+  its absence from a non-empty ``vllmConfig`` → ``--no-enable-prefix-caching`` (the chart's
+  rule: no ``vllmConfig``, or an empty one, gives neither flag, so vLLM's default applies);
+  ``extraArgs`` as given.
 * ``lmcacheConfig.enabled`` → ``--kv-transfer-config`` with ``LMCacheConnectorV1`` and
   ``kv_role`` = ``lmcacheConfig.kvRole`` (default ``kv_both``); ``kv_producer`` is the
   prefill pool, ``kv_consumer`` the decode pool, else the role comes from the entry's
@@ -60,8 +62,9 @@ def _arguments(entry: Mapping[str, Any], file: str, where: str) -> list[str]:
     config = entry.get("vllmConfig") or {}
     if not isinstance(config, Mapping):
         raise InvalidConfig(f"{file}: {where}.vllmConfig: expected a mapping")
-    words.append("--enable-prefix-caching" if config.get("enablePrefixCaching") else
-                 "--no-enable-prefix-caching")  # fmt: skip
+    if config:  # the chart writes these flags inside ``with .vllmConfig`` (non-empty only)
+        words.append("--enable-prefix-caching" if config.get("enablePrefixCaching") else
+                     "--no-enable-prefix-caching")  # fmt: skip
     for key, flag in (
         ("maxModelLen", "--max-model-len"),
         ("dtype", "--dtype"),
@@ -106,7 +109,10 @@ def read(doc: Mapping[str, Any], text: str, file: str) -> Deployment:
         if not isinstance(entry, Mapping):
             raise InvalidConfig(f"{file}: {where}: expected a mapping")
         name = str(entry.get("name", f"modelSpec-{index}"))
-        location = Location(file, line_of(text, f"name: {name}") or line_of(text, "modelSpec:"))
+        line = next(
+            (n for q in ("", '"', "'") if (n := line_of(text, f"name: {q}{name}{q}"))), None
+        )
+        location = Location(file, line or line_of(text, "modelSpec:"))
         image = f"{entry.get('repository', '')}:{entry.get('tag', '')}"
         version = version_from_image(image)
         if version is not None:

@@ -137,6 +137,25 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["kvalign/deploy/project.py"],
         ["tests/test_mutation_project.py", "tests/audit/test_audit.py"],
     ),
+    "lmcache": (
+        ["kvalign/deploy/lmcache.py"],
+        ["tests/test_mutation_lmcache.py", "tests/audit/test_audit_pairing.py"],
+    ),
+    "llmdbench": (
+        ["kvalign/deploy/llmdbench.py"],
+        ["tests/test_mutation_llmdbench.py", "tests/deploy/test_deploy_readers.py",
+         "tests/deploy/test_deploy_corpus.py"],
+    ),
+    "stack": (
+        ["kvalign/deploy/stack.py"],
+        ["tests/test_mutation_stack.py", "tests/deploy/test_deploy_readers.py",
+         "tests/deploy/test_deploy_corpus.py"],
+    ),
+    "rayserve": (
+        ["kvalign/deploy/rayserve.py"],
+        ["tests/test_mutation_rayserve.py", "tests/deploy/test_deploy_readers.py",
+         "tests/deploy/test_deploy_corpus.py"],
+    ),
 }  # fmt: skip
 
 #: tests of a module's files left out of its mutmut run (pytest --deselect), each for its
