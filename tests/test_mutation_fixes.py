@@ -356,3 +356,23 @@ def test_every_platform_of_the_unpinned_pools_is_checked() -> None:
     assert fixes.raised_by_pool(pools, fixes.RunCache())["decode TP 1"] == [
         f"vLLM raises --block-size 528 to 2,112 on {CUDA_CLASSES}"
     ]
+
+
+def test_raised_block_sizes_keep_each_pool_shape_apart_in_one_cache_of_the_run() -> None:
+    # one run cache answers many groups (an audit): what it keeps for one set of pools must
+    # not answer another. Nano at TP 1 raises --block-size 528 to 2,112 (as above); at 2096
+    # it keeps it (the common fix, test_fix_is_the_smallest_block_every_pool_keeps_...).
+    # LFM2-1.2B at TP 1 needs a 16-token block (tests/golden/vllm-0.33.0.jsonl, H100:
+    # block_size 16), so it keeps 528: the same settings and TP, another model
+    cache = fixes.RunCache()
+    nano = load_model(NANO)
+    at_528 = create_engine_config(nano, Settings(block_size=528))
+    at_2096 = create_engine_config(nano, Settings(block_size=2096))
+    raised = [f"decode TP 1: vLLM raises --block-size 528 to 2,112 on {CUDA_CLASSES}"]
+    assert fixes.raised_block_sizes([FixPool(nano, at_528, 1, "decode TP 1")], cache) == raised
+    assert fixes.raised_block_sizes([FixPool(nano, at_2096, 1, "decode TP 1")], cache) == []
+    lfm2 = load_model("LiquidAI/LFM2-1.2B")
+    lfm2_528 = create_engine_config(lfm2, Settings(block_size=528))
+    assert fixes.raised_block_sizes([FixPool(lfm2, lfm2_528, 1, "decode TP 1")], cache) == []
+    # and the first answer is still there for its own pools
+    assert fixes.raised_block_sizes([FixPool(nano, at_528, 1, "decode TP 1")], cache) == raised
