@@ -118,3 +118,44 @@ def test_the_typed_walk_tells_links_and_regular_files_as_pathlib(tmp_path: Path)
     for child, link, regular in typed:
         assert link == child.is_symlink()
         assert link or regular == child.is_file()
+
+
+def test_an_audit_of_the_examples_makes_no_reference_cycles() -> None:
+    # what makes AUDIT_GC_THRESHOLDS safe: the data an audit builds is freed by reference
+    # counting alone. The YAML tree builder's self-calling closure once kept every file's
+    # loader in a cycle (~190 MB in a 10,000-file audit, until a collection).
+    from kvalign.auditing import AuditRequest
+    from kvalign.auditing import run as run_audit
+    from kvalign.report.audit import to_json
+
+    examples = str(Path(__file__).resolve().parents[2] / "configs" / "deployments")
+    to_json(run_audit(AuditRequest((examples,))).report)  # first run: imports, caches
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        report = run_audit(AuditRequest((examples,))).report
+        assert len(report.files) >= 20  # the examples were read
+        to_json(report)
+        del report
+        assert gc.collect() == 0
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def test_the_yaml_tree_builder_leaves_no_cycle() -> None:
+    from kvalign.safeio import load_yaml_documents
+
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        assert load_yaml_documents("a: [1, {b: c}]\n---\nd: e\n", "t.yaml") == [
+            (1, {"a": [1, {"b": "c"}]}),
+            (3, {"d": "e"}),
+        ]
+        assert gc.collect() == 0
+    finally:
+        if was_enabled:
+            gc.enable()
