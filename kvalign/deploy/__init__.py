@@ -94,13 +94,15 @@ def _read(
     notes: list[Problem],
     references: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
     run_files: tuple[Path, ...] = (),
+    parsed: tuple[tuple[int, Any], ...] | None = None,
 ) -> Deployment | None:
     """Read one file's text (``file`` is its display name, ``-`` for stdin).
 
     ``base`` is the file's folder: ``--config`` files and ``LMCACHE_CONFIG_FILE`` files
     are looked up there (:mod:`kvalign.deploy.lmcache`); ``None`` (stdin) looks up nothing.
     ``run_files``: every file of the run, where an ``LMCACHE_CONFIG_FILE`` that is not
-    next to the file is looked up by its name.
+    next to the file is looked up by its name. ``parsed``: the text's YAML documents when
+    the references pass parsed them (:attr:`Source.parsed`).
 
     Returns:
         A :class:`Deployment`, or ``None`` when the text is no deployment kvalign knows
@@ -115,8 +117,9 @@ def _read(
     """
     ignores, problems = ignores_in(text, file)
     source = Source(
-        text, file, base, file == "-" and cmdline.matches(text, strict=False), references
-    )
+        text, file, base, file == "-" and cmdline.matches(text, strict=False), references,
+        parsed,
+    )  # fmt: skip
     reader = reader_for(source)
     if reader is None:
         return None
@@ -188,6 +191,7 @@ def _references(
             documents = load_yaml_documents(text, str(file))
         except KvalignError:
             continue  # reported when the file itself is read
+        run.parsed(file, documents)
         for _, doc in documents:
             if not isinstance(doc, Mapping):
                 continue
@@ -241,6 +245,7 @@ class _Run:
     def __init__(self) -> None:
         self._scans: dict[Path, _Scan] = {}
         self._texts: dict[Path, str | KvalignError] = {}
+        self._documents: dict[Path, tuple[tuple[int, Any], ...]] = {}
 
     def scan(self, path: Path) -> _Scan:
         """:func:`_scanned` of the folder ``path``, computed on first use."""
@@ -267,6 +272,15 @@ class _Run:
             raise
         self._texts[path] = text
         return text
+
+    def parsed(self, path: Path, documents: list[tuple[int, Any]]) -> None:
+        """Keep the YAML documents the references pass parsed from ``path``'s text, for
+        :meth:`documents` (the read that follows parses each file once)."""
+        self._documents[path] = tuple(documents)
+
+    def documents(self, path: Path) -> tuple[tuple[int, Any], ...] | None:
+        """The documents :meth:`parsed` kept for ``path`` (then forgotten), else ``None``."""
+        return self._documents.pop(path, None)
 
     def text(self, path: Path) -> str:
         """The text of ``path``: the one :meth:`keep` read (then forgotten), else read now.
@@ -615,7 +629,10 @@ def read_paths(
                 try:
                     text = run.text(child)
                     texts.append((child, text))
-                    found = _read(text, str(child), child.parent, sink, references, run_files)
+                    found = _read(
+                        text, str(child), child.parent, sink, references, run_files,
+                        run.documents(child),
+                    )  # fmt: skip
                 except KvalignError as exc:
                     deployments.append(_unreadable(child, exc))
                     continue
@@ -637,7 +654,9 @@ def read_paths(
             continue
         if not path.exists() and not path.is_symlink():  # a symlink loop is read (and refused)
             raise InvalidConfig(f"{raw}: no such file or directory")
-        found = _read(run.text(path), raw, path.parent, sink, references, run_files)
+        found = _read(
+            run.text(path), raw, path.parent, sink, references, run_files, run.documents(path)
+        )
         if found is None and skip_unrelated:
             skipped.append(raw)
             sink.append(

@@ -47,6 +47,9 @@ class Source:
         references: what other files of the same run define for this one to refer to:
             KServe ``LLMInferenceServiceConfig`` specs by ``metadata.name``, each with the
             file it is in (``baseRefs`` across files).
+        parsed: the YAML documents of :attr:`text`, when the run has parsed them already
+            (its references pass, :func:`kvalign.deploy.read_paths`); ``None``: parsed on
+            first use of :attr:`documents`.
     """
 
     text: str
@@ -54,6 +57,7 @@ class Source:
     base: Path | None = None
     stdin_command_line: bool = False
     references: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None
+    parsed: tuple[tuple[int, Any], ...] | None = None
 
     @property
     def is_yaml(self) -> bool:
@@ -72,6 +76,8 @@ class Source:
         """
         if not self.is_yaml:
             return ()
+        if self.parsed is not None:
+            return self.parsed
         try:
             return tuple(load_yaml_documents(self.text, self.file))
         except YamlRefused:

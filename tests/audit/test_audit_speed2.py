@@ -159,3 +159,28 @@ def test_the_yaml_tree_builder_leaves_no_cycle() -> None:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_a_file_the_references_pass_parsed_is_not_parsed_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the ConfigMap file is parsed by the references pass (ConfigMaps and KServe configs of
+    # every file) and its documents are handed to the read: one parse per file
+    import kvalign.deploy as deploy
+    import kvalign.deploy.interface as interface
+    from kvalign.safeio import load_yaml_documents
+
+    parsed: list[str] = []
+
+    def counting(text: str, name: str) -> list[tuple[int, object]]:
+        parsed.append(name)
+        return load_yaml_documents(text, name)
+
+    monkeypatch.setattr(deploy, "load_yaml_documents", counting)
+    monkeypatch.setattr(interface, "load_yaml_documents", counting)
+    folder = Path(__file__).resolve().parents[2] / "configs" / "deployments" / "kubernetes"
+    name = str(folder / "nemotron-deployments-bad.yaml")
+    deployments, _ = deploy.read_paths([name])
+    assert [d.source for d in deployments] == [name]
+    assert len(deployments[0].pools) == 2
+    assert parsed == [name]
