@@ -145,6 +145,8 @@ def _safe(text: str) -> bool:
 def _divide(text: str, width: int) -> list[str]:
     """``text`` cut where rich's word wrap breaks it at ``width`` cells (words longer than
     a line are folded), each piece with its trailing spaces beyond ``width`` removed."""
+    if len(text) <= width:  # every word fits where it is: rich breaks nothing
+        return [text]
     breaks: list[int] = []
     offset = 0
     lead = len(text) - len(text.lstrip(" "))

@@ -209,3 +209,16 @@ def test_what_only_rich_can_lay_out_is_left_to_rich() -> None:
     assert text is not None and "a\\x1bb" in text
     # a styled cell reaches rich as it is (rich measures the escape, the console shows it)
     assert render([Section("t", column, ((Styled("a\x1bb", "red"),),), None)], 80) is None
+
+
+@pytest.mark.parametrize("text", ["ab cd", "ab cd ", "ab cde", " ab cd", "abcdef", "     ", ""])
+def test_a_line_at_the_width_is_wrapped_as_rich_wraps_it(text: str) -> None:
+    # the width is 5: a text of at most 5 characters is kept whole (the short cut of
+    # _divide), one character more is wrapped or trimmed as rich does it
+    from rich.text import Text
+
+    from kvalign.report.plain import _wrap
+
+    console = SafeConsole(file=io.StringIO(), width=5)
+    expected = [line.plain for line in Text(text, overflow="fold").wrap(console, 5)]
+    assert _wrap(text, 5) == expected
