@@ -72,13 +72,16 @@ def failing_pairs(report: AuditReport) -> list[PairOutcome]:
     ]
 
 
-def shown_pools(report: AuditReport, verbose: bool) -> list[PoolResult]:
+def shown_pools(
+    report: AuditReport, verbose: bool, bad: list[PairOutcome] | None = None
+) -> list[PoolResult]:
     """The pools whose detail is printed: every pool with ``verbose``, else the pools of
-    failing pairs and of other failing findings (file order)."""
+    failing pairs and of other failing findings (file order). ``bad``: the report's
+    :func:`failing_pairs`, when the caller has them already."""
     pools = [r for f in report.files for r in f.pools]
     if verbose:
         return pools
-    bad = failing_pairs(report)
+    bad = failing_pairs(report) if bad is None else bad
     wanted = {id(o.prefill) for o in bad} | {id(o.decode) for o in bad}
     naming = _Naming(report.failing())
     return [r for r in pools if id(r) in wanted or naming.of(r.pool)]
@@ -139,11 +142,12 @@ def fixes_clause(report: AuditReport) -> str | None:
     return "; ".join(parts)
 
 
-def headline(report: AuditReport) -> str:
+def headline(report: AuditReport, bad: list[PairOutcome] | None = None) -> str:
     """Line 1 of audit: the verdict in words with the exit code and the fix, e.g.
     ``FAIL (exit 1, --fail-on error): 2 of 7 pair(s) fail the gate; fix: …``; when the
     failing deployments need different fixes, one per model (:func:`fixes_clause`:
-    ``fix: set --block-size 576 for MODEL-A; set --block-size 800 for MODEL-B``)."""
+    ``fix: set --block-size 576 for MODEL-A; set --block-size 800 for MODEL-B``).
+    ``bad``: the report's :func:`failing_pairs`, when the caller has them already."""
     code = report.exit_code()
     pairs = [o for g in report.groups for o in g.pairs]
     servers = sum(1 for f in report.files for r in f.pools if r.pool.role == "server")
@@ -158,7 +162,7 @@ def headline(report: AuditReport) -> str:
         if failing:
             head += f" ({len(failing)} finding(s) fail --fail-on {report.fail_on} as well)"
         return head
-    bad = failing_pairs(report)
+    bad = failing_pairs(report) if bad is None else bad
     if code == 1:
         naming = _Naming(failing)
         about = {i for o in bad for i in naming.about_pair(o)}

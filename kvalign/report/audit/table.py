@@ -60,13 +60,17 @@ def _version_lines(report: AuditReport, files: set[str] | None = None) -> list[s
 Row = tuple[GroupResult, PairOutcome | PoolResult]
 
 
-def _pairs(report: AuditReport, verbose: bool) -> list[Row]:
-    """Pairs (and unpaired pools) to show: every one with ``verbose``, else the failing."""
-    bad = {id(o) for o in failing_pairs(report)}
-    shown = {id(r) for r in shown_pools(report, verbose)}
+def _pairs(
+    report: AuditReport, verbose: bool, bad: list[PairOutcome], pools: list[PoolResult]
+) -> list[Row]:
+    """Pairs (and unpaired pools) to show: every one with ``verbose``, else the failing
+    (``bad``: :func:`failing_pairs`) and the unpaired pools among ``pools``
+    (:func:`shown_pools`)."""
+    failing = {id(o) for o in bad}
+    shown = {id(r) for r in pools}
     rows: list[Row] = []
     for group in report.groups:
-        rows += [(group, o) for o in group.pairs if verbose or id(o) in bad]
+        rows += [(group, o) for o in group.pairs if verbose or id(o) in failing]
         rows += [(group, r) for r in group.unpaired if verbose or id(r) in shown]
     return rows
 
@@ -82,13 +86,13 @@ def _summary(report: AuditReport) -> str:
     )
 
 
-def _hidden(report: AuditReport, verbose: bool) -> str | None:
-    """The line saying what the detail leaves out (``--verbose`` shows it)."""
+def _hidden(report: AuditReport, verbose: bool, shown: int) -> str | None:
+    """The line saying what the detail leaves out (``--verbose`` shows it); ``shown``:
+    how many pools the detail shows."""
     if verbose:
         return None
     pools = sum(len(f.pools) for f in report.files)
     pairs = sum(len(g.pairs) for g in report.groups)
-    shown = len(shown_pools(report, False))
     if pools == shown:
         return None
     return (
@@ -134,7 +138,8 @@ def table_parts(
 ) -> list[Part]:
     """What :func:`to_table` prints, as lines and sections (:mod:`kvalign.report.plain`)."""
     code = report.exit_code()
-    parts: list[Part] = [Line(headline(report), "bold red" if code else "bold green")]
+    bad = failing_pairs(report)
+    parts: list[Part] = [Line(headline(report, bad), "bold red" if code else "bold green")]
     if report.findings:
         finding_rows = tuple(
             (f.rule, Styled(f.severity, STYLE[f.severity]), str(f.location),
@@ -150,7 +155,7 @@ def table_parts(
     parts += [Line(line, "bold red") for line in _unread_lines(report)]
     if quiet:
         return parts
-    pools = shown_pools(report, verbose)
+    pools = shown_pools(report, verbose, bad)
     if pools:
         columns = tuple(Column(n, True) for n in
                         ("File", "Pool", "Model", "TP", "Block size", "Kernel block"))  # fmt: skip
@@ -159,7 +164,7 @@ def table_parts(
         files = None if verbose else {r.pool.location.file for r in pools}
         parts += [Line(line) for line in _version_lines(report, files)]
     parts += [Line(f"assumed: {line}") for line in report.assumptions]
-    pairs = _pairs(report, verbose)
+    pairs = _pairs(report, verbose, bad, pools)
     if pairs:
         pair_columns = (Column("Grouped by", False), Column("Prefill", True),
                         Column("Decode", True), Column("Verdict", True))  # fmt: skip
@@ -167,7 +172,7 @@ def table_parts(
         parts.append(
             _section(f"Pairs (--pair-by {report.pair_by})", pair_columns, pair_rows, width)
         )
-    hidden = _hidden(report, verbose)
+    hidden = _hidden(report, verbose, len(pools))
     if hidden:
         parts.append(Line(hidden, "dim"))
     parts += [Line(f"note: {note}", "dim") for note in report.notes]
@@ -199,7 +204,8 @@ def to_plain_table(
 def to_text(report: AuditReport, *, verbose: bool = False, quiet: bool = False) -> str:
     """The same report as :func:`to_table`, one plain line per item (no wrapping, no
     padding), for output that is no terminal."""
-    lines = [headline(report)]
+    bad = failing_pairs(report)
+    lines = [headline(report, bad)]
     if report.findings:
         lines.append("Findings:")
         lines += [
@@ -211,7 +217,7 @@ def to_text(report: AuditReport, *, verbose: bool = False, quiet: bool = False) 
     lines += _unread_lines(report)
     if quiet:
         return _plain(lines)
-    pools = shown_pools(report, verbose)
+    pools = shown_pools(report, verbose, bad)
     if pools:
         lines.append("Pools:")
         lines += [
@@ -221,13 +227,13 @@ def to_text(report: AuditReport, *, verbose: bool = False, quiet: bool = False) 
         files = None if verbose else {r.pool.location.file for r in pools}
         lines += _version_lines(report, files)
     lines += [f"assumed: {line}" for line in report.assumptions]
-    pairs = _pairs(report, verbose)
+    pairs = _pairs(report, verbose, bad, pools)
     if pairs:
         lines.append(f"Pairs (--pair-by {report.pair_by}):")
         lines += [
             f"  {c[0]}: {c[1]} → {c[2]}: {c[3]}" for c in (_pair_cells(g, i) for g, i in pairs)
         ]
-    hidden = _hidden(report, verbose)
+    hidden = _hidden(report, verbose, len(pools))
     if hidden:
         lines.append(hidden)
     lines += [f"note: {note}" for note in report.notes]
