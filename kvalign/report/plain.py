@@ -144,34 +144,44 @@ def _safe(text: str) -> bool:
 
 def _divide(text: str, width: int) -> list[str]:
     """``text`` cut where rich's word wrap breaks it at ``width`` cells (words longer than
-    a line are folded), each piece with its trailing spaces beyond ``width`` removed."""
+    a line are folded), each piece with its trailing spaces beyond ``width`` removed.
+
+    ``text`` is :func:`_safe` (a space is its only whitespace). A word is a run of
+    non-spaces with the spaces after it; the spaces before the first word belong to it.
+    A word fits on a line that starts at ``line`` when its last non-space is within
+    ``width`` of ``line``, so each line is found with one search instead of word by word:
+    the first word that does not fit starts the next line, or is folded into pieces of
+    ``width`` when it is longer than a line (the last piece starts the next line).
+    """
     if len(text) <= width:  # every word fits where it is: rich breaks nothing
         return [text]
-    breaks: list[int] = []
-    offset = 0
+    end = len(text.rstrip(" "))  # past the last non-space
     lead = len(text) - len(text.lstrip(" "))
-    for match in _WORD.finditer(text, lead):
-        start = 0 if match.start() == lead else match.start()
-        word = text[start : match.end()]
-        length = len(word.rstrip())
-        if width - offset >= length:
-            offset += len(word)
-        elif length > width:
-            chunks = [word[i : i + width] for i in range(0, len(word), width)]
-            for index, chunk in enumerate(chunks):
-                if start:
-                    breaks.append(start)
-                if index == len(chunks) - 1:
-                    offset = len(chunk)
-                else:
-                    start += len(chunk)
-        elif offset and start:
+    breaks: list[int] = []
+    line = 0  # where the current line starts
+    while line + width < end:  # some non-space is past the line: a word does not fit
+        limit = line + width
+        if text[limit] == " ":  # the word before the limit fits; the next one does not
+            start = len(text) - len(text[limit:].lstrip(" "))
+        else:  # the word that holds the character at the limit does not fit
+            space = text.rfind(" ", line, limit)
+            start = space + 1 if space >= 0 else line
+        if line == 0 and start <= lead:
+            start = 0  # the first word, with the spaces before it
+        stop = text.find(" ", lead if start == 0 else start)
+        stop = len(text) if stop < 0 else stop  # past the word's non-spaces
+        if stop - start > width:  # longer than a line: folded, spaces after it included
+            after = len(text) - len(text[stop:].lstrip(" "))
+            pieces = range(start, after, width)
+            breaks += [piece for piece in pieces if piece]
+            line = pieces[-1]
+        else:
             breaks.append(start)
-            offset = len(word)
+            line = start
     bounds = [0, *breaks, len(text)]
-    pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
     out = []
-    for piece in pieces:
+    for a, b in itertools.pairwise(bounds):
+        piece = text[a:b]
         if len(piece) > width:
             trailing = len(piece) - len(piece.rstrip())
             piece = piece[: len(piece) - min(trailing, len(piece) - width)]
@@ -205,7 +215,7 @@ def _measure(text: str, limit: int) -> tuple[int, int]:
     ``Measurement.get`` of ``Padding(Text)``)."""
     longest_line = len(text)
     words = text.split()
-    low = max(len(w) for w in words) if words else longest_line
+    low = max(map(len, words)) if words else longest_line
     low, high = min(low, longest_line), longest_line
     low, high = min(low, limit), min(high, limit)
     if high < 1:

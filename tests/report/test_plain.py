@@ -222,3 +222,20 @@ def test_a_line_at_the_width_is_wrapped_as_rich_wraps_it(text: str) -> None:
     console = SafeConsole(file=io.StringIO(), width=5)
     expected = [line.plain for line in Text(text, overflow="fold").wrap(console, 5)]
     assert _wrap(text, 5) == expected
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(alphabet="ab ", max_size=48), st.integers(1, 12))
+@example("   aaaaaaaaaa b", 4)  # the spaces before a first word longer than the line
+@example("a  aaaaaaaaa  b", 3)  # a folded word's spaces, then a word on its last piece
+@example("ab ab ab", 2)  # every word exactly the width
+def test_a_line_is_wrapped_as_rich_wraps_it(text: str, width: int) -> None:
+    # words of every length against every width, spaces before, between and after them:
+    # rich's Text.wrap (overflow "fold") is the reference
+    from rich.text import Text
+
+    from kvalign.report.plain import _wrap
+
+    console = SafeConsole(file=io.StringIO(), width=width)
+    expected = [line.plain for line in Text(text, overflow="fold").wrap(console, width)]
+    assert _wrap(text, width) == expected
