@@ -553,3 +553,119 @@ def test_an_order_operator_test_after_if_keeps_both_branches() -> None:
     # bash 5.2: lt / end  ("a" sorts before "b"); kvalign leaves \< undecided: both
     script = 'A=a\nif [ "$A" \\< b ]; then echo lt; else echo ge; fi\necho end\n'
     assert _words(script) == [["echo", "lt"], ["echo", "ge"], ["echo", "end"]]
+
+
+# ---- tests and expansions a fresh mutation run found unpinned (session 8) -------------------
+# Each expectation is what /bin/bash 5.2.15 printed for the fragment, with `vllm` a function
+# that prints its arguments as [w] each (run in an empty folder, so no glob matched a file).
+# A variable the script never sets stays unresolved (``$A``): kvalign does not know the
+# launch's environment (bash, with nothing set, prints an empty word or none).
+
+
+def _tp(condition: str, setup: str = "A=ab\nB=b\n") -> list[str]:
+    """The --tp values the branches of ``if CONDITION`` leave: 8 when it holds, 4 when not,
+    both when the evaluator cannot tell."""
+    script = f"{setup}if {condition}; then T=8; else T=4; fi\nvllm serve m --tp $T\n"
+    return [words[-1] for words in _words(script)]
+
+
+@pytest.mark.parametrize(
+    ("condition", "setup", "expected"),
+    [
+        ('[ "$A" == ab ]', "A=ab\n", ["8"]),  # `==` in single brackets: a string comparison
+        ("[ $A = a? ]", "A=ab\n", ["4"]),  # single brackets: `a?` is no pattern
+        ("[[ $A == $P* ]]", "P=a\nA=ab\n", ["8"]),  # an unquoted expansion, then a star
+        ("[[ $A == a\\b ]]", "A=ab\n", ["8"]),  # an escape but no pattern character
+        ("[[ $A == X\\Y ]]", "A=XY\n", ["8"]),
+        ("[[ ( $A == a* ) ]]", "A=ab\n", ["8"]),  # a pattern inside parentheses
+        ("[[ ! ( $A == a* ) ]]", "A=ab\n", ["4"]),
+        ("[[ $A == a* && $B == b ]]", "A=ab\nB=b\n", ["8"]),  # a pattern on each side of &&
+        ("[[ $B == b && $A == a* ]]", "A=ab\nB=b\n", ["8"]),
+    ],
+)
+def test_comparisons_and_patterns_decide_as_bash_does(
+    condition: str, setup: str, expected: list[str]
+) -> None:
+    assert _tp(condition, setup) == expected
+
+
+def test_a_quoted_pattern_in_a_default_is_undecided_not_a_match() -> None:
+    # bash 5.2: [--tp][4] (the quoted "a*" of the default is literal); kvalign does not
+    # match quoted parts literally inside a pattern, so it keeps both branches (it said 8)
+    assert _tp('[[ $A == ${U:-"a*"} ]]', "A=ab\n") == ["8", "4"]
+
+
+def test_set_dash_then_words_sets_the_positional_parameters() -> None:
+    # bash 5.2: [vllm][serve][m][x]
+    assert _words("set - x\nvllm serve m $1\n") == [["vllm", "serve", "m", "x"]]
+
+
+def test_a_line_continuation_after_the_first_line_joins_the_word() -> None:
+    # bash 5.2: [vllm][serve][m][--block-size][16]
+    script = "true\nvllm serve m --block-size 1\\\n6\n"
+    assert _words(script) == [["true"], ["vllm", "serve", "m", "--block-size", "16"]]
+
+
+def test_star_in_braces_and_its_separator() -> None:
+    # bash 5.2: [vllm][serve][m][]  /  [a b]  /  [a b]  /  [x,y] (IFS=",;": its first char)
+    assert _words('vllm serve m "${*}"\n') == [["vllm", "serve", "m", ""]]
+    assert _words('set -- a b\nvllm serve m "${*}"\n') == [["vllm", "serve", "m", "a b"]]
+    assert _words('f() { vllm serve m "${*}"; }\nf a b\n') == [["vllm", "serve", "m", "a b"]]
+    script = 'A=(x y)\nIFS=",;"\nvllm serve m "${A[*]}"\n'
+    assert _words(script) == [["vllm", "serve", "m", "x,y"]]
+    # an IFS kvalign does not know leaves the joined word unresolved
+    script = 'A=(x y)\nIFS=$Q\nvllm serve m "${A[*]}"\n'
+    assert _words(script) == [["vllm", "serve", "m", "${A[*]}"]]
+
+
+def test_an_empty_array_without_a_subscript() -> None:
+    # bash 5.2: [vllm][serve][m][x]  /  [vllm][serve][m][][x]
+    assert _words("A=()\nvllm serve m $A x\n") == [["vllm", "serve", "m", "x"]]
+    assert _words('A=()\nvllm serve m "$A" x\n') == [["vllm", "serve", "m", "", "x"]]
+
+
+@pytest.mark.parametrize(
+    ("setup", "default", "expected"),
+    [
+        ("A=1\n", '${U:-"a b"$A}', ["a b1"]),
+        ('A="x y"\n', '${U:-"a"$A}', ["ax", "y"]),
+        ('A="x y"\n', "${U:-$A}", ["x", "y"]),
+        ("", "${U:-'a b'}", ["a b"]),
+        ("", "${U:-$'a b'}", ["a b"]),
+        ("A=(x y)\n", "${U:-${A[@]}}", ["x", "y"]),  # was one word "xy"
+        ("A=x\nU=1\n", "${U:+$A}", ["x"]),
+    ],
+)
+def test_an_unquoted_default_is_split_as_bash_splits_it(
+    setup: str, default: str, expected: list[str]
+) -> None:
+    assert _words(f"{setup}vllm serve m {default}\n") == [["vllm", "serve", "m", *expected]]
+
+
+def test_a_variable_never_set_stays_unresolved_in_braces() -> None:
+    assert _words("vllm serve m ${U} x\n") == [["vllm", "serve", "m", "${U}", "x"]]
+
+
+def test_prefix_assignments_of_a_later_line_set_no_variable() -> None:
+    # bash 5.2: A is not set after `A=1 B=2 cmd` (the second launch gets an empty --tp);
+    # the command is not at the start of the script and holds a line break in a string
+    script = 'echo 0123456789\nA=1 B=2 vllm serve m "x\ny"\nvllm serve m --tp $A\n'
+    assert _words(script)[2] == ["vllm", "serve", "m", "--tp", "$A"]
+
+
+def test_a_launch_in_a_substitution_on_a_line_of_assignments_is_recorded() -> None:
+    # bash 5.2 runs the substitution of each assignment of `A=1 B=$(…)`
+    script = "A=1 B=$(vllm serve m --block-size 16 &)\n"
+    commands = _commands(script)
+    assert [[shown(w) for w in c.words] for c in commands] == [
+        ["vllm", "serve", "m", "--block-size", "16"]
+    ]
+    assert commands[0].line == 1
+
+
+def test_a_first_word_too_long_is_shown_as_written() -> None:
+    # A doubles to 262,144 characters (MAX_WORD); `${A}$A` is twice that
+    script = "A=xxxxxxxx\n" + "A=$A$A\n" * 15 + "${A}$A serve m\n"
+    result = evaluate(script)
+    assert [[shown(w) for w in c.words] for c in result.commands] == [["${A}$A", "serve", "m"]]
+    assert result.notes == [(17, "expands to more than 262144 characters: not read")]
