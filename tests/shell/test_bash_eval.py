@@ -633,6 +633,8 @@ def test_an_empty_array_without_a_subscript() -> None:
         ("", "${U:-'a b'}", ["a b"]),
         ("", "${U:-$'a b'}", ["a b"]),
         ("A=(x y)\n", "${U:-${A[@]}}", ["x", "y"]),  # was one word "xy"
+        ('A="x "\n', '${U:-$A"b"}', ["x", "b"]),  # a blank at the end ends the word
+        ('A=" x"\n', '${U:-"b"$A}', ["b", "x"]),  # a blank at the start begins one
         ("A=x\nU=1\n", "${U:+$A}", ["x"]),
     ],
 )
@@ -669,3 +671,14 @@ def test_a_first_word_too_long_is_shown_as_written() -> None:
     result = evaluate(script)
     assert [[shown(w) for w in c.words] for c in result.commands] == [["${A}$A", "serve", "m"]]
     assert result.notes == [(17, "expands to more than 262144 characters: not read")]
+
+
+def test_a_default_word_too_long_is_shown_as_written() -> None:
+    # a literal default of 300,000 characters (past MAX_WORD, within the script size)
+    result = evaluate("vllm serve m ${U:-" + "a" * 300_000 + "} x\n")
+    words = [[shown(w) for w in c.words] for c in result.commands]
+    # the word as written (shown abbreviated), then the next argument
+    assert len(words[0]) == 5
+    assert words[0][:3] == ["vllm", "serve", "m"] and words[0][4] == "x"
+    assert words[0][3].startswith("a" * 100)
+    assert result.notes == [(1, "expands to more than 262144 characters: not read")]
