@@ -963,14 +963,25 @@ def _pattern_match(value: str, pattern: str, written: Node) -> bool | None:
         return value == pattern
     if not any(c in pattern for c in "*?["):
         return value == pattern
-    parts = written.children if written.type == "concatenation" else []
     if (
-        any(p.type in _QUOTED_NODES for p in parts)
+        _holds_quoted(written)  # `"a"*`, `${U:-"a*"}`: the quoted part is literal
         or "\\" in node_text(written)  # `a\*`: the star is literal
         or _UNLIKE_FNMATCH.search(pattern)
     ):
         return None
     return fnmatchcase(value, pattern)
+
+
+def _holds_quoted(node: Node) -> bool:
+    """Whether a quoted string is part of ``node`` (at any depth: a default's
+    ``${U:-"a*"}`` as well as a concatenation's ``"a"*``)."""
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        if child.type in _QUOTED_NODES:
+            return True
+        stack += child.children
+    return False
 
 
 def _compare(a: str, op: str, b: str) -> bool | None:

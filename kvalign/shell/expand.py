@@ -618,7 +618,8 @@ class Expander:
         inner = Builder(self.budget)
         self.expand(node, env, inner, quoted=True)
         inner.end()
-        out.add_split(self._too_long(node) if inner.overflow else "".join(inner.words))
+        # an array's items (`${U:-${A[@]}}`) are words of their own, then split as the rest
+        out.add_split(self._too_long(node) if inner.overflow else " ".join(inner.words))
 
     def _default(self, node: Node, env: Env, quoted: bool) -> str:
         """The word after the operator of ``${V:-word}``, expanded (quotes removed)."""
