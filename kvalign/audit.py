@@ -20,7 +20,7 @@ from kvalign.errors import InvalidSettings, KvalignError
 from kvalign.exitcodes import ExitCode
 from kvalign.fixes import FixPool, GroupFix, RunCache
 from kvalign.geometry import ModelGeometry
-from kvalign.grouping import PairBy, group_pools
+from kvalign.grouping import MAX_PARTNERS, PairBy, check_pair_budget, group_pools
 from kvalign.pd import analyze_pair
 from kvalign.policy import DEFAULT_FAIL_ON, fails
 from kvalign.policy import exit_code as policy_exit_code
@@ -250,11 +250,15 @@ def _groups(
     flat = [(f.deployment, r) for f in files for r in f.pools]
     groups: list[GroupResult] = []
     problems: list[Problem] = []
-    for grouping, indices in group_pools([r.pool for _, r in flat], pair_by):
+    formed = group_pools([r.pool for _, r in flat], pair_by)
+    check_pair_budget([(g, [flat[i][1].pool for i in indices]) for g, indices in formed])
+    for grouping, indices in formed:
         members = [flat[i] for i in indices]
         deployments: list[Deployment] = []
+        seen: set[int] = set()
         for deployment, _ in members:
-            if all(deployment is not d for d in deployments):
+            if id(deployment) not in seen:
+                seen.add(id(deployment))
                 deployments.append(deployment)
         named = list(dict.fromkeys(d.vllm_version for d in deployments if d.vllm_version))
         chosen = version or (named[0] if named else None)
@@ -305,7 +309,10 @@ def _partner_keys(pool: Pool) -> list[str]:
 
 def _with_partners(groups: list[GroupResult]) -> list[GroupResult]:
     """Each group with the pools of other groups that could partner its unpaired pools
-    (the other role, the same model or deployment-key value), for KVA013."""
+    (the other role, the same model or deployment-key value), for KVA013: in the order
+    its unpaired pools and their keys find them, at most
+    :data:`kvalign.grouping.MAX_PARTNERS` per group (KVA013 names three), so a run of
+    many unpaired pools of one model stays linear in its pools."""
     index: dict[tuple[str, str], list[tuple[int, PoolResult]]] = {}
     for number, group in enumerate(groups):
         for result in group.unpaired:
@@ -314,12 +321,20 @@ def _with_partners(groups: list[GroupResult]) -> list[GroupResult]:
     out: list[GroupResult] = []
     for number, group in enumerate(groups):
         found: list[PoolResult] = []
+        seen: set[int] = set()
+        looked: set[tuple[str, str]] = set()  # a key looked up again finds nothing new
         for result in group.unpaired:
             other = "decode" if result.pool.role == "prefill" else "prefill"
             for key in _partner_keys(result.pool):
+                if (other, key) in looked or len(found) >= MAX_PARTNERS:
+                    continue
+                looked.add((other, key))
                 for where, candidate in index.get((other, key), []):
-                    if where != number and all(candidate is not f for f in found):
+                    if where != number and id(candidate) not in seen:
+                        seen.add(id(candidate))
                         found.append(candidate)
+                        if len(found) >= MAX_PARTNERS:
+                            break
         out.append(dataclasses.replace(group, partners=tuple(found)) if found else group)
     return out
 

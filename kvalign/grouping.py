@@ -22,6 +22,11 @@ of the same group.
 
 A standalone server (role ``server``) is a group of its own under every mode: it pairs
 with nothing, and only its own rules run.
+
+Budgets (docs/security.md): a run pairs at most :data:`MAX_PAIRS` prefill × decode pairs
+(:func:`check_pair_budget`, counted from the groups before any pair is built), and an
+unpaired pool's possible partners in other groups are listed at most
+:data:`MAX_PARTNERS` per group.
 """
 
 from __future__ import annotations
@@ -32,8 +37,19 @@ from pathlib import PurePath
 from typing import Literal
 
 from kvalign.deploy.model import Pool
+from kvalign.errors import InvalidSettings
 
 PairBy = Literal["label", "file", "model"]
+
+#: most prefill × decode pairs one run analyses. Every pair is a row of the report and
+#: runs the pair rules (about 80 µs each with its rules and row); 30,000 is three times
+#: the 10,295 pairs of the 10,000-file audit benchmark (BENCHMARKS.md) and keeps a run
+#: within seconds. Past it the run stops with one line (exit 2), naming the largest
+#: group: a group of 1,000 prefill and 1,000 decode pools would be 1,000,000 rows.
+MAX_PAIRS = 30_000
+#: most pools of other groups listed as possible partners of one group's unpaired pools
+#: (KVA013 names three and counts the rest: "and at least N more" at this bound).
+MAX_PARTNERS = 100
 
 
 @dataclass(frozen=True)
@@ -122,3 +138,31 @@ def group_pools(pools: Sequence[Pool], pair_by: PairBy) -> list[tuple[Grouping, 
         )
         out += [(g, tuple(members)) for g, members in parts]
     return out
+
+
+def check_pair_budget(groups: Sequence[tuple[Grouping, Sequence[Pool]]]) -> None:
+    """Refuse a run whose groups make more than :data:`MAX_PAIRS` prefill × decode pairs,
+    counted per group from its roles (no pair is built here).
+
+    Raises:
+        InvalidSettings: over the budget; the message names the group with the most
+            pairs (its first pool's file, how it was formed, its prefill and decode
+            counts), the run's total and the budget.
+    """
+    total = 0
+    worst: tuple[int, Grouping, Pool, int, int] | None = None
+    for grouping, pools in groups:
+        prefill = sum(1 for pool in pools if pool.role == "prefill")
+        decode = sum(1 for pool in pools if pool.role == "decode")
+        pairs = prefill * decode
+        total += pairs
+        if pairs and (worst is None or pairs > worst[0]):
+            worst = (pairs, grouping, pools[0], prefill, decode)
+    if total <= MAX_PAIRS or worst is None:
+        return
+    pairs, grouping, first, prefill, decode = worst
+    raise InvalidSettings(
+        f"{first.location.file}: {grouping.how}: {prefill:,} prefill × {decode:,} decode "
+        f"pools make {pairs:,} pairs ({total:,} in the run); a run pairs at most "
+        f"{MAX_PAIRS:,} (budget: pairs per run): audit the deployments apart"
+    )

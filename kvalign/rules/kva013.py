@@ -12,6 +12,7 @@ run) are never unpaired.
 
 from __future__ import annotations
 
+from kvalign.grouping import MAX_PARTNERS
 from kvalign.rules.base import Finding, GroupResult, Severity, pool_ref
 
 CODE = "KVA013"
@@ -59,7 +60,9 @@ def find(group: GroupResult) -> list[Finding]:
             )
         if candidates:
             names = ", ".join(pool_ref(c, pool.location.file) for c in candidates[:3])
-            more = f" and {len(candidates) - 3} more" if len(candidates) > 3 else ""
+            # at the bound the list was cut (kvalign.grouping.MAX_PARTNERS): a floor
+            floor = "at least " if len(group.partners) >= MAX_PARTNERS else ""
+            more = f" and {floor}{len(candidates) - 3} more" if len(candidates) > 3 else ""
             message += f"; {names}{more} could be its partner but was grouped apart"
             fix = (
                 "put the partner in the same deployment (same deployment label and "
