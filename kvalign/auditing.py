@@ -131,7 +131,8 @@ def _run(request: AuditRequest, notes: list[Problem]) -> AuditOutcome:
     deployments, skipped = read_paths(
         paths, notes=notes, skip_unrelated=request.skip_unrelated, unread=unread
     )
-    if request.config is not None and not Path(request.config).is_file():
+    config = None if request.config is None else Path(request.config)
+    if config is not None and (not config.exists() or config.is_dir()):
         raise InvalidSettings(f"--config {request.config}: no such file")
     ignores, ignore_problems = load_ignores(Path(request.config or ".kvalign.yaml"))
     known = load_baseline(Path(request.baseline)) if request.baseline else frozenset()

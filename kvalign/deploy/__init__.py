@@ -28,7 +28,13 @@ from kvalign.deploy.interface import Source
 from kvalign.deploy.model import ComponentBlockSize, Deployment, Location, Pool, Problem
 from kvalign.deploy.registry import reader_for
 from kvalign.errors import InvalidConfig, InvalidSettings, KvalignError
-from kvalign.safeio import load_yaml_documents, read_head, read_stream
+from kvalign.safeio import (
+    MAX_FILE_BYTES,
+    decode_text,
+    load_yaml_documents,
+    read_head,
+    read_stream,
+)
 from kvalign.safeio import read_text as read_file_text
 from kvalign.shell.expand import ShellBudgetExceeded
 
@@ -325,6 +331,37 @@ def _unreadable(path: Path, exc: KvalignError) -> Deployment:
 
 #: most paths one run names (folders are scanned for their files).
 MAX_FILES = 10_000
+#: most pools one run reads. A deployment file holds a P/D pair, so the files budget
+#: (:data:`MAX_FILES`) means about 20,000 pools (the 10,000-file audit benchmark reads
+#: 20,590); 30,000 leaves room for files of a few more pools and keeps a run within
+#: seconds (each pool is loaded, resolved and reported). Past it the run stops with one
+#: line naming the file that passed it (exit 2).
+MAX_POOLS = 30_000
+
+
+class _PoolBudget:
+    """The pools a :func:`read_paths` call has read, checked against :data:`MAX_POOLS`
+    after every file (each deployment counted once)."""
+
+    def __init__(self) -> None:
+        self.pools = 0
+        self.counted = 0
+
+    def check(self, deployments: list[Deployment]) -> None:
+        """Count the deployments appended since the last call.
+
+        Raises:
+            InvalidSettings: the run holds more than :data:`MAX_POOLS` pools (the
+                message names the file that passed the budget).
+        """
+        for deployment in deployments[self.counted :]:
+            self.pools += len(deployment.pools)
+            if self.pools > MAX_POOLS:
+                raise InvalidSettings(
+                    f"{deployment.source}: the run holds more than {MAX_POOLS:,} pools with "
+                    "this file (budget: pools per run): audit fewer files at once"
+                )
+        self.counted = len(deployments)
 
 
 #: folders a scan never enters: version-control metadata and Python virtual environments
@@ -418,7 +455,9 @@ def _scanned(
     mentions vLLM is listed as not read.
     ``unread`` receives, with the reason, the entries that cannot be read as files: a
     symbolic link that loops (whatever its name: a loop names no file to judge by), one
-    with those suffixes that dangles, a FIFO, socket or device. ``notes`` receives one
+    with those suffixes that dangles, a FIFO, socket or device of any name but
+    documentation's (a ``serve.sh``, a ``Justfile`` or a ``*.json`` alike: never skipped
+    silently). ``notes`` receives one
     note per symbolic link to a folder read already."""
     files: list[Path] = []
     for child, link, regular in _walk_typed(path, notes):
@@ -426,9 +465,14 @@ def _scanned(
         suffix = child.suffix.lower()
         wanted = suffix in SUFFIXES or justfile.is_justfile(child.name)
         if not wanted and not loop:
-            documentation = suffix in DOCUMENTATION
-            if others is not None and (child.is_file() if link else regular) and not documentation:
-                others.append(child)
+            if suffix in DOCUMENTATION:
+                continue
+            if child.is_file() if link else regular:
+                if others is not None:
+                    others.append(child)
+            elif unread is not None and _special(child, link):
+                # a name that is sniffed (a script, *.json, a Dockerfile): not skipped
+                unread.append(_not_regular(child))
             continue
         if child.is_file() if link else regular:
             files.append(child)
@@ -442,14 +486,24 @@ def _scanned(
                     )
                 )
         elif not child.is_dir() and unread is not None:
-            unread.append(
-                Problem(
-                    Location(str(child)),
-                    "not a regular file (a FIFO, socket or device): "
-                    "not read; --skip-unrelated accepts it",
-                )
-            )
+            unread.append(_not_regular(child))
     return files
+
+
+def _special(child: Path, link: bool) -> bool:
+    """Whether a scanned entry that is no regular file is a FIFO, socket or device (for a
+    symbolic link: what it points to; a link that dangles or loops is not)."""
+    if not link:
+        return True  # the listing said: neither a folder nor a regular file
+    return child.exists() and not child.is_dir()
+
+
+def _not_regular(child: Path) -> Problem:
+    """A scanned FIFO, socket or device, as a path not read."""
+    return Problem(
+        Location(str(child)),
+        "not a regular file (a FIFO, socket or device): not read; --skip-unrelated accepts it",
+    )
 
 
 #: bytes of a file of another name that are sniffed (:func:`_sniff`): the first
@@ -573,7 +627,10 @@ def read_paths(
 
     Raises:
         InvalidConfig: a missing path, a named file or stdin that cannot be read or is
-            malformed, or a file given by name that is no deployment kvalign knows.
+            malformed (stdin that is not UTF-8 too), or a file given by name that is no
+            deployment kvalign knows.
+        InvalidSettings: more than :data:`MAX_FILES` paths, or the files read hold more
+            than :data:`MAX_POOLS` pools (named at the file that passes it).
     """
     deployments: list[Deployment] = []
     skipped: list[str] = []
@@ -581,6 +638,7 @@ def read_paths(
     if len(paths) > MAX_FILES:
         raise InvalidSettings(f"more than {MAX_FILES:,} paths (budget: files per run)")
     run = _Run()
+    budget = _PoolBudget()
     references = _references(paths, run)
     run_files = _run_files(paths, run)
     charts: set[Path] = set()
@@ -589,7 +647,7 @@ def read_paths(
     pending: list[tuple[Path, str, dict[Path, list[tuple[Path, str]]], bool]] = []
     for raw in paths:
         if raw == "-":
-            text = stdin_text if stdin_text is not None else read_stream(sys.stdin)
+            text = stdin_text if stdin_text is not None else _read_stdin()
             found = _read(text, "-", None, sink)
             if found is None:
                 reasons = [n.message for n in sink if n.location.file == "-"]
@@ -640,6 +698,7 @@ def read_paths(
                     untaken.append((child, text))
                 else:
                     deployments.append(found)
+                    budget.check(deployments)
             by_folder: dict[Path, list[tuple[Path, str]]] = {}
             for child, text in texts:  # grouped once: a scan of 10,000 files has many folders
                 by_folder.setdefault(child.parent, []).append((child, text))
@@ -673,6 +732,8 @@ def read_paths(
                 f"{raw}: no prefill/decode deployment found{why}; kvalign reads: {INPUT_KINDS}"
             )
         deployments.append(found)
+        budget.check(deployments)
+    budget.check(deployments)  # rendered charts and stdin
     read_through = _lmcache_files(deployments)  # once every file of the run is read
     for child, text, by_folder, other_name in pending:
         if str(child) in read_through:  # an LMCACHE_CONFIG_FILE another file names
@@ -687,6 +748,27 @@ def read_paths(
     # a launch found but not understood (role unknown, ...) stays not evaluated even with
     # skip_unrelated: that flag skips only files with no vLLM launch or connector
     return _partnered_servers(deployments), skipped
+
+
+def _read_stdin() -> str:
+    """Standard input's text: its bytes (at most :data:`kvalign.safeio.MAX_FILE_BYTES`)
+    decoded as UTF-8, so bytes that are not UTF-8 are refused by name (``-: not UTF-8
+    text (byte N)``) rather than passed on as the lone surrogates a text stream with
+    ``surrogateescape`` (the C / POSIX locale) would make of them.
+
+    Raises:
+        InvalidConfig: more than the size cap, or not UTF-8.
+    """
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text stream put in its place (tests): read as it is
+        return read_stream(sys.stdin)
+    try:
+        data = buffer.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InvalidConfig(f"-: cannot read ({type(exc).__name__})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidConfig(f"-: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    return decode_text(data, "-")
 
 
 def _lmcache_files(deployments: list[Deployment]) -> set[str]:

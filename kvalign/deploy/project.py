@@ -20,11 +20,16 @@ def load_ignores(path: Path) -> tuple[tuple[Ignore, ...], list[Problem]]:
         ``(ignores, problems)``.
 
     Raises:
-        InvalidConfig: unparsable file, ``ignore`` not a list, or an entry that is not a
-            mapping with a ``rule``.
+        InvalidConfig: unparsable file, ``ignore`` not a list, an entry that is not a
+            mapping with a ``rule``, or a FIFO, socket or device at ``path`` (never read, and
+            never silently passed over; a folder is no project file).
     """
-    if not path.is_file():
+    if not path.exists() or path.is_dir():
         return (), []
+    if not path.is_file():
+        raise InvalidConfig(
+            f"{path}: not a regular file (a FIFO, socket or device): the project file is not read"
+        )
     data = load_yaml(read_text(path), str(path)) or {}
     entries = data.get("ignore", []) if isinstance(data, dict) else None
     if not isinstance(entries, list):
