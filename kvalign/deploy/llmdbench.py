@@ -39,6 +39,7 @@ from kvalign.deploy.interface import Source
 from kvalign.deploy.model import Deployment, DeploymentKey, Location, Pool, Problem, Role
 from kvalign.deploy.vllm_args import parse_vllm_args
 from kvalign.errors import KvalignError
+from kvalign.numbers import int_problem, quoted, try_int
 from kvalign.shell import UNRESOLVED, evaluate, shown, unresolved
 
 KIND = "llm-d-benchmark"
@@ -51,6 +52,13 @@ _REPLACE = re.compile(r"REPLACE_ENV_([A-Z0-9]++(?:_[A-Z0-9]++)*+)")
 _SCENARIO = re.compile(r"^[ \t]*+(?:export[ \t]++)?LLMDBENCH_(?:VLLM|DEPLOY)_[A-Z0-9_]*+=", re.M)
 #: a command that marks the end of the scenario (its variables are read there).
 _END = "__kvalign_llmdbench_scenario_end__"
+
+#: most models one scenario's ``LLMDBENCH_DEPLOY_MODEL_LIST`` may name (counted before
+#: the list is split). llm-d-benchmark stands one stack up per model, and scenarios name
+#: one to a few; 256 models are at most 512 pools, each loaded and resolved (an unknown
+#: model costs a cache lookup), well within the run's pool budget
+#: (:data:`kvalign.deploy.MAX_POOLS`). Past it the scenario is not evaluated (exit 3).
+MAX_MODELS = 256
 
 #: variables whose default, when used, is noted (the others follow from these).
 _NOTED = ("_MODEL_LIST", "_REPLICAS", "_TENSOR_PARALLELISM", "_EXTRA_ARGS", "_STANDALONE_ARGS")
@@ -190,7 +198,30 @@ def _tp_flag(args: list[str]) -> int | None:
 
 
 def _int(text: str | None) -> int | None:
-    return int(text) if text is not None and text.strip().isdigit() else None
+    """``text`` as a whole number (ASCII digits, :func:`kvalign.numbers.try_int`), else
+    ``None``."""
+    return None if text is None else try_int(text.strip())
+
+
+def _count(
+    known: _Values, name: str, role: str, source: Source, problems: list[Problem]
+) -> int | None:
+    """The whole number the variable ``name`` holds (``None``: not set, empty, or
+    unresolved, which other checks name). A value that is text but no number (``²``,
+    ``two``, ``-1``) adds one blocking problem naming the variable and returns ``None``."""
+    raw = known.get(name)
+    if raw is None or not raw.strip() or UNRESOLVED.search(raw):
+        return None
+    number = _int(raw)
+    if number is None:
+        problem = int_problem(raw.strip()) or "not a whole number"
+        problems.append(
+            Problem(
+                _where(source, name),
+                f"{role}: {name}: {quoted(shown(raw))} is not an integer ({problem})",
+            )
+        )
+    return number
 
 
 def read(source: Source) -> Deployment:
@@ -211,9 +242,20 @@ def read(source: Source) -> Deployment:
                 "exec), so the variables it leaves to llm-d-benchmark are not known",
             )
         )
+    seen: dict[tuple[str, str, str], list[Pool]] = {}  # pools read, by model/role/name
     for values in paths:
         known = _Values(values)
-        models = [m.strip() for m in (known.get("LLMDBENCH_DEPLOY_MODEL_LIST") or "").split(",")]
+        listed = known.get("LLMDBENCH_DEPLOY_MODEL_LIST") or ""
+        if listed.count(",") >= MAX_MODELS:  # counted before the list is split
+            problems.append(
+                Problem(
+                    _where(source, "LLMDBENCH_DEPLOY_MODEL_LIST"),
+                    f"scenario: LLMDBENCH_DEPLOY_MODEL_LIST names {listed.count(',') + 1:,} "
+                    f"models, more than {MAX_MODELS:,} (budget: models per scenario)",
+                )
+            )
+            continue
+        models = [m.strip() for m in listed.split(",")]
         methods = known.get("LLMDBENCH_DEPLOY_METHODS") or ""
         for model in [m for m in models if m]:
             known = _Values({**values, "LLMDBENCH_DEPLOY_CURRENT_MODEL": model})
@@ -230,7 +272,11 @@ def read(source: Source) -> Deployment:
                 launches += 1
                 pool, pool_problems = build_pool(item)
                 problems += pool_problems
-                if pool is not None and all(p != pool for p in pools):
+                if pool is None:
+                    continue
+                bucket = seen.setdefault((pool.model, pool.role, pool.name), [])
+                if all(p != pool for p in bucket):  # once, however many paths give it
+                    bucket.append(pool)
                     pools.append(pool)
             used = ", ".join(
                 n for n in known.defaulted if n.endswith(_NOTED) and "_COMMON_" not in n
@@ -273,7 +319,13 @@ def _modelservice(
 ) -> list[PoolInput | Problem]:
     """The prefill and decode pools the ModelService chart is given."""
     out: list[PoolInput | Problem] = []
-    replicas = {r: _int(known.get(f"{MS}{r}_REPLICAS")) for r in ("PREFILL", "DECODE")}
+    numbers: list[Problem] = []
+    replicas = {
+        r: _count(known, f"{MS}{r}_REPLICAS", r.lower(), source, numbers)
+        for r in ("PREFILL", "DECODE")
+    }
+    if numbers:  # which roles are deployed is not known
+        return [*numbers]
     role: Role
     for role in ("prefill", "decode"):
         upper = role.upper()
@@ -302,7 +354,12 @@ def _modelservice(
             args = served
         else:
             args = [model, *args]
-        tp = _int(known.get(f"{MS}{upper}_TENSOR_PARALLELISM"))
+        tp = _count(known, f"{MS}{upper}_TENSOR_PARALLELISM", role, source, numbers)
+        dp = _count(known, f"{MS}{upper}_DATA_PARALLELISM", role, source, numbers)
+        if numbers:
+            out += numbers
+            numbers = []
+            continue
         flag = _tp_flag(args)
         if tp is not None and flag is not None and flag != tp:
             out.append(
@@ -328,7 +385,7 @@ def _modelservice(
                 env={},
                 model=model if command != "custom" else None,
                 tp=tp if flag is None else None,
-                dp=_int(known.get(f"{MS}{upper}_DATA_PARALLELISM")),
+                dp=dp,
                 deployment_key=key,
                 gpu=gpu,
             )

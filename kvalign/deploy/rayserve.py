@@ -21,6 +21,13 @@ from kvalign.deploy.model import Deployment, DeploymentKey, Location, Pool, Prob
 
 KIND = "ray-serve"
 _BLOCKS: tuple[tuple[Role, str], ...] = (("prefill", "prefill_config"), ("decode", "decode_config"))
+#: most P/D applications one file may hold (counted before any is read). A Serve config
+#: deploys a handful; 256 applications are 512 pools, well within the run's pool budget
+#: (:data:`kvalign.deploy.MAX_POOLS`) and a fraction of a second to read. Past it the file
+#: is not evaluated (exit 3), naming the count and the budget.
+MAX_APPLICATIONS = 256
+#: what YAML may build that is engine-argument data (what ``json`` writes and vLLM takes).
+_SCALARS = (str, int, float, bool, type(None))
 
 
 def _apps(doc: Any) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -44,6 +51,51 @@ def matches(docs: list[Any]) -> bool:
     return any(True for doc in docs for _ in _apps(doc))
 
 
+def _count(doc: Any) -> int:
+    """How many P/D applications one document holds, without reading any (the top-level
+    builder arguments count as one; every ``applications`` entry counts)."""
+    if not isinstance(doc, Mapping):
+        return 0
+    apps = doc.get("applications")
+    return int(any(key in doc for _, key in _BLOCKS)) + (len(apps) if isinstance(apps, list) else 0)
+
+
+def _not_data(value: Any, where: str) -> str | None:
+    """The first place in an ``engine_kwargs`` value that holds something YAML builds but
+    an engine argument cannot be (a date ``2024-01-01``, a ``!!set``, ``!!binary`` bytes,
+    a key that is no text or number), as ``where.key[index]: a date``; ``None`` when it is
+    all plain data (text, numbers, booleans, null, lists and mappings of them). The walk
+    visits each node once (YAML documents are bounded, :mod:`kvalign.safeio`)."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, Mapping):
+            for key, child in node.items():
+                if not isinstance(key, _SCALARS) or key is None:
+                    return f"{path}: a key of type {_kind(key)} is not an engine argument"
+                stack.append((child, f"{path}.{key}"))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(node))
+        elif not isinstance(node, _SCALARS):
+            return f"{path}: a YAML {_kind(node)} is not an engine argument (quote it as text)"
+    return None
+
+
+def _kind(value: Any) -> str:
+    """What YAML built, in YAML's words (``date``, ``timestamp``, ``set``, ``binary``)."""
+    import datetime
+
+    if isinstance(value, datetime.datetime):
+        return "timestamp"
+    if isinstance(value, datetime.date):
+        return "date"
+    if isinstance(value, (set, frozenset)):
+        return "set"
+    if isinstance(value, (bytes, bytearray)):
+        return "binary"
+    return "null" if value is None else type(value).__name__
+
+
 def _flag(key: str, value: Any) -> list[str]:
     """One engine keyword argument as ``vllm serve`` words (``block_size: 64`` →
     ``--block-size 64``; ``True`` → the bare flag; mappings and lists as JSON)."""
@@ -62,6 +114,19 @@ def read(source: Source) -> Deployment:
     pools: list[Pool] = []
     problems: list[Problem] = []
     launches = 0
+    count = sum(_count(doc) for _, doc in source.documents)
+    if count > MAX_APPLICATIONS:
+        first = source.documents[0][0] if source.documents else 1
+        return Deployment(
+            source=source.file, kind=KIND, launches=count,
+            problems=(
+                Problem(
+                    Location(source.file, first),
+                    f"{count:,} Ray Serve applications, more than {MAX_APPLICATIONS:,} in one "
+                    "file (budget: applications per file)",
+                ),
+            ),
+        )  # fmt: skip
     for start, doc in source.documents:
         for name, args in _apps(doc):
             for role, key in _BLOCKS:
@@ -81,6 +146,10 @@ def read(source: Source) -> Deployment:
                     problems.append(
                         Problem(location, f"{name}.{key}.engine_kwargs: expected a mapping")
                     )
+                    continue
+                odd = _not_data(engine, f"{name}.{key}.engine_kwargs")
+                if odd is not None:
+                    problems.append(Problem(location, odd))
                     continue
                 words = [w for k, v in (engine or {}).items() for w in _flag(str(k), v)]
                 gpu = block.get("accelerator_type")
