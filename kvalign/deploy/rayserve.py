@@ -61,7 +61,7 @@ def _count(doc: Any) -> int:
 
 
 def _not_data(value: Any, where: str) -> str | None:
-    """The first place in an ``engine_kwargs`` value that holds something YAML builds but
+    """A place in an ``engine_kwargs`` value that holds something YAML builds but
     an engine argument cannot be (a date ``2024-01-01``, a ``!!set``, ``!!binary`` bytes,
     a key that is no text or number), as ``where.key[index]: a date``; ``None`` when it is
     all plain data (text, numbers, booleans, null, lists and mappings of them). The walk
@@ -71,7 +71,7 @@ def _not_data(value: Any, where: str) -> str | None:
         node, path = stack.pop()
         if isinstance(node, Mapping):
             for key, child in node.items():
-                if not isinstance(key, _SCALARS) or key is None:
+                if not isinstance(key, _SCALARS):
                     return f"{path}: a key of type {_kind(key)} is not an engine argument"
                 stack.append((child, f"{path}.{key}"))
         elif isinstance(node, (list, tuple)):

@@ -311,7 +311,9 @@ def test_ray_serve_engine_kwargs_of_yaml_types_are_one_line(
 def test_ray_serve_plain_engine_kwargs_still_read() -> None:
     from kvalign.deploy import read_text
 
-    text = RAY_ODD.read_text(encoding="utf-8").replace("ODD", "{kv_connector: NixlConnector}")
+    text = RAY_ODD.read_text(encoding="utf-8").replace(
+        "ODD", "{kv_connector: NixlConnector, kv_connector_extra_config: {null: 1, 7: [2024]}}"
+    )  # a null or number key, a number: plain data, as JSON writes it
     found = read_text(text, "serve.yaml")
     assert found is not None and [p.role for p in found.pools] == ["prefill", "decode"]
     assert found.pools[1].args.kv_connector == "NixlConnector"
