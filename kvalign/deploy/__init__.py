@@ -757,8 +757,11 @@ def _read_stdin() -> str:
     ``surrogateescape`` (the C / POSIX locale) would make of them.
 
     Raises:
-        InvalidConfig: more than the size cap, or not UTF-8.
+        InvalidConfig: more than the size cap, not UTF-8, or no standard input at all
+            (closed: ``kvalign audit - <&-``).
     """
+    if sys.stdin is None:  # Python sets it to None when descriptor 0 is closed
+        raise InvalidConfig("-: no standard input (it is closed)")
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:  # a text stream put in its place (tests): read as it is
         return read_stream(sys.stdin)

@@ -339,6 +339,24 @@ def test_stdin_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     assert _one_error(code, stderr) == "kvalign: error: -: not UTF-8 text (byte 11)"
 
 
+def test_closed_stdin_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "kvalign", "audit", "-"],
+        cwd=tmp_path,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT),
+             "HF_HUB_OFFLINE": "1", "XDG_CACHE_HOME": str(tmp_path / ".cache")},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=WALL_SECONDS,
+        preexec_fn=lambda: (_limits(), os.close(0)),
+        check=False,
+    )  # fmt: skip
+    stderr = done.stderr.decode("utf-8", "replace")
+    assert _one_error(done.returncode, stderr) == (
+        "kvalign: error: -: no standard input (it is closed)"
+    )
+
+
 # ---- FIFOs named like deployment files, and .kvalign.yaml -----------------------------
 GOOD = """model: nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16
 prefill: {tp: 8, args: --block-size 2096}
