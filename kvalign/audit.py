@@ -436,8 +436,18 @@ def run_audit(
     active: list[Finding] = []
     suppressed: list[Suppressed] = []
     by_file = {d.source: list(d.ignores) for d in deployments}
+    # the answer depends on the finding's rule and file only: each pair looked up once,
+    # among the ignores of that rule (a run of many findings and many ignores stays linear)
+    by_rule: dict[str, list[Ignore]] = {}
+    for ignore in ignores:
+        by_rule.setdefault(ignore.rule, []).append(ignore)
+    hits: dict[tuple[str, str], Ignore | None] = {}
     for finding in findings:
-        hit = _ignored(finding, by_file.get(finding.location.file, []) + list(ignores))
+        where = (finding.rule, finding.location.file)
+        if where not in hits:
+            in_file = [i for i in by_file.get(where[1], []) if i.rule == where[0]]
+            hits[where] = _ignored(finding, in_file + by_rule.get(where[0], []))
+        hit = hits[where]
         if hit is not None:
             suppressed.append(Suppressed(finding, f"ignored: {hit.reason}"))
         elif finding.fingerprint in baseline:

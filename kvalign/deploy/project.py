@@ -8,6 +8,11 @@ from kvalign.deploy.model import Ignore, Location, Problem
 from kvalign.errors import InvalidConfig, KvalignError
 from kvalign.safeio import JsonProblem, load_yaml, parse_json, read_text
 
+#: most ``ignore:`` entries a project file may list (counted before any is read). Projects
+#: list a few; each finding is checked against the entries of its rule, so 1,000 keeps
+#: that check well under a second for the largest run. Past it: one line, exit 2.
+MAX_IGNORES = 1_000
+
 
 def load_ignores(path: Path) -> tuple[tuple[Ignore, ...], list[Problem]]:
     """``ignore:`` entries of a ``.kvalign.yaml`` (missing file → none).
@@ -20,7 +25,8 @@ def load_ignores(path: Path) -> tuple[tuple[Ignore, ...], list[Problem]]:
         ``(ignores, problems)``.
 
     Raises:
-        InvalidConfig: unparsable file, ``ignore`` not a list, an entry that is not a
+        InvalidConfig: unparsable file, ``ignore`` not a list or longer than
+            :data:`MAX_IGNORES`, an entry that is not a
             mapping with a ``rule``, or a FIFO, socket or device at ``path`` (never read, and
             never silently passed over; a folder is no project file).
     """
@@ -34,6 +40,11 @@ def load_ignores(path: Path) -> tuple[tuple[Ignore, ...], list[Problem]]:
     entries = data.get("ignore", []) if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise InvalidConfig(f"{path}: ignore: expected a list")
+    if len(entries) > MAX_IGNORES:
+        raise InvalidConfig(
+            f"{path}: ignore: {len(entries):,} entries, more than {MAX_IGNORES:,} (budget: "
+            "ignores per project file)"
+        )
     out: list[Ignore] = []
     problems: list[Problem] = []
     for index, entry in enumerate(entries):

@@ -27,7 +27,7 @@ from kvalign.deploy.aibrix import MAX_ROLES
 from kvalign.deploy.llmdbench import MAX_MODELS
 from kvalign.deploy.model import Pool
 from kvalign.deploy.rayserve import MAX_APPLICATIONS
-from kvalign.errors import InvalidSettings
+from kvalign.errors import InvalidConfig, InvalidSettings
 from kvalign.grouping import MAX_PAIRS, MAX_PARTNERS, Grouping, check_pair_budget
 from tests.hostile.cases import ROOT
 from tests.hostile.test_hostile import CPU_SECONDS, MEMORY_LIMIT, WALL_SECONDS, _limits, _snapshot
@@ -416,3 +416,26 @@ def test_project_file_that_is_a_folder_is_still_no_project_file(tmp_path: Path) 
     (tmp_path / ".kvalign.yaml").mkdir()
     code, _, _, _ = _audit(tmp_path, "d.yaml")
     assert code == 0
+
+
+def test_project_file_of_20000_ignores_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "d.yaml").write_text(GOOD, encoding="utf-8")
+    entries = "".join(f"- {{rule: KVA001, reason: r, path: 'x{i}/*'}}\n" for i in range(20_000))
+    (tmp_path / ".kvalign.yaml").write_text("ignore:\n" + entries, encoding="utf-8")
+    code, _, stderr, _ = _audit(tmp_path, "d.yaml")
+    assert _one_error(code, stderr) == (
+        "kvalign: error: .kvalign.yaml: ignore: 20,000 entries, more than 1,000 (budget: "
+        "ignores per project file)"
+    )
+
+
+def test_ignore_budget_takes_exactly_its_cap(tmp_path: Path) -> None:
+    from kvalign.deploy.project import MAX_IGNORES, load_ignores
+
+    entry = "- {rule: KVA002, reason: known, path: 'deploy/*'}\n"
+    (tmp_path / "p.yaml").write_text("ignore:\n" + entry * 1000, encoding="utf-8")
+    ignores, problems = load_ignores(tmp_path / "p.yaml")
+    assert len(ignores) == MAX_IGNORES == 1000 and not problems
+    (tmp_path / "p.yaml").write_text("ignore:\n" + entry * 1001, encoding="utf-8")
+    with pytest.raises(InvalidConfig, match="1,001 entries, more than 1,000"):
+        load_ignores(tmp_path / "p.yaml")
