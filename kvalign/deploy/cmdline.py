@@ -95,8 +95,16 @@ def evaluate(
 ) -> Script:
     """:func:`kvalign.shell.evaluate` with container launches split
     (:func:`container_image`): a ``docker run … IMAGE ARGS`` command's
-    :attr:`~kvalign.shell.Command.image` is IMAGE and its words are ARGS."""
-    return evaluate_shell(text, env, positional, container_image)
+    :attr:`~kvalign.shell.Command.image` is IMAGE and its words are ARGS; a part of the
+    script a limit keeps from being read is a stop (:attr:`~kvalign.shell.Script.stops`)
+    when it could launch vLLM (:func:`could_launch`)."""
+    return evaluate_shell(text, env, positional, container_image, could_launch)
+
+
+def could_launch(text: str) -> bool:
+    """Whether ``text`` could launch vLLM, as far as its words tell without evaluating it
+    (:func:`matches` with ``strict=False``: ``vllm serve``, a vLLM image, ``dynamo.vllm``)."""
+    return matches(text, strict=False)
 
 
 def matches(text: str, *, strict: bool = True) -> bool:
@@ -205,6 +213,8 @@ def read(
     script = evaluate(text)
     problems = [Problem(Location(file, line), f"shell: {note}", blocking=False)
                 for line, note in script.notes]  # fmt: skip
+    # a part a limit kept from being read holds a launch: the file is not judged whole
+    problems += [Problem(Location(file, line), f"shell: {stop}") for line, stop in script.stops]
     sites: dict[tuple[int, ...], list[tuple[Command, list[str]]]] = {}
     for command in script.commands:
         launched = launch_arguments(command)
@@ -222,7 +232,16 @@ def read(
         built: list[tuple[Command, Pool]] = []
         seen: set[tuple[Any, ...]] = set()
         site_problems: list[Problem] = []
+        cuts: list[Problem] = []  # launches cut by a limit: blocking on any path
         for command, launched in alternatives:
+            if command.limits:  # a word too long to read: this launch cannot be judged
+                cut = Problem(
+                    Location(file, command.line),
+                    f"shell: {'; '.join(command.limits)}: this launch not evaluated",
+                )
+                if cut not in cuts:
+                    cuts.append(cut)
+                continue
             config_files: dict[str, Mapping[str, Any]] = {}
             if "--config" in launched and load_config is not None:
                 index = launched.index("--config")
@@ -265,7 +284,7 @@ def read(
             # another alternative of this command was evaluated: one that cannot be (an
             # unresolved $2 on the path where the script's default is not taken) is noted
             site_problems = off_path(site_problems)
-        problems += site_problems
+        problems += site_problems + cuts
         if len(built) > 1:
             letters = "abcdefghijklmnopqrstuvwxyz"
             described = differences([c for c, _ in built])

@@ -766,10 +766,14 @@ def test_an_array_value_is_charged_to_the_budget(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(expand, "MAX_BUILT", 1024 * 1024)
     value = "b" * 100_000
-    # B's value (100,001 characters) and ten items of 100,001 are over 1 MiB
+    # B's value (100,001 characters) and ten items "x$B" of 100,004 (a copy each: the
+    # piece x joined to B's value) are over 1 MiB; five are not
     with pytest.raises(ShellBudgetExceeded):
-        evaluate(f"B={value}\nA=(" + ' "$B"' * 10 + ")\n")
-    evaluate(f"B={value}\nA=(" + ' "$B"' * 5 + ")\n")
+        evaluate(f"B={value}\nA=(" + ' "x$B"' * 10 + ")\n")
+    evaluate(f"B={value}\nA=(" + ' "x$B"' * 5 + ")\n")
+    # an item that is B's value as a whole ("$B") shares it: no copy, one character each
+    shared = evaluate(f"B={value}\nA=(" + ' "$B"' * 10 + ')\nrun "${A[@]}"\n')
+    assert [len(w) for w in shared.commands[0].words] == [3] + [100_000] * 10
 
 
 def test_appending_to_an_unset_variable() -> None:
