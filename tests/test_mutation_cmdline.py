@@ -422,3 +422,31 @@ def test_could_launch_is_the_loose_match() -> None:
     assert could_launch("python -m dynamo.vllm --model m")
     assert not could_launch("echo hi")
     assert not could_launch("run serve m")  # serve, but nothing of vLLM
+
+
+def test_a_script_another_file_runs_stops_that_file_at_a_limit() -> None:
+    # a container's `bash -c` script (read by kvalign.deploy.k8s through evaluate): a launch
+    # a limit kept from being read stops the file (not evaluated), naming line and limit
+    from kvalign.deploy.cmdline import ShellLimitReached, evaluate_script
+
+    deep = "{\n" * 150 + "vllm serve m\n" + "}\n" * 150
+    with pytest.raises(ShellLimitReached) as stopped:
+        evaluate(deep)
+    assert str(stopped.value) == (
+        "a shell script it runs, line 100: nested deeper than 100 levels: a vLLM launch "
+        "there not read"
+    )
+    assert evaluate_script(deep).stops == [
+        (100, "nested deeper than 100 levels: a vLLM launch there not read")
+    ]
+    too_long = "A=" + "a" * 300_000 + '\nvllm serve m --x "$A"\n'
+    with pytest.raises(ShellLimitReached) as cut:
+        evaluate(too_long)
+    assert str(cut.value) == (
+        "a shell script it runs, line 2: an argument expands to more than 262144 "
+        "characters: this launch not evaluated"
+    )
+    # a word too long in a command that launches nothing is no stop
+    assert [c.words[0] for c in evaluate(too_long.replace("vllm serve m", "echo")).commands] == [
+        "echo"
+    ]

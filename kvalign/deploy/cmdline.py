@@ -41,6 +41,7 @@ from kvalign.deploy.vllm_args import VllmArgs, dynamo_worker, serve_arguments
 from kvalign.errors import InvalidSettings
 from kvalign.shell import UNRESOLVED, Command, Script, is_shell, shown
 from kvalign.shell import evaluate as evaluate_shell
+from kvalign.shell.expand import ShellBudgetExceeded
 
 KIND = "command-line"
 _LAUNCH = re.compile(
@@ -88,7 +89,38 @@ def container_image(words: list[str]) -> tuple[str, list[str]] | None:
     return words[i], entrypoint + list(words[i + 1 :])
 
 
+class ShellLimitReached(ShellBudgetExceeded):
+    """A script another file runs (a container's ``bash -c``) holds a vLLM launch that a
+    limit of the shell evaluator kept from being read; the message names the limit and
+    the script's line. The file is not evaluated (a shell budget stop, see
+    :func:`kvalign.deploy._read`)."""
+
+
 def evaluate(
+    text: str,
+    env: Mapping[str, str] | None = None,
+    positional: list[str] | tuple[str, ...] | None = None,
+) -> Script:
+    """The launches of a script another file runs (a container's ``command`` / ``args``):
+    :func:`evaluate_script`, where a launch a limit kept from being read stops the file.
+
+    Raises:
+        ShellLimitReached: a stop (:attr:`~kvalign.shell.Script.stops`), or a launch with a
+            word too long to read (:attr:`~kvalign.shell.Command.limits`).
+    """
+    script = evaluate_script(text, env, positional)
+    for line, stop in script.stops:
+        raise ShellLimitReached(f"a shell script it runs, line {line}: {stop}")
+    for command in script.commands:
+        if command.limits and launch_arguments(command) is not None:
+            raise ShellLimitReached(
+                f"a shell script it runs, line {command.line}: "
+                f"{'; '.join(command.limits)}: this launch not evaluated"
+            )
+    return script
+
+
+def evaluate_script(
     text: str,
     env: Mapping[str, str] | None = None,
     positional: list[str] | tuple[str, ...] | None = None,
@@ -210,7 +242,7 @@ def read(
         file: its path (``-`` for stdin), for locations and the role fallback.
         load_config: resolves a ``--config`` path to its loaded YAML (``None`` = missing).
     """
-    script = evaluate(text)
+    script = evaluate_script(text)
     problems = [Problem(Location(file, line), f"shell: {note}", blocking=False)
                 for line, note in script.notes]  # fmt: skip
     # a part a limit kept from being read holds a launch: the file is not judged whole

@@ -20,6 +20,7 @@ names the limit, no traceback and no file changed.
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -168,6 +169,41 @@ def test_a_pair_after_more_than_20000_commands_is_not_evaluated(tmp_path: Path) 
     assert _not_evaluated(stdout) == [
         "not evaluated: run.sh:20003: shell: more than 20000 commands: the rest not read, and "
         "the script launches vLLM"
+    ]
+
+
+def _manifest(folder: Path) -> list[str]:
+    """Two Pods: the prefill launch plainly, the decode launch in a ``bash -c`` script
+    behind 150 nested groups."""
+    prefill, decode = (launch.rstrip(" &") for launch in _launches(BAD))
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": role},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "vllm",
+                        "image": "vllm/vllm-openai:v0.11.0",
+                        "command": ["bash", "-c", script],
+                    }
+                ]
+            },
+        }
+        for role, script in (("prefill", prefill), ("decode", "{\n" * 150 + decode + "\n}" * 150))
+    ]
+    (folder / "pd.yaml").write_text("\n---\n".join(json.dumps(p) for p in pods))
+    return ["audit", "pd.yaml"]
+
+
+def test_a_container_script_nested_too_deep_is_not_evaluated(tmp_path: Path) -> None:
+    # before: the decode pod's launch vanished and the prefill pod passed alone (exit 0)
+    code, stdout, stderr = _audit(Case("k8s-deep", "budgets", _manifest, frozenset()), tmp_path)
+    assert code == 3, stdout + stderr
+    assert _not_evaluated(stdout) == [
+        "not evaluated: pd.yaml: a shell script it runs, line 100: nested deeper than 100 "
+        "levels: a vLLM launch there not read"
     ]
 
 
