@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
@@ -678,7 +678,7 @@ class _Evaluator(Expander):
         line = ctx.line or own.start_point[0] + 1
         out: list[Env] = []
         for env in envs:
-            local = env.copy()
+            local = env.copy() if prefixes else env  # (a copy only for VAR=x prefixes)
             extra: dict[str, str] = {}
             for prefix in prefixes:
                 self._assign(prefix, local, export=True)
@@ -944,9 +944,12 @@ class _Evaluator(Expander):
             (outer.text or b"")[own.start_byte - outer.start_byte :].decode("utf-8", "replace")
         )
         hints = tuple(self.plain(h) for h in hints)
-        variables = {
-            k: self.decode(v if isinstance(v, str) else " ".join(v)) for k, v in env.vars.items()
-        }
+        # every variable on this path, decoded only when asked for (a launch's differences):
+        # the snapshot is a copy in C, charged one step per 1,000 variables, and the
+        # environment (decoded and sorted for the key) one per 20 exported: thousands of
+        # variables times thousands of commands meet the step budget in seconds
+        self.budget.step(len(env.vars) // 1000 + len(environment) // 20)
+        variables = _Decoded(dict(env.vars), self.decode)
         self.script.commands.append(
             Command(
                 limits=limits,
@@ -994,6 +997,28 @@ class _Evaluator(Expander):
         if note not in self.script.notes:
             self.script.notes.append(note)
         return [merged]
+
+
+class _Decoded(Mapping[str, str]):
+    """Variables as they were when a command ran (arrays joined with a blank), each
+    decoded (:meth:`Expander.decode`) when it is read."""
+
+    def __init__(self, raw: dict[str, Value], decode: Callable[[str], str]) -> None:
+        self._raw = raw
+        self._decode = decode
+
+    def __getitem__(self, name: str) -> str:
+        value = self._raw[name]
+        return self._decode(value if isinstance(value, str) else " ".join(value))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
 
 
 def _own_start(node: Node) -> Node:

@@ -143,12 +143,24 @@ class Env:
         return value
 
     def environment(self) -> dict[str, str]:
-        """The exported scalars (what a child process sees)."""
+        """The exported scalars (what a child process sees), in the order they were set
+        (in time linear in the exported names when few of many variables are exported)."""
         out: dict[str, str] = {}
+        if not self.allexport and len(self.exported) * 8 < len(self.vars):
+            names = [n for n in self.exported if n in self.vars]
+            if len(names) > 1:  # the order they were set in, as below
+                order = {n: i for i, n in enumerate(self.vars) if n in self.exported}
+                names.sort(key=order.__getitem__)
+            return {n: _scalar(self.vars[n]) for n in names}
         for name, value in self.vars.items():
             if name in self.exported or self.allexport:
-                out[name] = value if isinstance(value, str) else " ".join(value)
+                out[name] = _scalar(value)
         return out
+
+
+def _scalar(value: Value) -> str:
+    """A variable's value as one string (an array's items joined with a blank)."""
+    return value if isinstance(value, str) else " ".join(value)
 
 
 class Builder:

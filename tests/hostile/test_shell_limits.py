@@ -86,6 +86,16 @@ SCRIPTS: dict[str, Callable[[], str]] = {
         + "\n"
     ),
     "steps": lambda: BAD + "A=1\n" * 120_000,
+    # thousands of variables and of commands: each command's snapshot of the variables is
+    # a copy in C, decoded only for launches (it was built and decoded per command: 25 s)
+    "variables-and-commands": lambda: (
+        "".join(f"A{i}=1\n" for i in range(5_000)) + "echo ok\n" * 3_000 + BAD
+    ),
+    # all of them exported (`set -a`): each command's environment is built and sorted;
+    # charged to the step budget (1 step per 20 exported): not evaluated within seconds
+    "exported-and-commands": lambda: (
+        "set -a\n" + BAD + "".join(f"A{i}=1\n" for i in range(2_000)) + "echo ok\n" * 15_000
+    ),
     "commands": lambda: GOOD + ":\n" * 25_000 + BAD,
 }
 
@@ -209,7 +219,15 @@ def test_a_container_script_nested_too_deep_is_not_evaluated(tmp_path: Path) -> 
 
 # ---- large but ordinary scripts are audited -----------------------------------------
 @pytest.mark.parametrize(
-    "name", ["long-echo", "assignments", "expansions", "eval-long", "long-in-launch"]
+    "name",
+    [
+        "long-echo",
+        "assignments",
+        "expansions",
+        "eval-long",
+        "long-in-launch",
+        "variables-and-commands",
+    ],
 )
 def test_a_large_ordinary_script_is_audited(name: str, tmp_path: Path) -> None:
     code, stdout, stderr = _audit(Case(name, "budgets", _script(name), frozenset()), tmp_path)
@@ -246,6 +264,18 @@ def test_a_named_script_over_the_step_budget_is_not_evaluated(tmp_path: Path) ->
         "(statements and expansions)"
     ]
     assert "kvalign: error" not in stderr
+
+
+def test_thousands_of_exported_variables_times_commands_meet_the_step_budget(
+    tmp_path: Path,
+) -> None:
+    case = Case("exported", "budgets", _script("exported-and-commands"), frozenset())
+    code, stdout, stderr = _audit(case, tmp_path)
+    assert code == 3, stdout + stderr
+    assert _not_evaluated(stdout) == [
+        "not evaluated: run.sh: shell budget exceeded: more than 100,000 evaluation steps "
+        "(statements and expansions)"
+    ]
 
 
 def test_a_scanned_script_over_the_step_budget_is_not_evaluated(tmp_path: Path) -> None:

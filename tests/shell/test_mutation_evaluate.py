@@ -1114,3 +1114,15 @@ def test_blank_splitting_without_unresolved_pieces_is_runs_of_non_blanks() -> No
     assert _split_blanks("a\u00a0b\rc") == ["a\u00a0b\rc"]  # only space, tab, newline split
     assert _split_blanks(f"a {OPEN}x y{CLOSE} b") == ["a", f"{OPEN}x y{CLOSE}", "b"]
     assert _split_blanks(f"x{CLOSE} y") == [f"x{CLOSE}", "y"]
+
+
+def test_each_command_is_charged_for_its_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a command's snapshot costs one step per 20 exported variables (and one per 1,000 of
+    # all): with `set -a`, 100 exported variables cost 5 steps at each of 50 commands
+    from kvalign.shell import expand
+
+    monkeypatch.setattr(expand, "MAX_STEPS", 600)  # 405 steps without the 250 charged
+    body = "".join(f"A{i}=1\n" for i in range(100)) + "run x\n" * 50
+    assert len(evaluate("set +a\n" + body).commands) == 50
+    with pytest.raises(ShellBudgetExceeded):
+        evaluate("set -a\n" + body)

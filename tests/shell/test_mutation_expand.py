@@ -540,3 +540,15 @@ def test_blanks_around_expansions_inside_double_quotes_are_kept() -> None:
     # newline between the string's parts, outside its string_content)
     script = 'A=1\nB=2\nrun " " "  ${A}  " "$A\n$B"\n'
     assert _words(script) == [["run", " ", "  1  ", "1\n2"]]
+
+
+def test_the_environment_keeps_the_order_variables_were_set_in() -> None:
+    from kvalign.shell.expand import Env
+
+    # few of many exported (the fast path) and most exported: the same order, vars' order
+    many = Env({f"V{i}": str(i) for i in range(40)}, {"V30", "V3", "V12"})
+    assert list(many.environment().items()) == [("V3", "3"), ("V12", "12"), ("V30", "30")]
+    few = Env({"B": "b", "A": ("x", "y"), "C": "c"}, {"C", "A"})
+    assert list(few.environment().items()) == [("A", "x y"), ("C", "c")]
+    assert Env({"B": "b", "A": "a"}, set(), allexport=True).environment() == {"B": "b", "A": "a"}
+    assert Env({f"V{i}": "" for i in range(40)}, {"V1", "gone"}).environment() == {"V1": ""}
