@@ -966,6 +966,13 @@ class _Evaluator(Expander):
         )
 
     def source(self, text: str, envs: list[Env], ctx: _Ctx) -> list[Env]:
+        """Parse and evaluate ``text`` (an ``eval`` / ``sh -c`` / here-document script), its
+        length charged to the budget (a large value eval'd many times is parsed each time).
+
+        Raises:
+            ShellBudgetExceeded: more than :data:`MAX_BUILT` characters built or parsed.
+        """
+        self.budget.build(len(text))
         tree = parse(text)
         saved = self.lines, self.source_id
         if ctx.line is not None:

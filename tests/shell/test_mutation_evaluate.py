@@ -1126,3 +1126,15 @@ def test_each_command_is_charged_for_its_environment(monkeypatch: pytest.MonkeyP
     assert len(evaluate("set +a\n" + body).commands) == 50
     with pytest.raises(ShellBudgetExceeded):
         evaluate("set -a\n" + body)
+
+
+def test_the_text_an_eval_parses_is_charged(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a 100,000-character value eval'd 12 times is parsed 12 times: 1.2 MB (over 1 MiB);
+    # it was not charged, and 1,000 evals of 200 KB took 16 s
+    from kvalign.shell import expand
+
+    monkeypatch.setattr(expand, "MAX_BUILT", 1024 * 1024)
+    value = "V='#" + "x" * 100_000 + "'\n"
+    with pytest.raises(ShellBudgetExceeded):
+        evaluate(value + 'eval "$V"\n' * 12)
+    evaluate(value + 'eval "$V"\n' * 5)
