@@ -53,6 +53,7 @@ from kvalign.shell.expand import (
     Expander,
     ShellBudgetExceeded,
     Value,
+    decoded,
 )
 from kvalign.shell.parse import first_error, node_text, parse, same_node
 
@@ -949,7 +950,7 @@ class _Evaluator(Expander):
         # environment (decoded and sorted for the key) one per 20 exported: thousands of
         # variables times thousands of commands meet the step budget in seconds
         self.budget.step(len(env.vars) // 1000 + len(environment) // 20)
-        variables = _Decoded(dict(env.vars), self.decode)
+        variables = _Decoded(dict(env.vars), self.texts)  # (the texts, not self: no cycle)
         self.script.commands.append(
             Command(
                 limits=limits,
@@ -970,9 +971,11 @@ class _Evaluator(Expander):
         length charged to the budget (a large value eval'd many times is parsed each time).
 
         Raises:
-            ShellBudgetExceeded: more than :data:`MAX_BUILT` characters built or parsed.
+            ShellBudgetExceeded: more than :data:`MAX_BUILT` characters built or parsed, or
+                more than :data:`MAX_SYNTAX` characters of shell syntax parsed in all.
         """
         self.budget.build(len(text))
+        self.budget.parse(text)
         tree = parse(text)
         saved = self.lines, self.source_id
         if ctx.line is not None:
@@ -1008,15 +1011,16 @@ class _Evaluator(Expander):
 
 class _Decoded(Mapping[str, str]):
     """Variables as they were when a command ran (arrays joined with a blank), each
-    decoded (:meth:`Expander.decode`) when it is read."""
+    decoded (:func:`kvalign.shell.expand.decoded`, with the evaluation's ``texts``) when
+    it is read."""
 
-    def __init__(self, raw: dict[str, Value], decode: Callable[[str], str]) -> None:
+    def __init__(self, raw: dict[str, Value], texts: list[str]) -> None:
         self._raw = raw
-        self._decode = decode
+        self._texts = texts
 
     def __getitem__(self, name: str) -> str:
         value = self._raw[name]
-        return self._decode(value if isinstance(value, str) else " ".join(value))
+        return decoded(self._texts, value if isinstance(value, str) else " ".join(value))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._raw)
@@ -1135,14 +1139,16 @@ def evaluate(
 
     Raises:
         ShellBudgetExceeded: the script is over the shell budget (text longer than
-            :data:`MAX_SCRIPT_BYTES`, more than :data:`MAX_STEPS` steps, more than
-            :data:`MAX_BUILT` characters expanded); the message names the budget.
+            :data:`MAX_SCRIPT_BYTES`, more than :data:`MAX_SYNTAX` characters of shell
+            syntax parsed, more than :data:`MAX_STEPS` steps, more than :data:`MAX_BUILT`
+            characters expanded); the message names the budget.
     """
     if len(text) > MAX_SCRIPT_BYTES:
         raise ShellBudgetExceeded(
             f"shell budget exceeded: script longer than {MAX_SCRIPT_BYTES // 1024} KiB"
         )
     evaluator = _Evaluator(text.splitlines(), container, launches, text)
+    evaluator.budget.parse(text)
     start = Env(
         dict(env or {}),
         set(env or {}),

@@ -51,6 +51,13 @@ _SELF_REF = re.compile(r"\$0\b|\$\{0\}|BASH_SOURCE")
 MAX_SCRIPT_BYTES = MAX_FILE_BYTES
 MAX_STEPS = 100_000
 MAX_BUILT = 16 * 1024 * 1024
+#: characters of shell syntax parsed in all (the script, then each eval / sh -c text):
+#: blanks, operators, quotes and expansion marks, what tree-sitter's tree grows with
+#: (200-400 bytes per node, up to a node or two per such character; a word without them is
+#: one node however long): 8 MiB of `(` or `a;` is 2 GB of tree, a 7.8 MB word 8 MB.
+MAX_SYNTAX = 512 * 1024
+_SYNTAX = " \t\n\r;&|()<>{}[]$`\"'\\="  # (`#`, `*`, `?`, `!`, `~` runs are one node)
+_DROP_SYNTAX = str.maketrans("", "", _SYNTAX)
 
 
 class ShellBudgetExceeded(InvalidConfig):
@@ -64,6 +71,21 @@ class Budget:
 
     steps: int = 0
     built: int = 0
+    syntax: int = 0
+
+    def parse(self, text: str) -> None:
+        """Charge the shell syntax characters of ``text``, about to be parsed (counted in C,
+        before the parser allocates its tree).
+
+        Raises:
+            ShellBudgetExceeded: more than :data:`MAX_SYNTAX` in all.
+        """
+        self.syntax += len(text) - len(text.translate(_DROP_SYNTAX))
+        _within(
+            self.syntax,
+            MAX_SYNTAX,
+            f"{MAX_SYNTAX:,} characters of shell syntax (blanks, operators, quotes)",
+        )
 
     def step(self, count: int = 1) -> None:
         """Charge ``count`` evaluation steps.
@@ -332,6 +354,14 @@ def _arith(expr: str, env: Env) -> str | None:
         return None
 
 
+def decoded(texts: list[str], text: str) -> str:
+    """``text`` with its encoded pieces (``OPEN index CLOSE``, the index into ``texts``, the
+    pieces as written) back in :func:`unresolved` form."""
+    if OPEN not in text:  # (a text of one-byte characters is told at once)
+        return text
+    return _ENCODED.sub(lambda m: unresolved(texts[int(m.group(1))]), text)
+
+
 class Expander:
     """Expansion state shared by an evaluation: notes, nesting level, unresolved pieces."""
 
@@ -396,9 +426,7 @@ class Expander:
 
     def decode(self, text: str) -> str:
         """Encoded pieces back to :func:`unresolved` form."""
-        if OPEN not in text:
-            return text
-        return _ENCODED.sub(lambda m: unresolved(self.texts[int(m.group(1))]), text)
+        return decoded(self.texts, text)
 
     def joined_words(self, words: list[str]) -> str:
         """``words`` joined with a blank; several are copied: charged to the budget.

@@ -13,8 +13,11 @@ names the limit, no traceback and no file changed.
 * Large but ordinary scripts are audited: the failing pair in them is found (exit 1 with
   its KVA001 finding): a 7.8 MB one-line ``echo``, 10,000 assignments of a 128 KB value,
   6,000 expansions of it, ``eval`` of a 200 KB value that holds the launch.
-* A Justfile line with 500,000 unclosed ``{{`` is read in linear time; a value interpolated
-  thousands of times is refused before it is built (not evaluated, naming the budget).
+* A Justfile line with 200,000 unclosed ``{{`` is read in linear time (it took minutes);
+  a value interpolated thousands of times is refused before it is built (not evaluated,
+  naming the budget).
+* A script of more shell syntax than the parser's tree can hold in memory (8 MB of
+  ``a;``) is not evaluated, before it is parsed (it was a segmentation fault).
 """
 
 from __future__ import annotations
@@ -86,6 +89,9 @@ SCRIPTS: dict[str, Callable[[], str]] = {
         + "\n"
     ),
     "steps": lambda: BAD + "A=1\n" * 120_000,
+    # 8 MB of `a;`: the parser's tree would be 2 GB (and `(` or `$a` as bad); refused
+    # before it is parsed (the syntax budget), in a fraction of a second
+    "syntax": lambda: BAD + "a;" * 4_000_000,
     # thousands of variables and of commands: each command's snapshot of the variables is
     # a copy in C, decoded only for launches (it was built and decoded per command: 25 s)
     "variables-and-commands": lambda: (
@@ -278,6 +284,20 @@ def test_thousands_of_exported_variables_times_commands_meet_the_step_budget(
     ]
 
 
+def test_a_script_over_the_syntax_budget_is_not_evaluated_before_it_is_parsed(
+    tmp_path: Path,
+) -> None:
+    # before: a segmentation fault under RLIMIT_AS 1 GiB (tree-sitter out of memory)
+    code, stdout, stderr = _audit(
+        Case("syntax", "budgets", _script("syntax"), frozenset()), tmp_path
+    )
+    assert code == 3, stdout + stderr
+    assert _not_evaluated(stdout) == [
+        "not evaluated: run.sh: shell budget exceeded: more than 524,288 characters of shell "
+        "syntax (blanks, operators, quotes)"
+    ]
+
+
 def test_a_scanned_script_over_the_step_budget_is_not_evaluated(tmp_path: Path) -> None:
     case = Case("steps-scan", "budgets", _scanned("steps"), frozenset())
     code, stdout, stderr = _audit(case, tmp_path)
@@ -315,7 +335,7 @@ def _recipes(extra: str) -> str:
 def test_a_justfile_line_of_unclosed_interpolations_is_read_in_linear_time(
     tmp_path: Path,
 ) -> None:
-    body = _recipes("\nnoise:\n    echo '" + "{{" * 500_000 + "'\n")
+    body = _recipes("\nnoise:\n    echo '" + "{{" * 200_000 + "'\n")
     case = Case("just-open", "budgets", _justfile(body), frozenset())
     code, stdout, stderr = _audit(case, tmp_path)
     assert code == 1, stdout + stderr

@@ -552,3 +552,29 @@ def test_the_environment_keeps_the_order_variables_were_set_in() -> None:
     assert list(few.environment().items()) == [("A", "x y"), ("C", "c")]
     assert Env({"B": "b", "A": "a"}, set(), allexport=True).environment() == {"B": "b", "A": "a"}
     assert Env({f"V{i}": "" for i in range(40)}, {"V1", "gone"}).environment() == {"V1": ""}
+
+
+def test_the_syntax_budget_counts_what_the_parse_tree_grows_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # blanks, operators, quotes and expansion marks count; word characters do not: a word
+    # of 100,000 characters is one node of the tree, 100 `;` are 100
+    from kvalign.shell import expand
+
+    monkeypatch.setattr(expand, "MAX_SYNTAX", 100)
+    evaluate("echo " + "x" * 100_000 + "\n" + ";" * 98)  # 1 blank, 1 newline, 98 `;`
+    with pytest.raises(ShellBudgetExceeded) as over:
+        evaluate("echo " + "x" * 100_000 + "\n" + ";" * 99)
+    assert str(over.value) == (
+        "shell budget exceeded: more than 100 characters of shell syntax (blanks, operators, "
+        "quotes)"
+    )
+    for mark in " \t\n\r;&|()<>{}[]$`\"'\\=":
+        with pytest.raises(ShellBudgetExceeded):
+            evaluate(mark * 101)
+    evaluate("#*?!~" * 1000)  # a comment, a glob: one node however long
+    # an eval's text counts too: the script has 84 (29 + 5 + 50), the eval's text 25 more
+    script = "V=';;;;;;;;;;;;;;;;;;;;;;;;;'\n" + 'eval "$V"\n' + "=" * 50
+    with pytest.raises(ShellBudgetExceeded):
+        evaluate(script)
+    evaluate(script.replace("eval", "echo"))
