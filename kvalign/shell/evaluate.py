@@ -760,7 +760,9 @@ class _Evaluator(Expander):
         if name == "eval" and ctx.depth < _MAX_DEPTH:
             text = " ".join(words[1:])
             return self.source(text, [env], self._nested(node, line, ctx, "eval"))
-        if name == "eval" and self._too_nested(node, line, "eval", self.plain(" ".join(words))):
+        if name == "eval" and self._too_nested(
+            node, line, "eval", self.plain(self.joined_words(words))
+        ):
             return [env]
         if (
             name in self.functions
@@ -785,12 +787,12 @@ class _Evaluator(Expander):
             for path in result:
                 path.positional, path.open_args = saved
             return result
-        nested = self.plain(" ".join(words))
+        deep = ctx.depth >= _MAX_DEPTH
         remote = remote_script(words)
         if (
             remote is not None
-            and ctx.depth >= _MAX_DEPTH
-            and self._too_nested(node, line, "ssh", nested)
+            and deep
+            and self._too_nested(node, line, "ssh", self.plain(self.joined_words(words)))
         ):
             return [env]
         if remote is not None and ctx.depth < _MAX_DEPTH:
@@ -801,8 +803,10 @@ class _Evaluator(Expander):
         session = session_script(words)
         if (
             session is not None
-            and ctx.depth >= _MAX_DEPTH
-            and self._too_nested(node, line, "tmux / screen session", nested)
+            and deep
+            and self._too_nested(
+                node, line, "tmux / screen session", self.plain(self.joined_words(words))
+            )
         ):
             return [env]
         if session is not None and ctx.depth < _MAX_DEPTH:
@@ -822,8 +826,8 @@ class _Evaluator(Expander):
         script = shell_script(words)
         if (
             script is not None
-            and ctx.depth >= _MAX_DEPTH
-            and self._too_nested(node, line, "sh -c", nested)
+            and deep
+            and self._too_nested(node, line, "sh -c", self.plain(self.joined_words(words)))
         ):
             return [env]
         if script is not None and ctx.depth < _MAX_DEPTH:
