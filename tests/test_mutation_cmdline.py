@@ -370,3 +370,83 @@ def test_when_no_alternative_builds_a_pool_the_refusals_stay_blocking() -> None:
     assert found.pools == ()
     refusals = [p for p in found.problems if "--block-size" in p.message]
     assert len(refusals) == 2 and all(p.blocking for p in refusals)
+
+
+# ---- limits of the shell evaluator: a launch not read is a blocking problem (issue #31) ----
+_PAIR = (
+    "vllm serve m -tp 4 --kv-transfer-config "
+    '\'{"kv_connector":"NixlConnector","kv_role":"kv_producer"}\' &\n'
+    "vllm serve m -tp 4 --kv-transfer-config "
+    '\'{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}\' &\n'
+)
+
+
+def test_a_launch_nested_too_deep_is_a_blocking_problem_and_the_rest_is_read() -> None:
+    # lines 1-2: a pair, read; lines 3-152: 150 nested groups around a launch (line 153)
+    text = _PAIR + "{\n" * 150 + "vllm serve m -tp 2\n" + "}\n" * 150
+    found = read(text, "run.sh")
+    assert [(p.role, p.tp) for p in found.pools] == [("prefill", 4), ("decode", 4)]
+    assert found.problems == (
+        Problem(
+            Location("run.sh", 102),
+            "shell: nested deeper than 100 levels: a vLLM launch there not read",
+        ),
+    )
+
+
+def test_a_part_too_deep_without_a_launch_is_a_note() -> None:
+    found = read(_PAIR + "{\n" * 150 + "echo hi\n" + "}\n" * 150, "run.sh")
+    assert found.problems == (
+        Problem(Location("run.sh", 102), "shell: nested deeper than 100 levels: not read", False),
+    )
+
+
+def test_a_launch_with_a_word_too_long_to_read_is_not_evaluated() -> None:
+    # line 1: A of 300,000 characters (past MAX_WORD); line 2 launches with it; line 3 not
+    text = "A=" + "a" * 300_000 + '\nvllm serve m -tp 2 --served-model-name "$A"\n'
+    found = read(text + "vllm serve m -tp 4\n", "run.sh")
+    assert [(p.name, p.tp) for p in found.pools] == [("command-2", 4)]
+    assert [p for p in found.problems if p.blocking] == [
+        Problem(
+            Location("run.sh", 2),
+            "shell: an argument expands to more than 262144 characters: this launch not evaluated",
+        )
+    ]
+
+
+def test_could_launch_is_the_loose_match() -> None:
+    from kvalign.deploy.cmdline import could_launch
+
+    assert could_launch("vllm serve m")
+    assert could_launch("docker run vllm/vllm-openai:v0.33.0 m")
+    assert could_launch("python -m dynamo.vllm --model m")
+    assert not could_launch("echo hi")
+    assert not could_launch("run serve m")  # serve, but nothing of vLLM
+
+
+def test_a_script_another_file_runs_stops_that_file_at_a_limit() -> None:
+    # a container's `bash -c` script (read by kvalign.deploy.k8s through evaluate): a launch
+    # a limit kept from being read stops the file (not evaluated), naming line and limit
+    from kvalign.deploy.cmdline import ShellLimitReached, evaluate_script
+
+    deep = "{\n" * 150 + "vllm serve m\n" + "}\n" * 150
+    with pytest.raises(ShellLimitReached) as stopped:
+        evaluate(deep)
+    assert str(stopped.value) == (
+        "a shell script it runs, line 100: nested deeper than 100 levels: a vLLM launch "
+        "there not read"
+    )
+    assert evaluate_script(deep).stops == [
+        (100, "nested deeper than 100 levels: a vLLM launch there not read")
+    ]
+    too_long = "A=" + "a" * 300_000 + '\nvllm serve m --x "$A"\n'
+    with pytest.raises(ShellLimitReached) as cut:
+        evaluate(too_long)
+    assert str(cut.value) == (
+        "a shell script it runs, line 2: an argument expands to more than 262144 "
+        "characters: this launch not evaluated"
+    )
+    # a word too long in a command that launches nothing is no stop
+    assert [c.words[0] for c in evaluate(too_long.replace("vllm serve m", "echo")).commands] == [
+        "echo"
+    ]

@@ -170,3 +170,47 @@ def test_the_reader_loads_config_files_from_the_justfile_folder(tmp_path: Path) 
     text = "serve:\n    vllm serve org/m --config c.yaml\n"
     found = Reader().read(Source(text, "Justfile", tmp_path))
     assert [p.tp for p in found.pools] == [4]
+
+
+# ---- interpolation: linear, and budgeted before it is built (issue #31) --------------------
+@pytest.mark.parametrize(
+    ("line", "found"),
+    [
+        ("a {{x}} b {{ y }}", [(2, 7, "x"), (10, 17, " y ")]),
+        ("{{a}}}", [(0, 5, "a")]),  # the first }} after the {{ ends it
+        ("{{ {{x}} }}", [(0, 8, " {{x")]),  # no nesting: as just reads it, the first }}
+        ("{{x", []),
+        ("{{a}} {{", [(0, 5, "a")]),
+        ("}} {{}}", [(3, 7, "")]),
+        ("no braces", []),
+    ],
+)
+def test_interpolations_are_found_left_to_right(
+    line: str, found: list[tuple[int, int, str]]
+) -> None:
+    from kvalign.deploy.justfile import interpolations
+
+    assert interpolations(line) == found
+
+
+def test_the_interpolation_budget_is_checked_before_the_text_is_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kvalign.deploy import justfile
+    from kvalign.deploy.model import Location, Problem
+
+    monkeypatch.setattr(justfile, "MAX_INTERPOLATED", 100)
+    # line 3 puts in 10 x 10 characters: exactly the budget; line 4 one more
+    text = 'v := "0123456789"\nr:\n    echo ' + "{{v}}" * 10 + "\n"
+    assert to_shell(text).splitlines()[2] == "  echo " + "0123456789" * 10
+    with pytest.raises(justfile.InterpolationBudgetExceeded) as over:
+        to_shell(text + "    echo {{v}}\n")
+    assert over.value.line == 4
+    found = Reader().read(Source(text + "    echo {{v}}\n", "Justfile", Path(".")))
+    assert found.pools == ()
+    assert found.problems == (
+        Problem(
+            Location("Justfile", 4),
+            "justfile: interpolation budget exceeded: more than 0 MiB of interpolated text",
+        ),
+    )

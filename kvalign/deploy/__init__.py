@@ -118,8 +118,9 @@ def _read(
         ``vllm serve`` in its text): it is reported as not evaluated, never skipped.
 
     Raises:
-        InvalidConfig: a YAML file that does not parse; a kvalign-schema field of the wrong type;
-            a script over the shell budget (``FILE: shell budget exceeded: …``).
+        InvalidConfig: a YAML file that does not parse; a kvalign-schema field of the wrong type.
+            A script over the shell budget is no error: it is a deployment with one blocking
+            problem naming the budget (not evaluated, exit 3, whether named or scanned).
     """
     ignores, problems = ignores_in(text, file)
     source = Source(
@@ -131,8 +132,13 @@ def _read(
         return None
     try:
         deployment = reader.read(source)
-    except ShellBudgetExceeded as exc:  # the shell names the budget, not the file
-        raise ShellBudgetExceeded(f"{file}: {exc}") from None
+    except ShellBudgetExceeded as exc:  # read, but its evaluation stopped: not evaluated
+        return Deployment(
+            source=file,
+            kind=reader.kind,
+            problems=(*problems, Problem(Location(file), str(exc))),
+            ignores=tuple(ignores),
+        )
     if not deployment.pools and not any(p.blocking for p in deployment.problems):
         if _only_configs(source):
             return None  # read through the files that name them (baseRefs)

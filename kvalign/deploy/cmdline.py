@@ -41,6 +41,7 @@ from kvalign.deploy.vllm_args import VllmArgs, dynamo_worker, serve_arguments
 from kvalign.errors import InvalidSettings
 from kvalign.shell import UNRESOLVED, Command, Script, is_shell, shown
 from kvalign.shell import evaluate as evaluate_shell
+from kvalign.shell.expand import ShellBudgetExceeded
 
 KIND = "command-line"
 _LAUNCH = re.compile(
@@ -88,15 +89,54 @@ def container_image(words: list[str]) -> tuple[str, list[str]] | None:
     return words[i], entrypoint + list(words[i + 1 :])
 
 
+class ShellLimitReached(ShellBudgetExceeded):
+    """A script another file runs (a container's ``bash -c``) holds a vLLM launch that a
+    limit of the shell evaluator kept from being read; the message names the limit and
+    the script's line. The file is not evaluated (a shell budget stop, see
+    :func:`kvalign.deploy._read`)."""
+
+
 def evaluate(
+    text: str,
+    env: Mapping[str, str] | None = None,
+    positional: list[str] | tuple[str, ...] | None = None,
+) -> Script:
+    """The launches of a script another file runs (a container's ``command`` / ``args``):
+    :func:`evaluate_script`, where a launch a limit kept from being read stops the file.
+
+    Raises:
+        ShellLimitReached: a stop (:attr:`~kvalign.shell.Script.stops`), or a launch with a
+            word too long to read (:attr:`~kvalign.shell.Command.limits`).
+    """
+    script = evaluate_script(text, env, positional)
+    for line, stop in script.stops:
+        raise ShellLimitReached(f"a shell script it runs, line {line}: {stop}")
+    for command in script.commands:
+        if command.limits and launch_arguments(command) is not None:
+            raise ShellLimitReached(
+                f"a shell script it runs, line {command.line}: "
+                f"{'; '.join(command.limits)}: this launch not evaluated"
+            )
+    return script
+
+
+def evaluate_script(
     text: str,
     env: Mapping[str, str] | None = None,
     positional: list[str] | tuple[str, ...] | None = None,
 ) -> Script:
     """:func:`kvalign.shell.evaluate` with container launches split
     (:func:`container_image`): a ``docker run … IMAGE ARGS`` command's
-    :attr:`~kvalign.shell.Command.image` is IMAGE and its words are ARGS."""
-    return evaluate_shell(text, env, positional, container_image)
+    :attr:`~kvalign.shell.Command.image` is IMAGE and its words are ARGS; a part of the
+    script a limit keeps from being read is a stop (:attr:`~kvalign.shell.Script.stops`)
+    when it could launch vLLM (:func:`could_launch`)."""
+    return evaluate_shell(text, env, positional, container_image, could_launch)
+
+
+def could_launch(text: str) -> bool:
+    """Whether ``text`` could launch vLLM, as far as its words tell without evaluating it
+    (:func:`matches` with ``strict=False``: ``vllm serve``, a vLLM image, ``dynamo.vllm``)."""
+    return matches(text, strict=False)
 
 
 def matches(text: str, *, strict: bool = True) -> bool:
@@ -202,9 +242,11 @@ def read(
         file: its path (``-`` for stdin), for locations and the role fallback.
         load_config: resolves a ``--config`` path to its loaded YAML (``None`` = missing).
     """
-    script = evaluate(text)
+    script = evaluate_script(text)
     problems = [Problem(Location(file, line), f"shell: {note}", blocking=False)
                 for line, note in script.notes]  # fmt: skip
+    # a part a limit kept from being read holds a launch: the file is not judged whole
+    problems += [Problem(Location(file, line), f"shell: {stop}") for line, stop in script.stops]
     sites: dict[tuple[int, ...], list[tuple[Command, list[str]]]] = {}
     for command in script.commands:
         launched = launch_arguments(command)
@@ -222,7 +264,16 @@ def read(
         built: list[tuple[Command, Pool]] = []
         seen: set[tuple[Any, ...]] = set()
         site_problems: list[Problem] = []
+        cuts: list[Problem] = []  # launches cut by a limit: blocking on any path
         for command, launched in alternatives:
+            if command.limits:  # a word too long to read: this launch cannot be judged
+                cut = Problem(
+                    Location(file, command.line),
+                    f"shell: {'; '.join(command.limits)}: this launch not evaluated",
+                )
+                if cut not in cuts:
+                    cuts.append(cut)
+                continue
             config_files: dict[str, Mapping[str, Any]] = {}
             if "--config" in launched and load_config is not None:
                 index = launched.index("--config")
@@ -265,7 +316,7 @@ def read(
             # another alternative of this command was evaluated: one that cannot be (an
             # unresolved $2 on the path where the script's default is not taken) is noted
             site_problems = off_path(site_problems)
-        problems += site_problems
+        problems += site_problems + cuts
         if len(built) > 1:
             letters = "abcdefghijklmnopqrstuvwxyz"
             described = differences([c for c, _ in built])

@@ -23,7 +23,9 @@ from pathlib import PurePath
 
 from kvalign.deploy import cmdline
 from kvalign.deploy.interface import Source
-from kvalign.deploy.model import Deployment
+from kvalign.deploy.model import Deployment, Location, Problem
+from kvalign.errors import InvalidConfig
+from kvalign.safeio import MAX_FILE_BYTES
 
 KIND = "justfile"
 #: file names ``just`` looks for (any case), and the ``.just`` module suffix.
@@ -31,14 +33,52 @@ NAMES = frozenset({"justfile", ".justfile"})
 SUFFIX = ".just"
 
 _ASSIGNMENT = re.compile(r"\A(export\s+)?([A-Za-z_][A-Za-z0-9_-]*)\s*:=\s*(.*)\Z")
-_RECIPE = re.compile(r"\A@?([A-Za-z_][A-Za-z0-9_-]*)((?:\s+[^:\s]+)*)\s*:(?!=)(.*)\Z")
+#: a recipe header ``NAME PARAM…: DEPS``; possessive: a long line with no ``:`` is given up
+#: on at once instead of backtracking through each parameter
+_RECIPE = re.compile(r"\A@?([A-Za-z_][A-Za-z0-9_-]*)((?:\s++[^:\s]++)*+)\s*+:(?!=)(.*)\Z")
 _PARAMETER = re.compile(r"\A[+*$]?([A-Za-z_][A-Za-z0-9_-]*)(?:=(.*))?\Z")
-_INTERPOLATION = re.compile(r"\{\{(.*?)\}\}")
+#: characters ``{{…}}`` interpolation may add to one Justfile (the values put in, all told):
+#: the file cap (:data:`kvalign.safeio.MAX_FILE_BYTES`); a value interpolated thousands of
+#: times is refused before the text is built (:class:`InterpolationBudgetExceeded`).
+MAX_INTERPOLATED = MAX_FILE_BYTES
 _IDENTIFIER = re.compile(r"\A[A-Za-z_][A-Za-z0-9_-]*\Z")
 #: a double-quoted string's escape sequences (the just manual, "Strings"), read left to
 #: right: ``"\\n"`` is a backslash and an ``n``, not a line break
 _ESCAPE = re.compile(r'\\([nrt"\\])')
 _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
+
+
+class InterpolationBudgetExceeded(InvalidConfig):
+    """``{{…}}`` interpolation would add more than :data:`MAX_INTERPOLATED` characters.
+
+    Attributes:
+        line: the 1-based Justfile line whose interpolation went over.
+    """
+
+    def __init__(self, line: int) -> None:
+        super().__init__(
+            "justfile: interpolation budget exceeded: more than "
+            f"{MAX_INTERPOLATED // (1024 * 1024)} MiB of interpolated text"
+        )
+        self.line = line
+
+
+def interpolations(line: str) -> list[tuple[int, int, str]]:
+    """The ``{{EXPR}}`` pieces of one line, left to right: ``(start, end, EXPR)`` with
+    ``line[start:end] == "{{" + EXPR + "}}"``; each ends at the first ``}}`` after its
+    ``{{``. Linear in the line: once a ``{{`` has no ``}}`` after it, no later one has."""
+    found: list[tuple[int, int, str]] = []
+    cursor = 0
+    while True:
+        start = line.find("{{", cursor)
+        if start < 0:
+            break
+        end = line.find("}}", start + 2)
+        if end < 0:
+            break
+        found.append((start, end + 2, line[start + 2 : end]))
+        cursor = end + 2
+    return found
 
 
 def is_justfile(file: str) -> bool:
@@ -68,30 +108,48 @@ def _quoted(value: str) -> str:
 
 def to_shell(text: str) -> str:
     """The Justfile ``text`` as a shell script with the same line numbers (see the module
-    docstring)."""
+    docstring).
+
+    Raises:
+        InterpolationBudgetExceeded: the ``{{…}}`` values put in would come to more than
+            :data:`MAX_INTERPOLATED` characters (checked before any is built).
+    """
     variables: dict[str, str] = {}
     out: list[str] = []
     recipe: dict[str, str] | None = None  # the open recipe's parameters with a default
     continued = False  # the previous recipe line ends with a backslash
+    spent = 0  # characters interpolation has put in so far
 
-    def interpolate(line: str, scope: dict[str, str]) -> str:
-        def value(match: re.Match[str]) -> str:
-            expr = match.group(1).strip()
-            if expr in scope:
-                return scope[expr]
-            if _IDENTIFIER.match(expr):
-                return "${" + expr.replace("-", "_") + "}"
-            return "$(just: " + expr.replace(")", "") + ")"
+    def value(expr: str, scope: dict[str, str]) -> str:
+        expr = expr.strip()
+        if expr in scope:
+            return scope[expr]
+        if _IDENTIFIER.match(expr):
+            return "${" + expr.replace("-", "_") + "}"
+        return "$(just: " + expr.replace(")", "") + ")"
 
-        return _INTERPOLATION.sub(value, line)
+    def interpolate(line: str, scope: dict[str, str], number: int) -> str:
+        nonlocal spent
+        pieces = interpolations(line)
+        values = [value(expr, scope) for _, _, expr in pieces]
+        spent += sum(map(len, values))  # the values are shared; counted before joining
+        if spent > MAX_INTERPOLATED:
+            raise InterpolationBudgetExceeded(number)
+        parts: list[str] = []
+        cursor = 0
+        for (start, end, _), put in zip(pieces, values, strict=True):
+            parts += (line[cursor:start], put)
+            cursor = end
+        parts.append(line[cursor:])
+        return "".join(parts)
 
-    for raw in text.splitlines():
+    for number, raw in enumerate(text.splitlines(), start=1):
         stripped = raw.strip()
         indented = raw[:1] in (" ", "\t")
         if recipe is not None and indented and stripped:
             body = stripped if continued else stripped.lstrip("@-")  # quiet / no-fail prefix
             continued = stripped.endswith("\\")
-            out.append("  " + interpolate(body, {**variables, **recipe}))
+            out.append("  " + interpolate(body, {**variables, **recipe}, number))
             continue
         continued = False
         if not stripped or stripped.startswith("#"):
@@ -142,6 +200,12 @@ class Reader:
         return is_justfile(source.file)
 
     def read(self, source: Source) -> Deployment:
-        """The recipes as shell (:func:`to_shell`), read by :func:`cmdline.read`."""
-        found = cmdline.read(to_shell(source.text), source.file, source.load_config)
+        """The recipes as shell (:func:`to_shell`), read by :func:`cmdline.read`; a Justfile
+        over the interpolation budget is one blocking problem at its line (not evaluated)."""
+        try:
+            shell = to_shell(source.text)
+        except InterpolationBudgetExceeded as exc:
+            problem = Problem(Location(source.file, exc.line), str(exc))
+            return Deployment(source=source.file, kind=KIND, problems=(problem,))
+        found = cmdline.read(shell, source.file, source.load_config)
         return dataclasses.replace(found, kind=KIND)

@@ -62,6 +62,9 @@ class Command:
         variables: every scalar variable on this path (to describe alternatives).
         image: for ``docker run … IMAGE ARGS`` / ``podman run``: the image (``words``
             then holds the arguments after it).
+        limits: what kept a word of this command from being read (a value expanding to more
+            than :data:`kvalign.shell.MAX_WORD` characters, kept as written); ``()`` when
+            every word was read. A launch with one is not evaluated.
     """
 
     words: tuple[str, ...]
@@ -73,14 +76,22 @@ class Command:
     alternative: tuple[str, ...] = ()
     variables: Mapping[str, str] = field(default_factory=dict)
     image: str | None = None
+    limits: tuple[str, ...] = ()
 
 
 @dataclass
 class Script:
-    """What :func:`evaluate` found: the commands, and notes (parse errors, merges)."""
+    """What :func:`evaluate` found: the commands, notes (parse errors, merges) and stops.
+
+    ``stops`` are the parts of the script a limit kept from being read (nested too deep,
+    too many commands) in which a vLLM launch could be (by the ``launches`` test the caller
+    gives :func:`evaluate`): ``(line, message naming the limit)``; such a file cannot be
+    judged whole. A part with no launch in it is a note instead.
+    """
 
     commands: list[Command] = field(default_factory=list)
     notes: list[tuple[int, str]] = field(default_factory=list)
+    stops: list[tuple[int, str]] = field(default_factory=list)
 
 
 def is_shell(word: str) -> bool:

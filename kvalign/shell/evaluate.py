@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
@@ -53,10 +53,11 @@ from kvalign.shell.expand import (
     Expander,
     ShellBudgetExceeded,
     Value,
+    decoded,
 )
 from kvalign.shell.parse import first_error, node_text, parse, same_node
 
-__all__ = ["MAX_ALTERNATIVES", "MAX_COMMANDS", "ContainerSplit", "evaluate"]
+__all__ = ["MAX_ALTERNATIVES", "MAX_COMMANDS", "ContainerSplit", "LaunchTest", "evaluate"]
 
 #: evaluation paths kept before differing variables are merged into unresolved ones.
 MAX_ALTERNATIVES = 16
@@ -78,6 +79,10 @@ _SKIP = frozenset(
 #: ``docker run … IMAGE ARGS`` → ``(IMAGE, ARGS)`` (``None``: not a container launch);
 #: given by the caller, which knows container runtimes (:mod:`kvalign.deploy.cmdline`).
 ContainerSplit = Callable[[list[str]], "tuple[str, list[str]] | None"]
+#: whether a text could launch vLLM (``vllm serve``, a vLLM image, …): given by the caller
+#: (:mod:`kvalign.deploy.cmdline`), asked of a part a limit keeps from being read
+#: (:attr:`Script.stops`)
+LaunchTest = Callable[[str], bool]
 
 
 @dataclass(frozen=True)
@@ -90,14 +95,38 @@ class _Ctx:
 
 
 class _Evaluator(Expander):
-    def __init__(self, lines: list[str], container: ContainerSplit | None = None) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        lines: list[str],
+        container: ContainerSplit | None = None,
+        launches: LaunchTest | None = None,
+        text: str = "",
+    ) -> None:
+        super().__init__(launches)
+        self.text = text  # the whole script (what a stop of MAX_COMMANDS leaves unread)
         self.lines = lines
         self.container = container
         self.functions: dict[str, Node] = {}
         self.called: set[str] = set()
         self.seen: set[tuple[tuple[int, ...], tuple[str, ...], tuple[tuple[str, str], ...]]] = set()
         self.commands = 0  # simple commands evaluated (bounded by MAX_COMMANDS)
+        self.active: list[str] = []  # the functions being run, outermost first
+        self.sources = 0  # texts parsed so far (each eval / sh -c text is one more)
+
+    def _too_nested(self, node: Node, line: int, kind: str, text: str) -> bool:
+        """``kind`` (``eval``, ``sh -c``, a function, …) at :data:`_MAX_DEPTH` levels of
+        eval / sh -c / function nesting is not entered: a stop when ``text`` (what it
+        would run) could launch vLLM (:meth:`stop`); nothing otherwise (bash would go on,
+        a recursive function forever). Returns whether it was a stop."""
+        if self.launches is None or not self.launches(text):
+            return False
+        self.stop(
+            line,
+            (node.start_byte, node.end_byte),
+            lambda: text,
+            f"{kind} nested deeper than {_MAX_DEPTH} levels",
+        )
+        return True
 
     def run(self, node: Node, envs: list[Env], ctx: _Ctx) -> list[Env]:
         if not envs or self.commands > MAX_COMMANDS or self._too_deep(node):
@@ -130,6 +159,10 @@ class _Evaluator(Expander):
                 script = self._heredoc_script(node, body)
                 if script is not None and ctx.depth < _MAX_DEPTH:
                     return self._run_heredoc(node, body, script, envs, ctx)
+                line = ctx.line or node.start_point[0] + 1
+                if script is not None and self._too_nested(node, line, "here-document script",
+                                                           node_text(script)):  # fmt: skip
+                    return envs
                 envs = self.run(body, envs, ctx)
             return envs
         if kind == "pipeline":
@@ -613,12 +646,14 @@ class _Evaluator(Expander):
     def _command(self, node: Node, envs: list[Env], ctx: _Ctx) -> list[Env]:
         self.commands += len(envs)
         if self.commands > MAX_COMMANDS:
-            note = (
-                node.start_point[0] + 1,
-                f"more than {MAX_COMMANDS} commands: the rest not read",
-            )
-            if not any(n[1] == note[1] for n in self.script.notes):
-                self.script.notes.append(note)
+            # the rest is not read: a stop when the script launches vLLM anywhere (where
+            # the rest lies, with loops and functions, is not known), noted once
+            limit = f"more than {MAX_COMMANDS} commands"
+            if not any(n[1].startswith(limit) for n in (*self.script.notes, *self.script.stops)):
+                self.stop(
+                    ctx.line or node.start_point[0] + 1, (-1, -1), lambda: self.text,
+                    limit, "the rest not read, and the script launches vLLM", "the rest not read",
+                )  # fmt: skip
             return envs
         name_node = node.child_by_field_name("name")
         prefixes = [c for c in node.named_children if c.type == "variable_assignment"]
@@ -644,7 +679,7 @@ class _Evaluator(Expander):
         line = ctx.line or own.start_point[0] + 1
         out: list[Env] = []
         for env in envs:
-            local = env.copy()
+            local = env.copy() if prefixes else env  # (a copy only for VAR=x prefixes)
             extra: dict[str, str] = {}
             for prefix in prefixes:
                 self._assign(prefix, local, export=True)
@@ -725,6 +760,17 @@ class _Evaluator(Expander):
         if name == "eval" and ctx.depth < _MAX_DEPTH:
             text = " ".join(words[1:])
             return self.source(text, [env], self._nested(node, line, ctx, "eval"))
+        if name == "eval" and self._too_nested(
+            node, line, "eval", self.plain(self.joined_words(words))
+        ):
+            return [env]
+        if (
+            name in self.functions
+            and ctx.depth >= _MAX_DEPTH
+            and name not in self.active  # recursion: its body was read when first called
+            and self._too_nested(node, line, f"function {name}", node_text(self.functions[name]))
+        ):
+            return [env]
         if name in self.functions and ctx.depth < _MAX_DEPTH:
             self.called.add(name)
             saved = env.positional, env.open_args
@@ -733,17 +779,36 @@ class _Evaluator(Expander):
                 (self.plain(node_text(node)), f"function {name}", *ctx.hints),
                 ctx.line, ctx.depth + 1, True, (*ctx.site, node.start_byte),
             )  # fmt: skip
-            result = self.run(self.functions[name], [env], inner)
+            self.active.append(name)
+            try:
+                result = self.run(self.functions[name], [env], inner)
+            finally:
+                self.active.pop()
             for path in result:
                 path.positional, path.open_args = saved
             return result
+        deep = ctx.depth >= _MAX_DEPTH
         remote = remote_script(words)
+        if (
+            remote is not None
+            and deep
+            and self._too_nested(node, line, "ssh", self.plain(self.joined_words(words)))
+        ):
+            return [env]
         if remote is not None and ctx.depth < _MAX_DEPTH:
             # `ssh HOST "vllm serve …"`: the remote shell sees none of this one's variables
             child = Env(positional=(), branch=env.branch)
             self.source(remote, [child], self._nested(node, line, ctx, "ssh"))
             return [env]
         session = session_script(words)
+        if (
+            session is not None
+            and deep
+            and self._too_nested(
+                node, line, "tmux / screen session", self.plain(self.joined_words(words))
+            )
+        ):
+            return [env]
         if session is not None and ctx.depth < _MAX_DEPTH:
             # `tmux new -d "vllm serve …"`, `screen -dmS NAME CMD…`: the session's shell
             # runs the command with this one's exported variables
@@ -759,6 +824,12 @@ class _Evaluator(Expander):
             self.source(session, [child], self._nested(node, line, ctx, "session"))
             return [env]
         script = shell_script(words)
+        if (
+            script is not None
+            and deep
+            and self._too_nested(node, line, "sh -c", self.plain(self.joined_words(words)))
+        ):
+            return [env]
         if script is not None and ctx.depth < _MAX_DEPTH:
             child = Env(
                 {k: v for k, v in env.vars.items() if k in env.exported or env.allexport},
@@ -784,7 +855,11 @@ class _Evaluator(Expander):
             if child.type != "command_substitution":
                 stack += child.children
                 continue
-            if _LAUNCH_TEXT.search(node_text(child)) is None or ctx.depth >= _MAX_DEPTH:
+            if _LAUNCH_TEXT.search(node_text(child)) is None:
+                continue
+            if ctx.depth >= _MAX_DEPTH:
+                line = ctx.line or child.start_point[0] + 1
+                self._too_nested(child, line, "command substitution", node_text(child))
                 continue
             inner = _Ctx(ctx.hints, ctx.line, ctx.depth + 1, ctx.in_function, ctx.site)
             for env in envs:
@@ -845,6 +920,7 @@ class _Evaluator(Expander):
     ) -> None:
         environment = {k: self.decode(v) for k, v in env.environment().items()}
         environment.update({k: self.decode(v) for k, v in extra.items()})
+        limits = self.limits(words)
         words = [self.decode(w) for w in words]
         image: str | None = None
         rest = words
@@ -873,11 +949,15 @@ class _Evaluator(Expander):
             (outer.text or b"")[own.start_byte - outer.start_byte :].decode("utf-8", "replace")
         )
         hints = tuple(self.plain(h) for h in hints)
-        variables = {
-            k: self.decode(v if isinstance(v, str) else " ".join(v)) for k, v in env.vars.items()
-        }
+        # every variable on this path, decoded only when asked for (a launch's differences):
+        # the snapshot is a copy in C, charged one step per 1,000 variables, and the
+        # environment (decoded and sorted for the key) one per 20 exported: thousands of
+        # variables times thousands of commands meet the step budget in seconds
+        self.budget.step(len(env.vars) // 1000 + len(environment) // 20)
+        variables = _Decoded(dict(env.vars), self.texts)  # (the texts, not self: no cycle)
         self.script.commands.append(
             Command(
+                limits=limits,
                 words=tuple(rest),
                 line=line,
                 env=environment,
@@ -891,14 +971,25 @@ class _Evaluator(Expander):
         )
 
     def source(self, text: str, envs: list[Env], ctx: _Ctx) -> list[Env]:
+        """Parse and evaluate ``text`` (an ``eval`` / ``sh -c`` / here-document script), its
+        length charged to the budget (a large value eval'd many times is parsed each time).
+
+        Raises:
+            ShellBudgetExceeded: more than :data:`MAX_BUILT` characters built or parsed, or
+                more than :data:`MAX_SYNTAX` characters of shell syntax parsed in all.
+        """
+        self.budget.build(len(text))
+        self.budget.parse(text)
         tree = parse(text)
-        saved = self.lines
+        saved = self.lines, self.source_id
         if ctx.line is not None:
             self.lines = text.splitlines()
+        self.sources += 1
+        self.source_id = self.sources
         try:
             return self.run(tree.root_node, envs, ctx)
         finally:
-            self.lines = saved
+            self.lines, self.source_id = saved
 
     def _cap(self, envs: list[Env], node: Node, force: bool = False) -> list[Env]:
         """More than :data:`MAX_ALTERNATIVES` paths (or ``force``: some already were) →
@@ -920,6 +1011,29 @@ class _Evaluator(Expander):
         if note not in self.script.notes:
             self.script.notes.append(note)
         return [merged]
+
+
+class _Decoded(Mapping[str, str]):
+    """Variables as they were when a command ran (arrays joined with a blank), each
+    decoded (:func:`kvalign.shell.expand.decoded`, with the evaluation's ``texts``) when
+    it is read."""
+
+    def __init__(self, raw: dict[str, Value], texts: list[str]) -> None:
+        self._raw = raw
+        self._texts = texts
+
+    def __getitem__(self, name: str) -> str:
+        value = self._raw[name]
+        return decoded(self._texts, value if isinstance(value, str) else " ".join(value))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
 
 
 def _own_start(node: Node) -> Node:
@@ -1006,6 +1120,7 @@ def evaluate(
     env: Mapping[str, str] | None = None,
     positional: list[str] | tuple[str, ...] | None = None,
     container: ContainerSplit | None = None,
+    launches: LaunchTest | None = None,
 ) -> Script:
     """Evaluate a whole script (see the module docstring).
 
@@ -1017,6 +1132,10 @@ def evaluate(
             as written, as the argument the user is to pass).
         container: splits a container launch (``docker run … IMAGE ARGS``) into
             :attr:`Command.image` and its words (``None``: no command is one).
+        launches: whether a text could launch vLLM: a part a limit keeps from being read
+            (nested deeper than :data:`MAX_NESTING` levels, eval / sh -c / function calls
+            nested deeper than 8, more than :data:`MAX_COMMANDS` commands) is a stop
+            (:attr:`Script.stops`) when it could, else a note (``None``: always a note).
 
     Returns:
         A :class:`Script`; never raises for bad shell (tree-sitter recovers; the parts it
@@ -1024,14 +1143,16 @@ def evaluate(
 
     Raises:
         ShellBudgetExceeded: the script is over the shell budget (text longer than
-            :data:`MAX_SCRIPT_BYTES`, more than :data:`MAX_STEPS` steps, more than
-            :data:`MAX_BUILT` characters expanded); the message names the budget.
+            :data:`MAX_SCRIPT_BYTES`, more than :data:`MAX_SYNTAX` characters of shell
+            syntax parsed, more than :data:`MAX_STEPS` steps, more than :data:`MAX_BUILT`
+            characters expanded); the message names the budget.
     """
     if len(text) > MAX_SCRIPT_BYTES:
         raise ShellBudgetExceeded(
             f"shell budget exceeded: script longer than {MAX_SCRIPT_BYTES // 1024} KiB"
         )
-    evaluator = _Evaluator(text.splitlines(), container)
+    evaluator = _Evaluator(text.splitlines(), container, launches, text)
+    evaluator.budget.parse(text)
     start = Env(
         dict(env or {}),
         set(env or {}),

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
 from kvalign.errors import InvalidConfig
 from kvalign.numbers import try_int
+from kvalign.safeio import MAX_FILE_BYTES
 from kvalign.shell.commands import CLOSE, OPEN, Script, unresolved
 from kvalign.shell.parse import node_text
 
@@ -40,11 +42,22 @@ _OPERATORS = (":-", ":=", ":+", ":?", "-", "=", "+", "?")
 _ALL_ITEMS = re.compile(r"\$(@|\{@\}|\{[A-Za-z_][A-Za-z0-9_]*\[@\]\})")
 _DIRNAME = re.compile(r"\bdirname\b")
 _SELF_REF = re.compile(r"\$0\b|\$\{0\}|BASH_SOURCE")
-#: the one shell budget per script (docs/security.md, "Budgets"): text read, evaluation
-#: steps (statements and expansions visited), characters built (words, values).
-MAX_SCRIPT_BYTES = 1024 * 1024
+#: the one shell budget per script (docs/security.md, "Budgets"): text read (the file cap:
+#: any file kvalign reads is evaluated whole), evaluation steps (statements and expansions
+#: visited), characters built (new text: literal words, joined pieces, split words). A
+#: variable's value is shared, never copied, where it is a whole word or value (``A=$V``,
+#: ``"$V"``, an unquoted ``$V`` without blanks): it costs a step, not its length, so a
+#: large value used thousands of times stays within the budget in time and memory.
+MAX_SCRIPT_BYTES = MAX_FILE_BYTES
 MAX_STEPS = 100_000
 MAX_BUILT = 16 * 1024 * 1024
+#: characters of shell syntax parsed in all (the script, then each eval / sh -c text):
+#: blanks, operators, quotes and expansion marks, what tree-sitter's tree grows with
+#: (200-400 bytes per node, up to a node or two per such character; a word without them is
+#: one node however long): 8 MiB of `(` or `a;` is 2 GB of tree, a 7.8 MB word 8 MB.
+MAX_SYNTAX = 512 * 1024
+_SYNTAX = " \t\n\r;&|()<>{}[]$`\"'\\="  # (`#`, `*`, `?`, `!`, `~` runs are one node)
+_DROP_SYNTAX = str.maketrans("", "", _SYNTAX)
 
 
 class ShellBudgetExceeded(InvalidConfig):
@@ -58,6 +71,21 @@ class Budget:
 
     steps: int = 0
     built: int = 0
+    syntax: int = 0
+
+    def parse(self, text: str) -> None:
+        """Charge the shell syntax characters of ``text``, about to be parsed (counted in C,
+        before the parser allocates its tree).
+
+        Raises:
+            ShellBudgetExceeded: more than :data:`MAX_SYNTAX` in all.
+        """
+        self.syntax += len(text) - len(text.translate(_DROP_SYNTAX))
+        _within(
+            self.syntax,
+            MAX_SYNTAX,
+            f"{MAX_SYNTAX:,} characters of shell syntax (blanks, operators, quotes)",
+        )
 
     def step(self, count: int = 1) -> None:
         """Charge ``count`` evaluation steps.
@@ -137,12 +165,24 @@ class Env:
         return value
 
     def environment(self) -> dict[str, str]:
-        """The exported scalars (what a child process sees)."""
+        """The exported scalars (what a child process sees), in the order they were set
+        (in time linear in the exported names when few of many variables are exported)."""
         out: dict[str, str] = {}
+        if not self.allexport and len(self.exported) * 8 < len(self.vars):
+            names = [n for n in self.exported if n in self.vars]
+            if len(names) > 1:  # the order they were set in, as below
+                order = {n: i for i, n in enumerate(self.vars) if n in self.exported}
+                names.sort(key=order.__getitem__)
+            return {n: _scalar(self.vars[n]) for n in names}
         for name, value in self.vars.items():
             if name in self.exported or self.allexport:
-                out[name] = value if isinstance(value, str) else " ".join(value)
+                out[name] = _scalar(value)
         return out
+
+
+def _scalar(value: Value) -> str:
+    """A variable's value as one string (an array's items joined with a blank)."""
+    return value if isinstance(value, str) else " ".join(value)
 
 
 class Builder:
@@ -155,10 +195,18 @@ class Builder:
         self.size = 0  # characters of the current word
         self.total = 0  # characters of every word
         self.overflow = False  # a word or all of them grew too long (the rest dropped)
+        self.shared = 0  # characters of shared pieces in the current word (not charged yet)
 
-    def add(self, text: str) -> None:
+    def add(self, text: str, *, shared: bool = False) -> None:
+        """Add ``text`` to the current word. ``shared``: a variable's value, kept by
+        reference: it costs one character of the budget, and its length only if it is
+        joined with other pieces (:meth:`end`, where the copy is made).
+
+        Raises:
+            ShellBudgetExceeded: more than :data:`MAX_BUILT` characters built.
+        """
         if self.budget is not None:
-            self.budget.build(len(text) + 1)
+            self.budget.build(1 if shared else len(text) + 1)
         if self.overflow:
             return
         self.size += len(text)
@@ -168,16 +216,27 @@ class Builder:
             return
         if self.current is None:
             self.current = []
-        self.current.append(text)
+        if text:  # "" only starts a word: a word of one piece is that piece, not a copy
+            self.current.append(text)
+            self.shared += len(text) if shared else 0
 
     def end(self) -> None:
+        """End the current word (a word of several pieces is joined: a copy, charged)."""
         self.size = 0
         if self.current is not None:
+            if len(self.current) > 1 and self.budget is not None:
+                self.budget.build(self.shared)
             self.words.append("".join(self.current))
             self.current = None
+        self.shared = 0
 
-    def add_split(self, value: str) -> None:
-        """An unquoted expansion: split on blanks (never inside an unresolved piece)."""
+    def add_split(self, value: str, *, shared: bool = False) -> None:
+        """An unquoted expansion: split on blanks (never inside an unresolved piece); a
+        value without blanks is one piece, ``shared`` as :meth:`add` has it."""
+        if _BLANK.search(value) is None:
+            if value:
+                self.add(value, shared=shared)
+            return
         pieces = _split_blanks(value)
         if not pieces:
             if value and value[0] in _BLANKS:
@@ -193,7 +252,13 @@ class Builder:
             self.end()
 
 
+_BLANK = re.compile("[ \t\n]")
+_UNBLANK = re.compile("[^ \t\n]+")
+
+
 def _split_blanks(value: str) -> list[str]:
+    if OPEN not in value:  # no unresolved piece: the runs of non-blanks (in C)
+        return _UNBLANK.findall(value)
     out: list[str] = []
     current: list[str] = []
     depth = 0
@@ -223,23 +288,23 @@ def _continued(left: Node, right: Node) -> bool:
     return (parent.text or b"")[left.end_byte - start : right.start_byte - start] == b"\\\n"
 
 
+#: a backslash and the character it escapes: any character unquoted, only ``$ ` " \\``
+#: and newline in double quotes (a line continuation, backslash-newline, is removed)
+_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
+_ESCAPED_QUOTED = re.compile(r"\\([$`\"\\\n])")
+
+
+def _unescaped(found: re.Match[str]) -> str:
+    return "" if found.group(1) == "\n" else found.group(1)
+
+
 def _unescape(text: str, quoted: bool) -> str:
     """Backslash removal: unquoted, ``\\x`` → ``x``; in double quotes only before
-    ``$ ` " \\`` and newline."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        char = text[i]
-        if char == "\\" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if not quoted or nxt in '$`"\\\n':
-                if nxt != "\n":
-                    out.append(nxt)
-                i += 2
-                continue
-        out.append(char)
-        i += 1
-    return "".join(out)
+    ``$ ` " \\`` and newline (left to right: ``\\\\`` is one backslash; a last lone
+    backslash is kept). Linear, in C: a word of megabytes is one pass."""
+    if "\\" not in text:
+        return text
+    return (_ESCAPED_QUOTED if quoted else _ESCAPED).sub(_unescaped, text)
 
 
 def _arith(expr: str, env: Env) -> str | None:
@@ -289,10 +354,18 @@ def _arith(expr: str, env: Env) -> str | None:
         return None
 
 
+def decoded(texts: list[str], text: str) -> str:
+    """``text`` with its encoded pieces (``OPEN index CLOSE``, the index into ``texts``, the
+    pieces as written) back in :func:`unresolved` form."""
+    if OPEN not in text:  # (a text of one-byte characters is told at once)
+        return text
+    return _ENCODED.sub(lambda m: unresolved(texts[int(m.group(1))]), text)
+
+
 class Expander:
     """Expansion state shared by an evaluation: notes, nesting level, unresolved pieces."""
 
-    def __init__(self) -> None:
+    def __init__(self, launches: Callable[[str], bool] | None = None) -> None:
         self.budget = Budget()
         self.script = Script()
         self.level = 0  # current syntax nesting (run / expand)
@@ -300,6 +373,37 @@ class Expander:
         # re-parsed by eval / sh -c never splits them; decoded when a command is recorded
         self.holes: dict[str, int] = {}
         self.texts: list[str] = []
+        #: whether a text not read could launch vLLM (the caller's test; ``None``: never)
+        self.launches = launches
+        self.source_id = 0  # which text is being evaluated (the script, an eval's text, …)
+        self._checked: dict[tuple[int, int, int], bool] = {}  # launches() per part
+        self.overflowed: set[int] = set()  # the holes of words too long to read
+
+    def stop(
+        self,
+        line: int,
+        key: tuple[int, int],
+        text: Callable[[], str],
+        limit: str,
+        unread: str = "a vLLM launch there not read",
+        noted: str = "not read",
+    ) -> bool:
+        """A part of the script (``text()``, ``key``: its byte range in the text being
+        evaluated) that ``limit`` keeps from being read: a stop when a vLLM launch could be
+        in it (:attr:`Script.stops`: "LIMIT: UNREAD"), else a note ("LIMIT: NOTED").
+        Whether it could is asked once per part. Returns whether it was a stop."""
+        cache = (self.source_id, *key)
+        could = self._checked.get(cache)
+        if could is None:
+            could = self.launches is not None and self.launches(text())
+            self._checked[cache] = could
+        if could:
+            found = (line, f"{limit}: {unread}")
+            if found not in self.script.stops:
+                self.script.stops.append(found)
+        else:
+            self.note(line, f"{limit}: {noted}")
+        return could
 
     def note(self, line: int, text: str) -> None:
         """Add a note (once) to the script's notes."""
@@ -316,18 +420,33 @@ class Expander:
 
     def plain(self, text: str) -> str:
         """Encoded pieces back to their written text (no brackets)."""
+        if OPEN not in text:  # (a text of one-byte characters is told at once)
+            return text
         return _ENCODED.sub(lambda m: self.texts[int(m.group(1))], text)
 
     def decode(self, text: str) -> str:
         """Encoded pieces back to :func:`unresolved` form."""
-        return _ENCODED.sub(lambda m: unresolved(self.texts[int(m.group(1))]), text)
+        return decoded(self.texts, text)
+
+    def joined_words(self, words: list[str]) -> str:
+        """``words`` joined with a blank; several are copied: charged to the budget.
+
+        Raises:
+            ShellBudgetExceeded: more than :data:`MAX_BUILT` characters built.
+        """
+        if len(words) > 1:
+            self.budget.build(sum(map(len, words)) + len(words))
+        return " ".join(words)
 
     def _too_deep(self, node: Node) -> bool:
         if self.level < MAX_NESTING:
             return False
-        note = (node.start_point[0] + 1, f"nested deeper than {MAX_NESTING} levels: not read")
-        if note not in self.script.notes:
-            self.script.notes.append(note)
+        self.stop(
+            node.start_point[0] + 1,
+            (node.start_byte, node.end_byte),
+            lambda: node_text(node),
+            f"nested deeper than {MAX_NESTING} levels",
+        )
         return True
 
     # ---- expansion ----------------------------------------------------------------------
@@ -336,7 +455,19 @@ class Expander:
         note = (node.start_point[0] + 1, f"expands to more than {MAX_WORD} characters: not read")
         if note not in self.script.notes:
             self.script.notes.append(note)
-        return self.hole(node_text(node)[:200])
+        hole = self.hole(node_text(node)[:200])
+        self.overflowed.add(int(hole[1:-1]))  # OPEN index CLOSE
+        return hole
+
+    def limits(self, words: list[str]) -> tuple[str, ...]:
+        """What kept ``words`` (encoded) from being read: ``("an argument expands to more
+        than MAX_WORD characters",)`` when one holds a word too long to read, else ``()``."""
+        for word in words:
+            if OPEN in word and any(
+                int(index) in self.overflowed for index in _ENCODED.findall(word)
+            ):
+                return (f"an argument expands to more than {MAX_WORD} characters",)
+        return ()
 
     def words(self, nodes: list[Node], env: Env) -> list[str]:
         """The words ``nodes`` (a command's name and arguments) expand to; two nodes the
@@ -363,7 +494,7 @@ class Expander:
         out.end()
         if out.overflow:
             return self._too_long(node)
-        return " ".join(out.words) if out.words else ""
+        return self.joined_words(out.words)
 
     def expand(
         self, node: Node, env: Env, out: Builder, *, quoted: bool, assignment: bool = False
@@ -475,25 +606,28 @@ class Expander:
         separator = env.scalar("IFS")
         if separator is not None and OPEN in separator:
             return self.hole(written)
+        if len(value) > 1:
+            self.budget.build(sum(map(len, value)) + len(value))
         return (" " if separator is None else separator[:1]).join(value)
 
     def _emit(self, value: Value, out: Builder, quoted: bool, written: str) -> None:
+        """A value into the words: shared, not copied, where it is a whole word."""
         if isinstance(value, tuple):
             self.budget.step(len(value))
             if not quoted:
                 for item in value:
-                    out.add_split(item)
+                    out.add_split(item, shared=True)
                     out.end()
                 return
             for index, item in enumerate(value):
                 if index:
                     out.end()
-                out.add(item)
+                out.add(item, shared=True)
             return
         if quoted:
-            out.add(value)
+            out.add(value, shared=True)
         else:
-            out.add_split(value)
+            out.add_split(value, shared=True)
 
     @staticmethod
     def _lead(node: Node, out: Builder) -> str:
@@ -619,7 +753,7 @@ class Expander:
         self.expand(node, env, inner, quoted=True)
         inner.end()
         # an array's items (`${U:-${A[@]}}`) are words of their own, then split as the rest
-        out.add_split(self._too_long(node) if inner.overflow else " ".join(inner.words))
+        out.add_split(self._too_long(node) if inner.overflow else self.joined_words(inner.words))
 
     def _default(self, node: Node, env: Env, quoted: bool) -> str:
         """The word after the operator of ``${V:-word}``, expanded (quotes removed)."""

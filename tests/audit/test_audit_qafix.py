@@ -3,7 +3,9 @@ before the fix.
 
 6. A kvalign-schema YAML whose ``model:`` is a relative path is resolved against the YAML
    file's folder (docs/inputs.md), and a message names the path tried.
-7. A script over the shell budget names its file (``FILE: shell budget exceeded: …``).
+7. A script over the shell budget names its file (``FILE: shell budget exceeded: …``): it
+   is not evaluated (exit 3); the shell's text budget is the file cap, so any script kvalign
+   reads is evaluated whole.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kvalign.cli import app
+from kvalign.safeio import MAX_FILE_BYTES
 from kvalign.shell.expand import MAX_SCRIPT_BYTES
 from tests.hostile.cases import GOOD_YAML
 
@@ -73,19 +76,33 @@ def _script(pad: int) -> str:
 
 
 def test_7_a_script_over_the_shell_budget_names_its_file(tmp_path: Path) -> None:
+    # 120,000 assignments: more than 100,000 evaluation steps (one per statement and one
+    # per word expanded); the file is read, so it is not evaluated (exit 3), named
     script = tmp_path / "serve.sh"
-    script.write_text(_script(MAX_SCRIPT_BYTES + 1), encoding="utf-8")
-    assert os.path.getsize(script) == MAX_SCRIPT_BYTES + 1
+    script.write_text(_script(200) + "A=1\n" * 120_000, encoding="utf-8")
+    result = runner.invoke(app, ["audit", str(script)])
+    assert result.exit_code == 3
+    assert (
+        f"not evaluated: {script}: shell budget exceeded: more than 100,000 evaluation "
+        "steps (statements and expansions)"
+    ) in result.stdout.splitlines()
+    assert "kvalign: error" not in result.stderr
+
+
+def test_7_the_shell_text_budget_is_the_file_cap(tmp_path: Path) -> None:
+    # a script one byte over the file cap is not read at all (the file cap, exit 2)
+    assert MAX_SCRIPT_BYTES == MAX_FILE_BYTES
+    script = tmp_path / "serve.sh"
+    script.write_text(_script(MAX_FILE_BYTES + 1), encoding="utf-8")
+    assert os.path.getsize(script) == MAX_FILE_BYTES + 1
     result = runner.invoke(app, ["audit", str(script)])
     assert result.exit_code == 2
-    assert result.stderr.strip() == (
-        f"kvalign: error: {script}: shell budget exceeded: script longer than 1024 KiB"
-    )
+    assert result.stderr.strip() == f"kvalign: error: {script}: larger than 8 MiB"
 
 
 def test_7_a_script_within_the_shell_budget_is_read(tmp_path: Path) -> None:
     script = tmp_path / "serve.sh"
-    script.write_text(_script(MAX_SCRIPT_BYTES), encoding="utf-8")
+    script.write_text(_script(MAX_FILE_BYTES), encoding="utf-8")
     result = runner.invoke(app, ["audit", str(script), "--format", "json"])
     assert result.exit_code == 0, result.stdout + result.stderr
     pools = [p for f in json.loads(result.stdout)["files"] for p in f["pools"]]

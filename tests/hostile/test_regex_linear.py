@@ -120,16 +120,20 @@ def test_regex_is_linear_on_1mb_adversarial_text(item: tuple[str, re.Pattern[str
         "# kvalign: ignore=" + "A " * 400_000,
         "dirname " * 150_000,
         "Value error, " * 80_000,
+        "serve:\n    echo " + "{{" * 500_000 + "\n",
     ],
-    ids=["image", "ignore", "dirname", "pydantic"],
+    ids=["image", "ignore", "dirname", "pydantic", "justfile-interpolation"],
 )
 def test_the_formerly_quadratic_patterns_are_linear(text: str) -> None:
     from kvalign.deploy import _names_vllm_image
     from kvalign.deploy.common import ignores_in
+    from kvalign.deploy.justfile import to_shell
     from kvalign.shell.expand import self_dir as _self_dir
     from kvalign.vllm_probe.run import _pydantic_message
 
-    for check in (_names_vllm_image, _self_dir, lambda t: ignores_in(t, "f"), _pydantic_message):
+    checks = (_names_vllm_image, _self_dir, lambda t: ignores_in(t, "f"), _pydantic_message)
+    checks += (to_shell,)
+    for check in checks:
         start = time.process_time()
         check(text)
         assert time.process_time() - start < LIMIT

@@ -674,8 +674,16 @@ def test_a_first_word_too_long_is_shown_as_written() -> None:
 
 
 def test_a_default_word_too_long_is_shown_as_written() -> None:
-    # a literal default of 300,000 characters (past MAX_WORD, within the script size)
-    result = evaluate("vllm serve m ${U:-" + "a" * 300_000 + "} x\n")
+    # a literal default of 300,000 characters (past MAX_WORD, within the script size); the
+    # launch holds a word too long to read: a script another file runs stops that file
+    # (cmdline.evaluate raises), cmdline.evaluate_script keeps the command with its limit
+    from kvalign.deploy.cmdline import ShellLimitReached, evaluate_script
+
+    text = "vllm serve m ${U:-" + "a" * 300_000 + "} x\n"
+    with pytest.raises(ShellLimitReached):
+        evaluate(text)
+    result = evaluate_script(text)
+    assert result.commands[0].limits == ("an argument expands to more than 262144 characters",)
     words = [[shown(w) for w in c.words] for c in result.commands]
     # the word as written (shown abbreviated), then the next argument
     assert len(words[0]) == 5

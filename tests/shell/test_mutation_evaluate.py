@@ -766,10 +766,14 @@ def test_an_array_value_is_charged_to_the_budget(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(expand, "MAX_BUILT", 1024 * 1024)
     value = "b" * 100_000
-    # B's value (100,001 characters) and ten items of 100,001 are over 1 MiB
+    # B's value (100,001 characters) and ten items "x$B" of 100,004 (a copy each: the
+    # piece x joined to B's value) are over 1 MiB; five are not
     with pytest.raises(ShellBudgetExceeded):
-        evaluate(f"B={value}\nA=(" + ' "$B"' * 10 + ")\n")
-    evaluate(f"B={value}\nA=(" + ' "$B"' * 5 + ")\n")
+        evaluate(f"B={value}\nA=(" + ' "x$B"' * 10 + ")\n")
+    evaluate(f"B={value}\nA=(" + ' "x$B"' * 5 + ")\n")
+    # an item that is B's value as a whole ("$B") shares it: no copy, one character each
+    shared = evaluate(f"B={value}\nA=(" + ' "$B"' * 10 + ')\nrun "${A[@]}"\n')
+    assert [len(w) for w in shared.commands[0].words] == [3] + [100_000] * 10
 
 
 def test_appending_to_an_unset_variable() -> None:
@@ -952,3 +956,185 @@ def test_a_syntax_error_is_noted_at_its_line() -> None:
     # the only sign that part of the script was not read
     unclosed = evaluate("A=1\necho ok\nif true; then\n")
     assert unclosed.notes == [(3, "shell syntax not understood here")]
+
+
+# ---- limits: a part not read that could launch vLLM is a stop (issue #31) ------------------
+class _Asked:
+    """A ``launches`` test that says yes for text holding ``vllm serve``, and records what it
+    was asked (to pin which part a stop is about)."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def __call__(self, text: str) -> bool:
+        self.asked.append(text)
+        return "vllm serve" in text
+
+
+def test_a_part_nested_too_deep_is_a_stop_when_it_could_launch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kvalign.shell import expand
+
+    monkeypatch.setattr(expand, "MAX_NESTING", 4)
+    asked = _Asked()
+    script = evaluate("{ { { { { vllm serve m; }; }; }; }; }\nrun top\n", launches=asked)
+    assert [c.words for c in script.commands] == [("run", "top")]
+    assert script.stops == [(1, "nested deeper than 4 levels: a vLLM launch there not read")]
+    assert script.notes == []
+    assert asked.asked == ["{ { vllm serve m; }; }"]  # the part not read, asked once
+    # no launch in the part: a note, as without the test
+    quiet = evaluate("{ { { { { run deep; }; }; }; }; }\n", launches=asked)
+    assert quiet.stops == []
+    assert quiet.notes == [(1, "nested deeper than 4 levels: not read")]
+    # without a launch test, never a stop
+    assert evaluate("{ { { { { vllm serve m; }; }; }; }; }\n").stops == []
+
+
+def test_an_eval_nested_too_deep_is_a_stop_when_it_could_launch() -> None:
+    # the 9th eval (at depth 8) would run `vllm serve m`: a stop, and it is not recorded
+    # as the command `eval …` (whose words would read as a launch with its quoting lost)
+    chain = _eval_chain(9).replace("run x", "vllm serve m")
+    script = evaluate(chain, launches=_Asked())
+    assert script.commands == []
+    assert script.stops == [(10, "eval nested deeper than 8 levels: a vLLM launch there not read")]
+    # 8 evals are read
+    eight = evaluate(_eval_chain(8).replace("run x", "vllm serve m"), launches=_Asked())
+    assert [c.words for c in eight.commands] == [("vllm", "serve", "m")] and eight.stops == []
+    # nine evals of no launch: recorded as the command it is, no stop, no note
+    plain = evaluate(_eval_chain(9), launches=_Asked())
+    assert [[shown(w) for w in c.words] for c in plain.commands] == [["eval", "run x"]]
+    assert plain.stops == [] and plain.notes == []
+
+
+def test_a_call_nested_too_deep_is_a_stop_but_recursion_is_not() -> None:
+    # f1 … f8 call each other; f9, called at depth 8, launches vLLM: a stop at its call
+    calls = "".join(f"f{i}() {{ f{i + 1}; }}\n" for i in range(1, 9))
+    script = evaluate("f9() { vllm serve m; }\n" + calls + "f1\n", launches=_Asked())
+    assert script.stops == [
+        (9, "function f9 nested deeper than 8 levels: a vLLM launch there not read")
+    ]
+    # f9 is read on its own afterwards (never entered by a call): its launch is recorded
+    assert [c.words for c in script.commands] == [("vllm", "serve", "m")]
+    # a function that calls itself: its body was read when first called, so the call
+    # past the depth is no stop (bash would recurse for ever); it is the command `f`
+    recursive = evaluate("f() { vllm serve m; f; }\nf\n", launches=_Asked())
+    assert recursive.stops == []
+    assert {c.words for c in recursive.commands} == {("vllm", "serve", "m"), ("f",)}
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ('ssh h "vllm serve m"', "ssh"),
+        ('tmux new -d "vllm serve m"', "tmux / screen session"),
+        ('bash -c "vllm serve m"', "sh -c"),
+        ("bash <<'EOF'\nvllm serve m\nEOF", "here-document script"),
+        ("X=$(vllm serve m)", "command substitution"),
+    ],
+)
+def test_nested_scripts_too_deep_are_stops_when_they_could_launch(body: str, kind: str) -> None:
+    # at depth 8 (f8's body, called through f1 … f7), each is not entered: a stop
+    calls = "".join(f"f{i}() {{ f{i + 1}; }}\n" for i in range(1, 8))
+    script = evaluate(calls + f"f8() {{\n{body}\n}}\nf1\n", launches=_Asked())
+    assert script.stops == [
+        (9, f"{kind} nested deeper than 8 levels: a vLLM launch there not read")
+    ]
+    assert [c for c in script.commands if "vllm" in c.words] == []
+
+
+def test_the_command_bound_is_a_stop_in_a_script_that_launches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = importlib.import_module("kvalign.shell.evaluate")
+    monkeypatch.setattr(module, "MAX_COMMANDS", 3)
+    script = evaluate("run 1\nrun 2\nrun 3\nrun 4\nvllm serve m\n", launches=_Asked())
+    assert script.stops == [
+        (4, "more than 3 commands: the rest not read, and the script launches vLLM")
+    ]
+    assert script.notes == []
+    quiet = evaluate("run 1\nrun 2\nrun 3\nrun 4\n", launches=_Asked())
+    assert quiet.stops == [] and quiet.notes == [(4, "more than 3 commands: the rest not read")]
+
+
+def test_a_word_too_long_to_read_is_a_limit_of_its_command() -> None:
+    script = evaluate("A=" + "a" * 300_000 + '\nvllm serve m --x "$A"\nvllm serve m --x b\n')
+    assert [c.limits for c in script.commands] == [
+        ("an argument expands to more than 262144 characters",),
+        (),
+    ]
+
+
+def test_a_value_is_shared_not_copied_by_its_expansions(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kvalign.shell import expand
+
+    # a 100,000-character value expanded 1,000 times as a whole word: within a budget of
+    # 200,000 characters (it is never copied); each word is the one value
+    monkeypatch.setattr(expand, "MAX_BUILT", 200_000)
+    value = "v" * 100_000
+    script = evaluate(f"V={value}\nA=$V\n" + 'run "$A" $V\n' * 500)
+    words = {id(w) for c in script.commands for w in c.words[1:]}
+    assert len(script.commands) == 500 and len(words) == 1
+    assert script.commands[0].words[1] == value
+    # the value joined to other text is a copy: charged
+    with pytest.raises(ShellBudgetExceeded):
+        evaluate(f"V={value}\n" + 'run "x$V"\n' * 2)
+
+
+def _unescape_by_hand(text: str, quoted: bool) -> str:
+    """The bash manual's backslash removal, one character at a time (the reference)."""
+    out, i = [], 0
+    while i < len(text):
+        escapes = i + 1 < len(text) and (not quoted or text[i + 1] in '$`"\\\n')
+        if text[i] == "\\" and escapes:
+            out.append("" if text[i + 1] == "\n" else text[i + 1])
+            i += 2
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain", "a\\b", "a\\\\b", "end\\", "line\\\ncontinued", "\\$x \\a \\\\\\$", "\\\\\\", "\\\n"],
+)
+def test_backslash_removal_matches_the_manual(text: str) -> None:
+    from kvalign.shell.expand import _unescape
+
+    for quoted in (False, True):
+        assert _unescape(text, quoted) == _unescape_by_hand(text, quoted), (text, quoted)
+
+
+def test_blank_splitting_without_unresolved_pieces_is_runs_of_non_blanks() -> None:
+    from kvalign.shell.commands import CLOSE, OPEN
+    from kvalign.shell.expand import _split_blanks
+
+    assert _split_blanks(" a\tb\n\nc  ") == ["a", "b", "c"]
+    assert _split_blanks("a\u00a0b\rc") == ["a\u00a0b\rc"]  # only space, tab, newline split
+    assert _split_blanks(f"a {OPEN}x y{CLOSE} b") == ["a", f"{OPEN}x y{CLOSE}", "b"]
+    assert _split_blanks(f"x{CLOSE} y") == [f"x{CLOSE}", "y"]
+
+
+def test_each_command_is_charged_for_its_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a command's snapshot costs one step per 20 exported variables (and one per 1,000 of
+    # all): with `set -a`, 100 exported variables cost 5 steps at each of 50 commands
+    from kvalign.shell import expand
+
+    monkeypatch.setattr(expand, "MAX_STEPS", 600)  # 405 steps without the 250 charged
+    body = "".join(f"A{i}=1\n" for i in range(100)) + "run x\n" * 50
+    assert len(evaluate("set +a\n" + body).commands) == 50
+    with pytest.raises(ShellBudgetExceeded):
+        evaluate("set -a\n" + body)
+
+
+def test_the_text_an_eval_parses_is_charged(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a 100,000-character value eval'd 12 times is parsed 12 times: 1.2 MB (over 1 MiB);
+    # it was not charged, and 1,000 evals of 200 KB took 16 s
+    from kvalign.shell import expand
+
+    monkeypatch.setattr(expand, "MAX_BUILT", 1024 * 1024)
+    value = "V='#" + "x" * 100_000 + "'\n"
+    with pytest.raises(ShellBudgetExceeded):
+        evaluate(value + 'eval "$V"\n' * 12)
+    evaluate(value + 'eval "$V"\n' * 5)

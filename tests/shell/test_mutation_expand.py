@@ -295,7 +295,7 @@ def test_built_budget_is_inclusive_and_its_message_pinned() -> None:
 def test_script_size_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     module = importlib.import_module("kvalign.shell.evaluate")
 
-    assert MAX_SCRIPT_BYTES == 1024 * 1024
+    assert MAX_SCRIPT_BYTES == 8 * 1024 * 1024  # the file cap (safeio.MAX_FILE_BYTES)
     monkeypatch.setattr(module, "MAX_SCRIPT_BYTES", 2048)  # 2 KiB: the rule, faster
     evaluate("#" * 2048)  # exactly the budget: read
     with pytest.raises(ShellBudgetExceeded) as error:
@@ -318,11 +318,13 @@ def test_a_script_over_the_built_budget_raises(monkeypatch: pytest.MonkeyPatch) 
     from kvalign.shell import expand
 
     monkeypatch.setattr(expand, "MAX_BUILT", 1024 * 1024)
-    # a 100,000-character value expanded 12 times: 1.2 MB of words (over 1 MiB)
+    # a 100,000-character value copied 12 times (x joined to it): 1.2 MB of words (over 1 MiB)
     value = "y" * 100_000
     with pytest.raises(ShellBudgetExceeded, match="more than 1 MiB of expanded text"):
-        evaluate(f"A={value}\n" + 'run "$A" "$A" "$A"\n' * 4)
-    evaluate(f"A={value}\n" + 'run "$A" "$A" "$A"\n' * 2)
+        evaluate(f"A={value}\n" + 'run "x$A" "x$A" "x$A"\n' * 4)
+    evaluate(f"A={value}\n" + 'run "x$A" "x$A" "x$A"\n' * 2)
+    # the value as a whole word is shared, not copied: 100 such words cost no more
+    evaluate(f"A={value}\n" + 'run "$A" $A "$A"\n' * 100)
 
 
 # ---- the word builder ----------------------------------------------------------------------
@@ -477,10 +479,11 @@ def test_a_default_is_charged_to_the_budget(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(expand, "MAX_BUILT", 1024 * 1024)
     value = "b" * 100_000
-    # each "${U:-$B}" builds its default (100,001 characters) and then the word (100,001):
-    # 100,001 for B's value + 6 x 200,002 is over 1 MiB
+    # each "${U:-x$B}" builds its default (x joined to B's value: a copy of 100,001
+    # characters, and the pieces): 100,001 for B's value + 12 x 100,004 is over 1 MiB
     with pytest.raises(ShellBudgetExceeded):
-        evaluate(f"B={value}\n" + 'run "${U:-$B}"\n' * 6)
+        evaluate(f"B={value}\n" + 'run "${U:-x$B}"\n' * 12)
+    evaluate(f"B={value}\n" + 'run "${U:-x$B}"\n' * 6)
 
 
 def test_braced_names_and_scalar_items() -> None:
@@ -537,3 +540,41 @@ def test_blanks_around_expansions_inside_double_quotes_are_kept() -> None:
     # newline between the string's parts, outside its string_content)
     script = 'A=1\nB=2\nrun " " "  ${A}  " "$A\n$B"\n'
     assert _words(script) == [["run", " ", "  1  ", "1\n2"]]
+
+
+def test_the_environment_keeps_the_order_variables_were_set_in() -> None:
+    from kvalign.shell.expand import Env
+
+    # few of many exported (the fast path) and most exported: the same order, vars' order
+    many = Env({f"V{i}": str(i) for i in range(40)}, {"V30", "V3", "V12"})
+    assert list(many.environment().items()) == [("V3", "3"), ("V12", "12"), ("V30", "30")]
+    few = Env({"B": "b", "A": ("x", "y"), "C": "c"}, {"C", "A"})
+    assert list(few.environment().items()) == [("A", "x y"), ("C", "c")]
+    assert Env({"B": "b", "A": "a"}, set(), allexport=True).environment() == {"B": "b", "A": "a"}
+    assert Env({f"V{i}": "" for i in range(40)}, {"V1", "gone"}).environment() == {"V1": ""}
+
+
+def test_the_syntax_budget_counts_what_the_parse_tree_grows_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # blanks, operators, quotes and expansion marks count; word characters do not: a word
+    # of 100,000 characters is one node of the tree, 100 `;` are 100
+    from kvalign.shell import expand
+
+    monkeypatch.setattr(expand, "MAX_SYNTAX", 100)
+    evaluate("echo " + "x" * 100_000 + "\n" + ";" * 98)  # 1 blank, 1 newline, 98 `;`
+    with pytest.raises(ShellBudgetExceeded) as over:
+        evaluate("echo " + "x" * 100_000 + "\n" + ";" * 99)
+    assert str(over.value) == (
+        "shell budget exceeded: more than 100 characters of shell syntax (blanks, operators, "
+        "quotes)"
+    )
+    for mark in " \t\n\r;&|()<>{}[]$`\"'\\=":
+        with pytest.raises(ShellBudgetExceeded):
+            evaluate(mark * 101)
+    evaluate("#*?!~" * 1000)  # a comment, a glob: one node however long
+    # an eval's text counts too: the script has 84 (29 + 5 + 50), the eval's text 25 more
+    script = "V=';;;;;;;;;;;;;;;;;;;;;;;;;'\n" + 'eval "$V"\n' + "=" * 50
+    with pytest.raises(ShellBudgetExceeded):
+        evaluate(script)
+    evaluate(script.replace("eval", "echo"))
