@@ -304,3 +304,15 @@ def test_model_word_protects_a_leading_dash() -> None:
 
     assert model_word(SimpleNamespace(model="--trust-remote-code")) == "./--trust-remote-code"  # type: ignore[arg-type]
     assert model_word(SimpleNamespace(model="org/model")) == "org/model"  # type: ignore[arg-type]
+
+
+def test_audit_reads_a_serve_sh_naming_a_folder_that_is_not_utf8(tmp_path: Path) -> None:
+    raw = _model_folder(tmp_path, b"bad\xffname")
+    (tmp_path / "serve.sh").write_text(_emit(tmp_path, raw, "vllm-args"), encoding="ascii")
+    done = _kvalign(tmp_path, "audit", "serve.sh", "--vllm-version", "0.33.0", "--format", "json")
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    pools = [pool for f in json.loads(done.stdout)["files"] for pool in f["pools"]]
+    assert sorted((p["role"], p["model"], p["block_size"]) for p in pools) == [
+        ("decode", "bad\udcffname", 800),
+        ("prefill", "bad\udcffname", 800),
+    ]

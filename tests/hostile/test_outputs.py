@@ -382,7 +382,9 @@ def _on_a_terminal(cwd: Path, *args: str | bytes) -> tuple[int, bytes]:
     ],
     ids=lambda args: f"{args[0]}-{args[-1]}",
 )
-def test_model_folder_name_reaches_a_terminal_escaped(tmp_path: Path, args: tuple[str, ...]) -> None:
+def test_model_folder_name_reaches_a_terminal_escaped(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
     name = "e\x1b[31m\x1b]8;;https:x\x1b\\"
     (tmp_path / name).mkdir()
     config = ROOT / "configs" / "models" / "tiiuae" / "Falcon-H1-0.5B-Base" / "config.json"
@@ -400,3 +402,33 @@ def test_audit_markdown_reaches_a_terminal_escaped(tmp_path: Path) -> None:
     assert code == 3
     assert b"\x1b" not in out
     assert b"**Not evaluated** `t/broken-nl \\x1b[31mred.yaml:2`" in out
+
+
+def test_write_output_checks_the_name_again_before_replacing(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link planted after the first check (a race) is still never written through."""
+    (in_tmp / "late").symlink_to("outside.txt")
+    (in_tmp / "outside.txt").write_text("precious\n", encoding="utf-8")
+    monkeypatch.setattr(
+        safeio, "refuse_output", lambda path, option="--output": (str(in_tmp / path), None)
+    )
+    with pytest.raises(InvalidSettings) as caught:
+        safeio.write_output("late", "report\n")
+    assert str(caught.value) == (
+        "--output late: changed while writing (now a link, special file or input); "
+        "refusing to write there"
+    )
+    assert (in_tmp / "outside.txt").read_text(encoding="utf-8") == "precious\n"
+    assert (in_tmp / "late").is_symlink()
+    assert sorted(os.listdir(in_tmp)) == ["late", "outside.txt"]  # no temporary file left
+
+
+def test_junit_bodies_keep_a_file_name_on_one_line(tmp_path: Path) -> None:
+    _hostile_tree(tmp_path)
+    done = _kvalign(tmp_path, "audit", "t", "--format", "junit")
+    assert done.returncode == 3
+    text = done.stdout.decode("utf-8")
+    assert "t/nl\\n\\x1b[31mred.yaml:4: logical block size" in text
+    assert "t/broken-nl\\n\\x1b[31mred.yaml:2: not valid YAML" in text
+    assert not any(line.startswith("\\x1b[31mred") for line in text.splitlines())
