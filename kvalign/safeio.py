@@ -12,8 +12,9 @@ exhaust memory by a small hostile file. Files are opened read-only (``O_NONBLOCK
 
 Every file read is recorded by (device, inode) in :func:`run_inputs`; :func:`write_output`
 (the only writer of ``--output`` / ``--plot``) refuses a path that is one of them (also
-through a hard link or symlink), a FIFO or a device, and writes atomically (a temporary
-file in the same folder, then :func:`os.replace`).
+through a hard link), a symbolic link, a FIFO or a device, and a relative path leaving the
+working tree; it writes atomically (a temporary file created ``O_EXCL | O_NOFOLLOW`` in the
+same folder, then :func:`os.replace`).
 """
 
 from __future__ import annotations
@@ -204,45 +205,97 @@ def confined(base: Path, raw: str) -> Path | None:
     return path
 
 
+def _shown(path: str) -> str:
+    """``path`` as an error message may quote it: controls, bidi overrides, line breaks
+    and lone surrogates (names that are not UTF-8) as escapes."""
+    from kvalign.sanitize import clean
+
+    return clean(path, newlines=False)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def refuse_output(path: str, *, option: str = "--output") -> tuple[str, os.stat_result | None]:
     """Check, before anything is computed or written, that ``path`` may receive output.
 
-    Returns the resolved path and its ``stat`` (``None`` when it does not exist yet).
+    The rules (``docs/security.md``): the file is a regular file or does not exist yet;
+    its last component is not a symbolic link (a link planted in the audited tree would
+    send the report elsewhere); it is none of this run's inputs (:func:`run_inputs`: the
+    same (device, inode), so also a hard link to one); and a relative ``path`` stays in
+    the working tree (the current directory): ``../x``, or a folder that is a symlink
+    leading outside it, is refused. An absolute ``path`` is the user's explicit choice
+    and may name any folder (still never through a symlink as its last component).
+
+    Returns the path to write (its folder resolved, its last component as given) and its
+    ``lstat`` (``None`` when it does not exist yet).
 
     Raises:
-        InvalidSettings: ``path`` is one of this run's inputs (:func:`run_inputs`: the
-            same inode, so also a hard link or a symlink to one), an existing FIFO,
-            device, socket or directory, or cannot be examined.
+        InvalidSettings: refused (one line naming ``option`` and the path, escaped).
     """
     from kvalign.errors import InvalidSettings
 
+    def refuse(reason: str) -> InvalidSettings:
+        return InvalidSettings(f"{option} {_shown(path)}: {reason}")
+
+    if not path or "\x00" in path:
+        raise refuse("not a valid file name")
+    folder, name = os.path.split(path)
+    if not name or name in (".", ".."):
+        raise refuse("names a directory, not a file; refusing to write there")
     try:
-        real = os.path.realpath(path)
-        info: os.stat_result | None = os.stat(real)
+        real_folder = os.path.realpath(folder or ".")
+        if not os.path.isabs(path):
+            tree = os.path.realpath(".")
+            if not _inside(real_folder, tree):
+                raise refuse(
+                    "leaves the working tree (a relative path may not climb out with `..` or "
+                    "through a symlinked folder); give an absolute path to write outside it"
+                )
+        target = os.path.join(real_folder, name)
+        info: os.stat_result | None = os.lstat(target)
     except FileNotFoundError:
         info = None
+    except InvalidSettings:
+        raise
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "bad path"
-        raise InvalidSettings(f"{option} {path}: cannot write ({reason})") from None
+        raise refuse(f"cannot write ({reason})") from None
     if info is not None:
+        if stat.S_ISLNK(info.st_mode):
+            raise refuse("is a symbolic link; refusing to write through it")
         if not stat.S_ISREG(info.st_mode):
-            raise InvalidSettings(
-                f"{option} {path}: not a regular file (directory, FIFO or device); refusing "
-                "to write there"
-            )
+            raise refuse("not a regular file (directory, FIFO or device); refusing to write there")
         if (info.st_dev, info.st_ino) in _INPUTS:
-            raise InvalidSettings(
-                f"{option} {path}: is one of this run's inputs; refusing to overwrite it"
-            )
-    return real, info
+            raise refuse("is one of this run's inputs; refusing to overwrite it")
+    elif not os.path.isdir(real_folder):
+        raise refuse("cannot write (its folder does not exist)")
+    return target, info
 
 
-def write_output(path: str, text: str, *, option: str = "--output") -> None:
-    """Write ``text`` (UTF-8) to the file ``path`` asked for by ``option``, atomically.
+_TEMP_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 
-    Refuses what :func:`refuse_output` refuses. The text goes to a temporary file in the
-    target's folder, then :func:`os.replace` moves it into place: a failed write never
-    leaves a half-written or emptied file behind.
+
+def write_output(path: str, text: str, *, option: str = "--output", replace: bool = True) -> None:
+    """Write ``text`` to the file ``path`` asked for by ``option``, atomically.
+
+    Refuses what :func:`refuse_output` refuses, checked again just before the write. The
+    text (UTF-8; what UTF-8 cannot hold, e.g. a lone surrogate from a file name that is
+    not UTF-8, as a backslash escape) goes to a new temporary file in the target's folder,
+    created ``O_EXCL | O_NOFOLLOW`` (never an existing file or link), which then takes
+    the target's place by :func:`os.replace` (a rename replaces a directory entry, never
+    follows a link): a failed write never leaves a half-written or emptied file behind.
+    An existing file keeps its mode; a new one gets ``0o666`` less the umask.
+    ``replace=False`` never replaces an existing file (an error document): the temporary
+    file is linked to the name, which fails when the name exists.
 
     Raises:
         InvalidSettings: refused, or the file cannot be written (the message names
@@ -250,29 +303,60 @@ def write_output(path: str, text: str, *, option: str = "--output") -> None:
     """
     from kvalign.errors import InvalidSettings
 
-    real, info = refuse_output(path, option=option)
-    folder = os.path.dirname(real) or "."
+    target, info = refuse_output(path, option=option)
+    if info is not None and not replace:
+        raise InvalidSettings(f"{option} {_shown(path)}: exists; an error never overwrites a file")
+    folder, name = os.path.split(target)
+    data = text.encode("utf-8", "backslashreplace")
     tmp_name = ""
+    dir_fd = -1
     try:
-        import tempfile  # only when writing: not on every run's import path
+        import secrets  # only when writing: not on every run's import path
 
-        fd, tmp_name = tempfile.mkstemp(prefix=".kvalign-", suffix=".tmp", dir=folder)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~umask
-        os.chmod(tmp_name, mode)
-        os.replace(tmp_name, real)
+        dir_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666
+        for _ in range(100):
+            candidate = f".kvalign-{secrets.token_hex(8)}.tmp"
+            try:
+                fd = os.open(candidate, _TEMP_FLAGS, mode, dir_fd=dir_fd)
+            except FileExistsError:
+                continue
+            tmp_name = candidate
+            break
+        else:  # pragma: no cover - 100 collisions of 64 random bits
+            raise FileExistsError(errno.EEXIST, "no free temporary name")
+        with os.fdopen(fd, "wb") as handle:
+            if info is not None:
+                os.fchmod(handle.fileno(), mode)  # the umask applied to os.open's mode
+            handle.write(data)
+        # the name may have changed since refuse_output (a link planted meanwhile)
+        try:
+            now: os.stat_result | None = os.lstat(name, dir_fd=dir_fd)
+        except FileNotFoundError:
+            now = None
+        if now is not None and (
+            not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) in _INPUTS or not replace
+        ):
+            raise InvalidSettings(
+                f"{option} {_shown(path)}: changed while writing (now a link, special file or "
+                "input); refusing to write there"
+            )
+        if replace:
+            os.replace(tmp_name, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        else:
+            os.link(tmp_name, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+            os.unlink(tmp_name, dir_fd=dir_fd)
         tmp_name = ""
     except OSError as exc:
         raise InvalidSettings(
-            f"{option} {path}: cannot write ({exc.strerror or type(exc).__name__})"
+            f"{option} {_shown(path)}: cannot write ({exc.strerror or type(exc).__name__})"
         ) from None
     finally:
         if tmp_name:
             with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
+                os.unlink(tmp_name, dir_fd=dir_fd)
+        if dir_fd >= 0:
+            os.close(dir_fd)
 
 
 def decode_text(data: bytes, name: str) -> str:

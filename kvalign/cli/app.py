@@ -11,7 +11,7 @@ from typer.core import TyperCommand
 from kvalign import __version__
 from kvalign.cli.audit import audit
 from kvalign.cli.check import check
-from kvalign.cli.exit import stdout_closed
+from kvalign.cli.exit import is_write_failure, stdout_closed, stdout_failed
 from kvalign.cli.explain import explain
 from kvalign.cli.fast import start_run
 from kvalign.cli.matrix import matrix
@@ -108,6 +108,13 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         try:
             stdout_closed()
+        except typer.Exit as stop:
+            sys.exit(stop.exit_code)
+    except OSError as exc:  # --help on a full device, outside any command's guard
+        if not is_write_failure(exc):
+            raise
+        try:
+            stdout_failed(exc)
         except typer.Exit as stop:
             sys.exit(stop.exit_code)
     except NoArgsIsHelpError as exc:

@@ -81,13 +81,18 @@ def execute(
     from kvalign.auditing import AuditStopped
     from kvalign.auditing import run as run_audit
     from kvalign.report import audit as audit_report
-    from kvalign.safeio import write_output
+    from kvalign.safeio import refuse_output, write_output
 
     output = request.output
 
     def run() -> int:
         warn_beyond_newest(request.vllm_version)
         try:
+            if output is not None:  # a link, special file, path out of the tree: before any work
+                try:
+                    refuse_output(output)
+                except KvalignError as exc:
+                    raise AuditStopped(exc, (), ()) from None
             outcome = run_audit(request)
         except AuditStopped as exc:
             # the reasons behind "nothing found" (e.g. an image not recognised as vLLM)
@@ -100,7 +105,7 @@ def execute(
                     echo(text)
                 else:
                     try:
-                        write_output(output, text)
+                        write_output(output, text, replace=False)
                     except KvalignError:
                         echo(text)
             raise

@@ -7,6 +7,7 @@ typer is imported only when an exit is raised, so the fast path
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -22,8 +23,39 @@ def fail(message: str, code: int = ExitCode.USAGE) -> NoReturn:
     import typer
 
     one_line = " ".join(message.split())
+    try:  # what stdout holds goes before the error line (a JSON error document)
+        sys.stdout.flush()
+    except (OSError, ValueError):  # a full device: the line below says so
+        silence_stdout()
     sys.stderr.write(f"kvalign: error: {one_line}\n")
     raise typer.Exit(code)
+
+
+#: errors of a write to stdout that say the device cannot take it (``> /dev/full``, a
+#: quota, a file too large, an I/O error): one line and exit 2, never an internal error.
+_WRITE_ERRNOS = frozenset(
+    getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG", "EIO") if hasattr(errno, name)
+)
+
+
+def is_write_failure(exc: BaseException) -> bool:
+    """``exc`` is a write to stdout the device refused (no file name: not a path)."""
+    return isinstance(exc, OSError) and exc.filename is None and exc.errno in _WRITE_ERRNOS
+
+
+def stdout_failed(exc: OSError) -> NoReturn:
+    """stdout cannot be written (``exc``: a full device, ...): point it at the null
+    device (the final flush must not fail again) and stop with one line, exit 2."""
+    silence_stdout()
+    fail(f"stdout: cannot write the output ({exc.strerror or type(exc).__name__})")
+
+
+def _flush_stdout() -> None:
+    """Flush stdout inside :func:`guarded`, so a write that fails is reported there and
+    not at the interpreter's exit."""
+    stdout = sys.stdout
+    if stdout is not None:
+        stdout.flush()
 
 
 T = TypeVar("T")
@@ -57,9 +89,13 @@ def exit_code_of(exc: BaseException) -> int | None:
 
 
 def guarded(action: Callable[[], T]) -> T:
-    """Run ``action``; typed errors become one line on stderr + exit 2, bugs exit 70."""
+    """Run ``action`` and flush stdout; typed errors become one line on stderr + exit 2
+    (also stdout on a full device: ``stdout: cannot write the output (...)``), a closed
+    pipe exits 141, bugs exit 70."""
     try:
-        return action()
+        result = action()
+        _flush_stdout()
+        return result
     except KvalignError as exc:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
@@ -69,6 +105,8 @@ def guarded(action: Callable[[], T]) -> T:
     except Exception as exc:  # a bug: no traceback, no locals
         if exit_code_of(exc) is not None or os.environ.get("KVALIGN_DEBUG"):
             raise
+        if isinstance(exc, OSError) and is_write_failure(exc):
+            stdout_failed(exc)
         if isinstance(exc, OSError) and exc.filename is not None:
             # a path the user named that the OS refuses (ENAMETOOLONG, EACCES, ...)
             fail(f"{exc.filename}: cannot be read ({exc.strerror or type(exc).__name__})")

@@ -340,6 +340,18 @@ def main(argv: list[str] | None = None) -> None:
 
         silence_stdout()
         sys.exit(ExitCode.BROKEN_PIPE)
+    except OSError as exc:  # a full device outside a command's guard
+        from kvalign.cli.exit import exit_code_of, is_write_failure, stdout_failed
+
+        if not is_write_failure(exc):
+            raise
+        try:
+            stdout_failed(exc)
+        except Exception as stop:  # typer.Exit
+            code = exit_code_of(stop)
+            if code is None:
+                raise
+            sys.exit(code)
     if code is None:
         from kvalign import cli
 

@@ -3,7 +3,10 @@
 One function per target in :data:`EMITTERS`, each ``(Plan) -> str``. Every snippet passes
 ``kvalign audit`` with no finding (tests/analysis/test_plan.py runs the round trip); the
 header comment names the audit command line (``--vllm-version``, ``--gpu``) the plan was
-made for. No I/O.
+made for. Every value from input is quoted for the target language (bash words by
+:func:`shell_word`, YAML by the safe dumper :func:`kvalign.safeio.dump_yaml`, never by
+string concatenation), and escaped in comments (:func:`comment_text`): a model folder
+named ``x\nrm -rf ~`` stays one argument and one comment line. No I/O.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from kvalign.backends import get_gpu
 from kvalign.errors import InvalidSettings
 from kvalign.plan import Plan
 from kvalign.safeio import dump_yaml
+from kvalign.sanitize import clean
 
-__all__ = ["EMITTERS", "TARGETS", "emit", "serve_args"]
+__all__ = ["EMITTERS", "TARGETS", "comment_text", "emit", "model_word", "serve_args", "shell_word"]
 
 #: prefill and decode HTTP ports in the shell and compose snippets.
 PORTS = {"prefill": 8100, "decode": 8200}
@@ -93,15 +97,64 @@ def _product(plan: Plan) -> str | None:
     return f"NVIDIA-{gpu.name}"
 
 
+#: characters YAML (1.1) ends a line at besides LF and CR: a comment holding one would
+#: start a new line of the document.
+_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def comment_text(text: object) -> str:
+    """``text`` for inside a ``#`` comment of a shell or YAML snippet: control
+    characters (LF, CR, ESC, ...), bidi overrides, lone surrogates and the Unicode line
+    and paragraph separators as escapes (:func:`kvalign.sanitize.clean`), so a comment
+    always stays one line and shows what it holds."""
+    cleaned = clean(text, newlines=False)
+    for char, escape in _LINE_BREAKS.items():
+        cleaned = cleaned.replace(char, escape)
+    return cleaned
+
+
+def shell_word(word: str) -> str:
+    """``word`` as one bash word, whatever it holds.
+
+    Printable ASCII is quoted by :func:`shlex.quote` (``'...'``); any other word is an
+    ANSI-C string (``$'...'``) in which everything but printable ASCII (and ``\\``,
+    ``'``) is a ``\\xHH`` byte of its UTF-8 (a lone surrogate, from a name that is not
+    UTF-8, as the byte it stands for): the snippet holds no raw control or bidi
+    character, is ASCII whatever the encoding of the stdout it goes through, and bash
+    passes the exact bytes."""
+    if word.isascii() and word.isprintable():
+        return shlex.quote(word)
+    parts = ["$'"]
+    try:
+        data = word.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        data = word.encode("utf-8", "surrogatepass")
+    for byte in data:
+        # a backslash and a quote too as \xHH: tree-sitter-bash (kvalign's own reading
+        # of the snippet) misreads \' and \\ inside $'...'
+        if 0x20 <= byte < 0x7F and byte not in (0x5C, 0x27):
+            parts.append(chr(byte))
+        else:
+            parts.append(f"\\x{byte:02x}")
+    parts.append("'")
+    return "".join(parts)
+
+
+def model_word(plan: Plan) -> str:
+    """The model as a ``vllm serve`` argument: a local path starting with ``-`` (a hub
+    id never does) gets ``./``, so vLLM never reads it as an option."""
+    return f"./{plan.model}" if plan.model.startswith("-") else plan.model
+
+
 def _header(plan: Plan, file: str) -> list[str]:
     audit = f"kvalign audit {file} --vllm-version {plan.release_first}"
     if plan.settings.gpu:
-        audit += f" --gpu {plan.settings.gpu}"
+        audit += f" --gpu {comment_text(plan.settings.gpu)}"
     where = ", ".join(plan.proven_on) or "every GPU class"
     return [
-        f"# kvalign plan: {plan.model}, prefill TP {plan.prefill_tp}, decode TP "
+        f"# kvalign plan: {comment_text(plan.model)}, prefill TP {plan.prefill_tp}, decode TP "
         f"{plan.decode_tp}, vLLM {plan.release_first}",
-        f"# common block size {plan.block_size} (holds on {where})",
+        f"# common block size {plan.block_size} (holds on {comment_text(where)})",
         f"# check it: {audit}",
     ]
 
@@ -111,19 +164,20 @@ def _yaml(doc: Any) -> str:
 
 
 def _name(plan: Plan) -> str:
+    """A Kubernetes object name (DNS-1123: ASCII lower-case letters, digits, ``-``)."""
     tail = plan.model.rstrip("/").rsplit("/", 1)[-1].lower()
-    cleaned = "".join(c if c.isalnum() else "-" for c in tail).strip("-")
+    cleaned = "".join(c if c.isascii() and c.isalnum() else "-" for c in tail).strip("-")
     return (cleaned or "model")[:40].strip("-")
 
 
 def vllm_args(plan: Plan) -> str:
     """A bash script starting the prefill and decode ``vllm serve`` processes."""
     lines = ["#!/usr/bin/env bash", *_header(plan, "serve.sh"), "set -euo pipefail"]
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in _env(plan).items())
+    env = " ".join(f"{k}={shell_word(v)}" for k, v in _env(plan).items())
     for role in ("prefill", "decode"):
-        words = ["vllm", "serve", plan.model, *serve_args(plan, role)]
+        words = ["vllm", "serve", model_word(plan), *serve_args(plan, role)]
         words += ["--port", str(PORTS[role])]
-        command = " ".join(shlex.quote(w) for w in words)
+        command = " ".join(shell_word(w) for w in words)
         lines += [f"# {role}", (f"{env} " if env else "") + command + " &"]
     lines.append("wait")
     return "\n".join(lines) + "\n"
@@ -136,7 +190,7 @@ def compose(plan: Plan) -> str:
     for role in ("prefill", "decode"):
         service: dict[str, Any] = {
             "image": _image(plan),
-            "command": [plan.model, *serve_args(plan, role), "--port", str(PORTS[role])],
+            "command": [model_word(plan), *serve_args(plan, role), "--port", str(PORTS[role])],
             "ports": [f"{PORTS[role]}:{PORTS[role]}"],
             "ipc": "host",
         }
@@ -162,7 +216,7 @@ def compose(plan: Plan) -> str:
 def _container(plan: Plan, role: str, *, command: bool) -> dict[str, Any]:
     container: dict[str, Any] = {"name": "vllm" if command else "main", "image": _image(plan)}
     if command:
-        container["command"] = ["vllm", "serve", plan.model]
+        container["command"] = ["vllm", "serve", model_word(plan)]
     container["args"] = serve_args(plan, role)
     if _env(plan):
         container["env"] = [{"name": k, "value": v} for k, v in _env(plan).items()]
@@ -263,7 +317,7 @@ def dynamo(plan: Plan) -> str:
         }
     ]
     for role in ("prefill", "decode"):
-        args = ["--model", plan.model, *serve_args(plan, role)]
+        args = ["--model", model_word(plan), *serve_args(plan, role)]
         args += ["--disaggregation-mode", role]
         main: dict[str, Any] = {
             "image": image,
@@ -304,7 +358,7 @@ def production_stack(plan: Plan) -> str:
             "name": role,
             "repository": "vllm/vllm-openai",
             "tag": f"v{plan.release_first}",
-            "modelURL": plan.model,
+            "modelURL": model_word(plan),
             "replicaCount": 1,
             "requestGPU": tp,
             "vllmConfig": {
@@ -367,7 +421,8 @@ def emit(plan: Plan, target: str) -> str:
     """The ``target`` snippet for ``plan``.
 
     Raises:
-        InvalidSettings: an unknown target, or a plan with no common block size.
+        InvalidSettings: an unknown target, a plan with no common block size, or a YAML
+            target for a model path that is not UTF-8.
     """
     if target not in EMITTERS:
         raise InvalidSettings(f"--emit: unknown target {target!r} (known: {', '.join(TARGETS)})")
@@ -376,4 +431,18 @@ def emit(plan: Plan, target: str) -> str:
             "--emit: no block size serves every pool on every GPU class, so there is no "
             "snippet to print (see the plan's proposals)"
         )
+    if target != "vllm-args" and _not_unicode(plan.model):
+        raise InvalidSettings(
+            f"--emit {target}: the model path {clean(plan.model, newlines=False)!s} is not "
+            "UTF-8, which a YAML document cannot hold: rename it, or use --emit vllm-args"
+        )
     return EMITTERS[target](plan)
+
+
+def _not_unicode(text: str) -> bool:
+    """``text`` holds a lone surrogate (a file name whose bytes are not UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

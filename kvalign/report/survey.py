@@ -272,7 +272,18 @@ def survey_table(result: Survey, width: int | None = None) -> RenderableType:
 
 
 def _escape(cell: str) -> str:
-    return cell.replace("|", "\\|")
+    """One Markdown cell: controls escaped, one line, ``|`` escaped."""
+    from kvalign.sanitize import markdown_cell
+
+    return markdown_cell(cell)
+
+
+def _csv_text(text: str) -> str:
+    """A CSV field from input (a model id or type): controls, line breaks and bidi
+    overrides as escapes (a CSV viewer or terminal shows what the name holds)."""
+    from kvalign.sanitize import clean
+
+    return clean(text, newlines=False)
 
 
 def survey_markdown(result: Survey) -> str:
@@ -326,13 +337,13 @@ def survey_csv(result: Survey) -> str:
     for row in result.models:
         first = row.stats[0] if row.stats else None
         writer.writerow([
-            row.model_id, row.model_type, row.family or "", row.kind,
+            _csv_text(row.model_id), _csv_text(row.model_type), row.family or "", row.kind,
             " ".join(map(str, row.valid_tps)),
             " ".join(str(tp) for tp, _ in row.invalid_tps),
             "" if first is None else str(first.pairs),
             *(c for a in ALIGNMENTS for c in _csv_stats(row.by_alignment(a))),
             "" if row.fix_block_size is None or not row.fix_needed else str(row.fix_block_size),
-            _csv_pct(row.fix_padding_max_pct if row.fix_needed else None), _note(row),
+            _csv_pct(row.fix_padding_max_pct if row.fix_needed else None), _csv_text(_note(row)),
         ])  # fmt: skip
     writer.writerow([
         "ALL", "", "", "", " ".join(map(str, result.tps)), "",

@@ -43,7 +43,7 @@ class Finding:
     def fingerprint(self) -> str:
         """Stable id for baselines: rule, file and pools (not the line, which moves)."""
         key = "|".join((self.rule, self.location.file, *sorted(self.pools)))
-        return hashlib.sha256(key.encode()).hexdigest()[:16]
+        return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

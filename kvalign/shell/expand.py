@@ -307,6 +307,63 @@ def _unescape(text: str, quoted: bool) -> str:
     return (_ESCAPED_QUOTED if quoted else _ESCAPED).sub(_unescaped, text)
 
 
+#: ``$'...'`` escapes of one letter (bash's ``ansi_cstr``).
+_ANSI_C_SIMPLE = {
+    "a": 7, "b": 8, "e": 27, "E": 27, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11,
+    "\\": 92, "'": 39, '"': 34, "?": 63,
+}  # fmt: skip
+_ANSI_C_DIGITS = {"x": (16, 2), "u": (16, 4), "U": (16, 8)}
+
+
+def _ansi_c(body: str) -> str:
+    r"""The text of ``$'body'`` as bash makes it: ``\n``, ``\t``, ``\e``, ``\\``,
+    ``\'`` ..., ``\NNN`` (octal) and ``\xHH`` bytes, ``\uHHHH`` / ``\UHHHHHHHH``
+    characters, ``\cX`` controls (a NUL ends the text); another backslash stays as
+    written. The bytes are read as UTF-8, a byte that is not as a lone surrogate (as
+    Python keeps a file name that is not UTF-8), so ``$'\xff'`` names the same file bash
+    would open."""
+    out = bytearray()
+    i = 0
+    size = len(body)
+    while i < size:
+        char = body[i]
+        if char != "\\" or i + 1 >= size:
+            out += char.encode("utf-8", "surrogateescape")
+            i += 1
+            continue
+        kind = body[i + 1]
+        if kind in _ANSI_C_SIMPLE:
+            out.append(_ANSI_C_SIMPLE[kind])
+            i += 2
+        elif kind in "01234567":
+            end = i + 1
+            while end < size and end < i + 4 and body[end] in "01234567":
+                end += 1
+            out.append(int(body[i + 1 : end], 8) & 0xFF)
+            i = end
+        elif kind in _ANSI_C_DIGITS:
+            base, most = _ANSI_C_DIGITS[kind]
+            end = i + 2
+            while end < size and end < i + 2 + most and body[end] in "0123456789abcdefABCDEF":
+                end += 1
+            if end == i + 2:  # no digit: kept as written
+                out += body[i : i + 2].encode("utf-8", "surrogateescape")
+            elif kind == "x":
+                out.append(int(body[i + 2 : end], base))
+            else:
+                code = int(body[i + 2 : end], base)
+                out += chr(min(code, 0x10FFFF)).encode("utf-8", "surrogatepass")
+            i = end
+        elif kind == "c" and i + 2 < size:
+            out.append(ord(body[i + 2]) & 0x1F)
+            i += 3
+        else:
+            out += body[i : i + 2].encode("utf-8", "surrogateescape")
+            i += 2
+    # bash builds a C string: a NUL byte ends it
+    return out.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+
+
 def _arith(expr: str, env: Env) -> str | None:
     """``$(( expr ))`` with integer literals, + - * / % and known integer variables."""
 
@@ -525,8 +582,7 @@ class Expander:
         elif kind == "raw_string":
             out.add(node_text(node)[1:-1])
         elif kind == "ansi_c_string":
-            body = node_text(node)[2:-1]
-            out.add(body.replace("\\t", "\t").replace("\\n", "\n").replace("\\'", "'"))
+            out.add(_ansi_c(node_text(node)[2:-1]))
         elif kind == "string_content":
             out.add(_unescape(node_text(node), quoted=True))
         elif kind in ("string", "translated_string"):

@@ -5,7 +5,14 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from kvalign.audit import AuditReport
+from kvalign.sanitize import clean
 from kvalign.sanitize import xml_text as _x
+
+
+def _where(location: object) -> str:
+    """A file:line for a text body: a line break in the file name escaped (``\\n``),
+    so the body's lines are the report's own."""
+    return clean(location, newlines=False)
 
 
 def to_junit(report: AuditReport) -> str:
@@ -24,7 +31,7 @@ def to_junit(report: AuditReport) -> str:
             classname=_x(finding.location.file),
             name=_x(f"{finding.rule} {' '.join(finding.pools)}"),
         )
-        text = f"{finding.location}: {finding.message}\nFix: {finding.remediation}"
+        text = f"{_where(finding.location)}: {finding.message}\nFix: {finding.remediation}"
         if id(finding) not in failing:
             out = ET.SubElement(case, "system-out")
             out.text = _x(f"{finding.severity} (below --fail-on {report.fail_on}): {text}")
@@ -41,11 +48,11 @@ def to_junit(report: AuditReport) -> str:
             suite, "testcase", classname=_x(problem.location.file), name="evaluate"
         )
         error = ET.SubElement(case, "error", message=_x(problem.message), type="unevaluated")
-        error.text = _x(f"{problem.location}: {problem.message}")
+        error.text = _x(f"{_where(problem.location)}: {problem.message}")
     for problem in report.not_read:
         case = ET.SubElement(suite, "testcase", classname=_x(problem.location.file), name="read")
         error = ET.SubElement(case, "error", message=_x(problem.message), type="not-read")
-        error.text = _x(f"{problem.location}: {problem.message}")
+        error.text = _x(f"{_where(problem.location)}: {problem.message}")
     cases = suite.findall("testcase")
     suite.set("tests", str(len(cases)))
     suite.set("failures", str(len(failing)))

@@ -19,14 +19,15 @@ def to_markdown(report: AuditReport) -> str:
     """Pools per file, the pairs and how they were grouped, findings, files not evaluated."""
     lines = ["## kvalign audit", ""]
     for file in report.files:
-        lines += [f"### `{markdown_code(file.deployment.source)}` ({file.deployment.kind})", ""]
+        source, kind = markdown_code(file.deployment.source), _cell(file.deployment.kind)
+        lines += [f"### `{source}` ({kind})", ""]
         lines += ["| Pool | Model | TP | Block size | Kernel block |", "|---|---|---|---|---|"]
         for r in file.pools:
             lines.append(
                 f"| {_cell(r.pool.label)} | {_cell(r.pool.model)} | {r.pool.tp} | "
                 f"{r.rank.block_size or '-'} | {r.rank.kernel_block_size or '-'} |"
             )
-        lines += ["", f"_{file.version_note}_", ""]
+        lines += ["", f"_{_cell(file.version_note)}_", ""]
     if report.groups:
         lines += [
             f"### Pairs (`--pair-by {report.pair_by}`)",
@@ -65,7 +66,7 @@ def to_markdown(report: AuditReport) -> str:
     for note in report.notes:
         lines.append(f"\n_Note:_ {_cell(note)}")
     for p in report.unevaluated:
-        lines.append(f"\n**Not evaluated** `{p.location}`: {_cell(p.message)}")
+        lines.append(f"\n**Not evaluated** `{markdown_code(p.location)}`: {_cell(p.message)}")
     for p in report.unread:
-        lines.append(f"\n**Not read** `{p.location}`: {_cell(p.message)}")
+        lines.append(f"\n**Not read** `{markdown_code(p.location)}`: {_cell(p.message)}")
     return "\n".join(lines) + "\n"
