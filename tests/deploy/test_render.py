@@ -108,7 +108,7 @@ def test_a_helm_chart_is_rendered_with_helm_and_keeps_its_template_lines(
     folder.mkdir()
     helm = folder / "helm"
     helm.write_text(
-        f'#!/bin/sh\n[ "$1 $2 $3" = "template vllm-pd {chart}" ] || exit 9\n'
+        f'#!/bin/sh\n[ "$1 $2 $3 $4" = "template -- vllm-pd {chart}" ] || exit 9\n'
         f"cat {tmp_path / 'rendered.yaml'}\n"
     )
     helm.chmod(helm.stat().st_mode | stat.S_IEXEC)
