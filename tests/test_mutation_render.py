@@ -357,3 +357,64 @@ def test_relocate_without_a_source_line_before_the_pool(tmp_path: Path) -> None:
     moved = relocate(Deployment(source="r", kind="k", pools=(_pool("vllm", 3),)), root, text)
     # the only `# Source:` line (5) is after the pool's line 3: found by name instead
     assert [p.location for p in moved.pools] == [Location(str(root / "pod.yaml"), 3)]
+
+
+# ---- hardening (issue #31) -------------------------------------------------------------
+
+
+def test_hint_paths_are_typed_as_paths(tmp_path: Path) -> None:
+    # a name that starts with "-" gets "./"; a blank or a shell character is quoted
+    k = Path("--enable-helm")
+    assert hint(k) == (
+        "kubectl kustomize ./--enable-helm | kvalign audit -   (or: kustomize build "
+        "./--enable-helm | …)"
+    )
+    chart = _chart(tmp_path / "my chart")
+    assert hint(chart, Path("-f x.yaml")) == (
+        f"helm template my-chart--f-x '{chart}' -f './-f x.yaml' | kvalign audit -"
+    )
+
+
+def test_release_edges() -> None:
+    # 53 characters at most, no "-" left at the end after cutting; "." names the folder
+    assert release(Path("a" * 52 + "-b")) == "a" * 52
+    assert release(Path("x"), Path("-.yaml")) == "x"
+    assert release(Path("/srv/Falcon_PD")) == "falcon-pd"
+    assert release(Path(".")) == render_module.release(Path.cwd())
+
+
+def test_stderr_is_kept_up_to_its_cap(
+    tmp_path: Path, bin_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert render_module.MAX_STDERR == 64 * 1024
+    monkeypatch.setattr(render_module, "MAX_STDERR", 5)
+    _tool(bin_dir, "kustomize", "#!/bin/sh\nprintf 'abcdefgh\\n' >&2\nexit 3\n")
+    k = _kustomize(tmp_path / "k")
+    assert render(k) == (None, Problem(
+        Location(str(k / "kustomization.yaml")), f"a kustomize folder: `kustomize build -- {k}` "
+        "exited 3: abcde",
+    ))  # fmt: skip
+
+
+def test_run_reports_the_exit_status_and_both_streams(tmp_path: Path) -> None:
+    script = _tool(tmp_path / "bin", "r", "#!/bin/sh\necho out; echo err >&2; exit 5\n")
+    done = render_module.run([str(script)], tmp_path)
+    assert (done.returncode, done.stdout, done.stderr, done.stopped) == (
+        5,
+        b"out\n",
+        b"err\n",
+        None,
+    )
+    with pytest.raises(OSError):
+        render_module.run([str(tmp_path / "missing")], tmp_path)
+
+
+def test_a_kustomization_that_cannot_be_read_is_not_rendered(tmp_path: Path, bin_dir: Path) -> None:
+    _tool(bin_dir, "kustomize", "#!/bin/sh\necho rendered\n")
+    k = _kustomize(tmp_path / "k", "resources: [a\n")
+    text, problem = render(k)
+    assert text is None and problem is not None
+    assert problem.message.startswith(
+        f"a kustomize folder: not rendered: {k / 'kustomization.yaml'}:"
+    )
+    assert problem.message.endswith(f": render it and pipe the output: `{hint(k)}`")

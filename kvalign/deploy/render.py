@@ -13,6 +13,18 @@ beside a chart (``values-prod.yaml`` next to the chart's folder) are references 
 chart: the chart is rendered once more with each (``-f``), as its own release, and the
 files are not read on their own. Nothing but those renderers
 is ever run, only on the user's folders, with no shell.
+
+A repository under audit can neither run code, reach the network nor write through a
+renderer (issue #31): every path is absolute and after ``--`` (a folder named
+``--enable-alpha-plugins`` is a folder), the only options are :data:`OPTIONS`, a values
+file is read through kvalign's private copy, the release name is one Helm takes; the
+renderer starts with no variable of kvalign's environment but ``PATH`` (:func:`environment`:
+a private temporary home, no kube config, no plugins), in its own session, and its whole
+process group is killed at :data:`TIMEOUT` seconds or :data:`MAX_OUTPUT` bytes; output that
+is not UTF-8 is not evaluated. A kustomize root that names a remote resource in any form
+(:func:`kvalign.deploy.kustomize.walk`) and a chart that would look a host up or load a
+schema from a URL (:func:`chart_network`) are refused before anything runs. Every file a
+renderer reads is recorded as an input of the run, so ``--output`` never replaces one.
 """
 
 from __future__ import annotations
@@ -114,6 +126,7 @@ def values_beside(root: Path) -> list[Path]:
 
 
 _NOT_RELEASE = re.compile(r"[^a-z0-9-]+")
+_NOT_FILE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def release(root: Path, values: Path | None = None) -> str:
@@ -303,6 +316,121 @@ def _refused(where: Location, what: str, reason: str, root: Path, values: Path |
     )  # fmt: skip
 
 
+#: the Helm template function that looks a host name up (DNS) while rendering
+_DNS = b"getHostByName"
+#: a URL (a scheme): what a JSON schema reference loads from the network
+_SCHEME = re.compile(r"\A[A-Za-z][A-Za-z0-9+.-]*:")
+#: the JSON schema meta-schemas a validator knows without loading them
+_META = re.compile(r"\Ahttps?://json-schema\.org/")
+#: most bytes read out of a chart's packaged subcharts (``charts/*.tgz``), uncompressed
+MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
+#: deepest packaged subchart (an archive in an archive …) checked
+MAX_ARCHIVE_DEPTH = 4
+
+
+def _schema_network(data: bytes, name: str) -> str | None:
+    """Why validating values against the JSON schema ``data`` would load something
+    (a ``$ref`` with a scheme, a ``$ref`` under an ``$id`` with one, a meta-schema of
+    another site); ``None``: it would not (or it is no JSON: helm then fails itself)."""
+    from kvalign.safeio import JsonProblem, parse_json
+
+    try:
+        schema = parse_json(data.decode("utf-8-sig"))
+    except (JsonProblem, UnicodeDecodeError):
+        return None
+    refs: list[str] = []
+    ids: list[str] = []
+    metas: list[str] = []
+    stack = [schema]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                if isinstance(value, str) and key in ("$ref", "$dynamicRef", "$recursiveRef"):
+                    refs.append(value)
+                elif isinstance(value, str) and key in ("$id", "id"):
+                    ids.append(value)
+                elif isinstance(value, str) and key == "$schema":
+                    metas.append(value)
+                else:
+                    stack.append(value)
+    for ref in refs:
+        if _SCHEME.match(ref):
+            return f"its values schema {name} refers to {ref}, which helm would load"
+    if any(_SCHEME.match(i) for i in ids) and any(not r.startswith("#") for r in refs):
+        return f"its values schema {name} refers to files under a URL ($id), which helm would load"
+    for meta in metas:
+        if not _META.match(meta):
+            return f"its values schema {name} names the meta-schema {meta}, which helm would load"
+    return None
+
+
+def _content_network(data: bytes, name: str, budget: list[int], depth: int) -> str | None:
+    """Why the chart file ``name`` (its bytes ``data``) makes ``helm template`` reach the
+    network: a ``getHostByName`` call, a values schema that loads a URL, or the same in a
+    packaged subchart (read up to ``budget[0]`` bytes in all); ``None``: nothing."""
+    if _DNS in data:
+        return f"{name} calls getHostByName, a DNS lookup while rendering"
+    base = name.rsplit("/", 1)[-1]
+    if base == "values.schema.json":
+        return _schema_network(data, name)
+    parent = name.rsplit("/", 2)[-2] if name.count("/") >= 1 else ""
+    if parent == "charts" and base.endswith((".tgz", ".tar.gz")):
+        return _archive_network(data, name, budget, depth + 1)
+    return None
+
+
+def _archive_network(data: bytes, name: str, budget: list[int], depth: int) -> str | None:
+    """:func:`_content_network` for every file of the packaged subchart ``name``."""
+    import io
+    import tarfile
+    import zlib
+
+    if depth > MAX_ARCHIVE_DEPTH:
+        return f"{name}: packaged subcharts nested deeper than {MAX_ARCHIVE_DEPTH}, unchecked"
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
+            for member in archive:
+                if not member.isfile():
+                    continue
+                if member.size > budget[0]:
+                    return f"{name}: packaged subcharts larger than kvalign checks"
+                handle = archive.extractfile(member)
+                content = handle.read(member.size) if handle is not None else b""
+                budget[0] -= len(content)
+                why = _content_network(content, f"{name}:{member.name}", budget, depth)
+                if why is not None:
+                    return why
+    except (tarfile.TarError, EOFError, OSError, zlib.error):
+        return f"{name} is not a packaged subchart kvalign can read"
+    return None
+
+
+def chart_network(root: Path) -> str | None:
+    """Why ``helm template`` of the chart ``root`` would reach the network, or read what
+    kvalign cannot check (``None``: it would not): a file calling ``getHostByName`` (a
+    DNS lookup), a ``values.schema.json`` whose references load URLs, the same in a
+    packaged subchart (``charts/*.tgz``, at most :data:`MAX_ARCHIVE_BYTES` read), or a
+    file that cannot be read (larger than a file kvalign reads, a FIFO, …). Every file
+    of the chart is recorded as an input of the run."""
+    budget = [MAX_ARCHIVE_BYTES]
+    for top, _, names in os.walk(root):
+        for file in sorted(names):
+            path = Path(top, file)
+            note_input(path)
+            try:
+                data = read_bytes(path)
+            except KvalignError as exc:
+                return f"it holds a file kvalign cannot check ({exc})"
+            rel = path.relative_to(root).as_posix()
+            why = _content_network(data, rel, budget, 0)
+            if why is not None:
+                return why
+    return None
+
+
 def _note_folder(folder: Path) -> None:
     """Record every regular file below ``folder`` as an input of this run (what the
     renderer reads: templates, helpers, schema, patches, …), so ``--output`` never
@@ -329,7 +457,9 @@ def render(root: Path, values: Path | None = None) -> tuple[str | None, Problem 
     if values is not None:
         what += f" with {values.name}"
     if chart:
-        _note_folder(root)
+        why = chart_network(root)
+        if why is not None:
+            return None, _refused(where, what, why, root, values)
     else:
         try:
             walked = kustomize.walk(root)
@@ -368,7 +498,13 @@ def render(root: Path, values: Path | None = None) -> tuple[str | None, Problem 
                 data = read_bytes(values)
             except KvalignError as exc:
                 return None, _refused(where, what, str(exc), root, values)
-            copy = home / "values.yaml"
+            if _DNS in data:  # a value the chart renders with `tpl`
+                reason = f"{values.name} calls getHostByName, a DNS lookup while rendering"
+                return None, _refused(where, what, reason, root, values)
+            # named as the file is (helm's messages name it), less any character that
+            # is not a letter, digit, ".", "_" or "-" (helm splits its list at ",")
+            copy = home / "values" / (_NOT_FILE.sub("-", values.name) or "values.yaml")
+            copy.parent.mkdir()
             copy.write_bytes(data)
         argv = command(root, values=values, copy=copy)
         assert argv is not None

@@ -510,3 +510,82 @@ def test_a_source_path_out_of_the_chart_is_never_a_location(tmp_path: Path, sour
     assert len(files) == 2 and "passwd" not in result.stdout and "outside" not in result.stdout
     assert all(Path(f).resolve().is_relative_to(chart.resolve()) for f in files), files
     assert str(chart / "templates" / "prefill.yaml") in files
+
+
+# ---- what helm itself would fetch or look up -------------------------------------------
+
+
+def _tgz(members: dict[str, bytes]) -> bytes:
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+LOOKUP = b'{{ getHostByName "attacker.example" }}\n'
+
+
+@pytest.mark.parametrize(
+    ("file", "data", "reason"),
+    [
+        ("templates/_helpers.tpl", LOOKUP,
+         "templates/_helpers.tpl calls getHostByName, a DNS lookup while rendering"),
+        ("values.schema.json", b'{"properties": {"a": {"$ref": "https://s.example/a.json"}}}',
+         "its values schema values.schema.json refers to https://s.example/a.json, which helm "
+         "would load"),
+        ("values.schema.json", b'{"$id": "https://s.example/", "items": {"$ref": "a.json"}}',
+         "its values schema values.schema.json refers to files under a URL ($id), which helm "
+         "would load"),
+        ("values.schema.json", b'{"$schema": "https://meta.example/s"}',
+         "its values schema values.schema.json names the meta-schema https://meta.example/s, "
+         "which helm would load"),
+        ("charts/dep.tgz", _tgz({"dep/Chart.yaml": b"name: dep\n", "dep/templates/a.yaml": LOOKUP}),
+         "charts/dep.tgz:dep/templates/a.yaml calls getHostByName, a DNS lookup while rendering"),
+        ("charts/dep.tgz", _tgz({"dep/charts/inner.tgz": _tgz({"inner/values.schema.json":
+         b'{"$ref": "file:///etc/passwd"}'})}),
+         "its values schema charts/dep.tgz:dep/charts/inner.tgz:inner/values.schema.json refers "
+         "to file:///etc/passwd, which helm would load"),
+        ("charts/dep.tgz", b"not gzip",
+         "charts/dep.tgz is not a packaged subchart kvalign can read"),
+    ],
+)  # fmt: skip
+def test_a_chart_helm_would_reach_the_network_for_is_not_rendered(
+    tmp_path: Path, file: str, data: bytes, reason: str
+) -> None:
+    log = tmp_path / "argv.log"
+    _recorder(tmp_path / "bin", "helm", log, "kind: ConfigMap\n")
+    chart = _chart(tmp_path)
+    (chart / file).parent.mkdir(parents=True, exist_ok=True)
+    (chart / file).write_bytes(data)
+    env = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}/usr/bin{os.pathsep}/bin"}
+    result = runner.invoke(app, ["audit", str(chart.parent), "--format", "json"], env=env)
+    assert result.exit_code == 3, result.stdout
+    report = json.loads(result.stdout)
+    assert [u["message"].split(": render it")[0] for u in report["unevaluated"]] == [
+        f"a Helm chart: not rendered: {reason}"
+    ]
+    assert _calls(log) == []
+
+
+def test_a_values_file_that_looks_a_host_up_is_not_rendered(tmp_path: Path) -> None:
+    log = tmp_path / "argv.log"
+    _recorder(tmp_path / "bin", "helm", log, "")
+    chart = _chart(tmp_path)
+    (chart.parent / "values-prod.yaml").write_bytes(b"host: " + LOOKUP)
+    (chart / "values.schema.json").write_text(
+        '{"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "#/definitions/a"}'
+    )  # a known meta-schema and a reference inside the file: rendered
+    env = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}/usr/bin{os.pathsep}/bin"}
+    result = runner.invoke(app, ["audit", str(chart.parent), "--format", "json"], env=env)
+    report = json.loads(result.stdout)
+    assert [u["message"].split(": render it")[0] for u in report["unevaluated"]] == [
+        "a Helm chart with values-prod.yaml: not rendered: values-prod.yaml calls "
+        "getHostByName, a DNS lookup while rendering"
+    ]
+    assert len(_calls(log)) == 1  # the chart alone was rendered
