@@ -58,8 +58,6 @@ _REMOTE = re.compile(
     r"\A\s*(?:[A-Za-z][A-Za-z0-9+.-]*:|[^/\s]*@|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?::\d+)?/)"
     r"|//|\?"
 )
-# in a plugin configuration, only what is a URL for sure (image names look like hosts)
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://|\Agit::|\A\s*git@")
 
 
 def kustomization(folder: Path) -> Path | None:
@@ -154,7 +152,13 @@ def _local(folder: Path, entry: str) -> Path | None:
 def _urls_in(text: str, name: str) -> list[str]:
     """URL-like strings of a plugin configuration (inline or a file's text)."""
     docs = load_yaml_documents(text, name)
-    return [s for _, doc in docs for s in _strings(doc) if _URL.search(s)]
+    return [s for _, doc in docs for s in _strings(doc) if _is_url(s)]
+
+
+def _is_url(text: str) -> bool:
+    """What is a URL for sure (``x://``, ``git::``, ``git@``): in a plugin configuration
+    only these count (image names there look like ``host.tld/…`` paths)."""
+    return "://" in text or text.lstrip().startswith(("git::", "git@"))
 
 
 def walk(root: Path) -> Walk:
