@@ -36,7 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from kvalign.cli import app
+from kvalign.cli.app import app  # the typer app (robust to import order)
 from kvalign.deploy import kustomize
 from kvalign.deploy import render as render_module
 from kvalign.deploy.render import OPTIONS, command, environment, release, render
