@@ -129,14 +129,14 @@ def test_release_command_and_hint(tmp_path: Path) -> None:
     assert release(root) == "falcon-pd"
     assert release(root, values) == "falcon-pd-values-prod"
     every = {"helm": "/h/helm", "kustomize": "/k/kustomize", "kubectl": "/k/kubectl"}
-    assert command(root, every.get) == ["/h/helm", "template", "falcon-pd", str(root)]
+    assert command(root, every.get) == ["/h/helm", "template", "--", "falcon-pd", str(root)]
     assert command(root, every.get, values) == [
-        "/h/helm", "template", "falcon-pd-values-prod", str(root), "-f", str(values),
+        "/h/helm", "template", "--values", str(values), "--", "falcon-pd-values-prod", str(root),
     ]  # fmt: skip
     # a chart is rendered by helm only
     assert command(root, {"kustomize": "/k/kustomize", "kubectl": "/k/kubectl"}.get) is None
-    assert command(k, every.get) == ["/k/kustomize", "build", str(k)]
-    assert command(k, {"kubectl": "/k/kubectl"}.get) == ["/k/kubectl", "kustomize", str(k)]
+    assert command(k, every.get) == ["/k/kustomize", "build", "--", str(k)]
+    assert command(k, {"kubectl": "/k/kubectl"}.get) == ["/k/kubectl", "kustomize", "--", str(k)]
     assert command(k, {"helm": "/h/helm"}.get) is None
     assert hint(root) == f"helm template falcon-pd {root} | kvalign audit -"
     assert hint(root, values) == (
@@ -208,12 +208,19 @@ def test_render_runs_the_renderer(tmp_path: Path, bin_dir: Path) -> None:
     _tool(bin_dir, "kustomize", '#!/bin/sh\necho "kustomize $*"\n')
     root = _chart(tmp_path / "falcon-pd")
     values = tmp_path / "values-prod.yaml"
-    assert render(root) == (f"helm template falcon-pd {root}\n", None)
-    assert render(root, values) == (
-        f"helm template falcon-pd-values-prod {root} -f {values}\n", None,
+    assert render(root) == (f"helm template -- falcon-pd {root}\n", None)
+    values.write_text("tp: 2\n")
+    # helm reads kvalign's private copy of the values file (in its temporary HOME)
+    _tool(
+        bin_dir, "helm",
+        '#!/bin/sh\ncase "$3" in "$HOME"/*) ;; *) exit 7;; esac\necho "helm $1 $2 $4 $5 $6"\n'
+        'cat "$3"\n',
     )  # fmt: skip
+    text, problem = render(root, values)
+    assert problem is None
+    assert text == f"helm template --values -- falcon-pd-values-prod {root}\ntp: 2\n"
     k = _kustomize(tmp_path / "k")
-    assert render(k) == (f"kustomize build {k}\n", None)
+    assert render(k) == (f"kustomize build -- {k}\n", None)
 
 
 @pytest.mark.parametrize(
@@ -233,7 +240,7 @@ def test_a_failing_renderer(tmp_path: Path, bin_dir: Path, stderr: str, first: s
     k = _kustomize(tmp_path / "k")
     assert render(k) == (None, Problem(
         Location(str(k / "kustomization.yaml")),
-        f"a kustomize folder: `kustomize build {k}` exited 2: {first}",
+        f"a kustomize folder: `kustomize build -- {k}` exited 2: {first}",
     ))  # fmt: skip
 
 
@@ -245,9 +252,12 @@ def test_a_renderer_that_cannot_run(
     text, problem = render(root)
     assert text is None and problem is not None
     assert problem.location == Location(str(root / "Chart.yaml")) and problem.blocking
-    assert problem.message.startswith(f"a Helm chart: `{helm} template falcon-pd {root}` failed (")
+    assert problem.message.startswith(
+        f"a Helm chart: `{helm} template -- falcon-pd {root}` failed ("
+    )
     assert problem.message.endswith(f"); try `helm template falcon-pd {root} | kvalign audit -`")
     values = tmp_path / "values-prod.yaml"
+    values.write_text("tp: 2\n")
     _, problem = render(root, values)
     assert problem is not None and problem.location == Location(str(values))
     assert problem.message.endswith(
@@ -347,3 +357,64 @@ def test_relocate_without_a_source_line_before_the_pool(tmp_path: Path) -> None:
     moved = relocate(Deployment(source="r", kind="k", pools=(_pool("vllm", 3),)), root, text)
     # the only `# Source:` line (5) is after the pool's line 3: found by name instead
     assert [p.location for p in moved.pools] == [Location(str(root / "pod.yaml"), 3)]
+
+
+# ---- hardening (issue #31) -------------------------------------------------------------
+
+
+def test_hint_paths_are_typed_as_paths(tmp_path: Path) -> None:
+    # a name that starts with "-" gets "./"; a blank or a shell character is quoted
+    k = Path("--enable-helm")
+    assert hint(k) == (
+        "kubectl kustomize ./--enable-helm | kvalign audit -   (or: kustomize build "
+        "./--enable-helm | …)"
+    )
+    chart = _chart(tmp_path / "my chart")
+    assert hint(chart, Path("-f x.yaml")) == (
+        f"helm template my-chart--f-x '{chart}' -f './-f x.yaml' | kvalign audit -"
+    )
+
+
+def test_release_edges() -> None:
+    # 53 characters at most, no "-" left at the end after cutting; "." names the folder
+    assert release(Path("a" * 52 + "-b")) == "a" * 52
+    assert release(Path("x"), Path("-.yaml")) == "x"
+    assert release(Path("/srv/Falcon_PD")) == "falcon-pd"
+    assert release(Path(".")) == render_module.release(Path.cwd())
+
+
+def test_stderr_is_kept_up_to_its_cap(
+    tmp_path: Path, bin_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert render_module.MAX_STDERR == 64 * 1024
+    monkeypatch.setattr(render_module, "MAX_STDERR", 5)
+    _tool(bin_dir, "kustomize", "#!/bin/sh\nprintf 'abcdefgh\\n' >&2\nexit 3\n")
+    k = _kustomize(tmp_path / "k")
+    assert render(k) == (None, Problem(
+        Location(str(k / "kustomization.yaml")), f"a kustomize folder: `kustomize build -- {k}` "
+        "exited 3: abcde",
+    ))  # fmt: skip
+
+
+def test_run_reports_the_exit_status_and_both_streams(tmp_path: Path) -> None:
+    script = _tool(tmp_path / "bin", "r", "#!/bin/sh\necho out; echo err >&2; exit 5\n")
+    done = render_module.run([str(script)], tmp_path)
+    assert (done.returncode, done.stdout, done.stderr, done.stopped) == (
+        5,
+        b"out\n",
+        b"err\n",
+        None,
+    )
+    with pytest.raises(OSError):
+        render_module.run([str(tmp_path / "missing")], tmp_path)
+
+
+def test_a_kustomization_that_cannot_be_read_is_not_rendered(tmp_path: Path, bin_dir: Path) -> None:
+    _tool(bin_dir, "kustomize", "#!/bin/sh\necho rendered\n")
+    k = _kustomize(tmp_path / "k", "resources: [a\n")
+    text, problem = render(k)
+    assert text is None and problem is not None
+    assert problem.message.startswith(
+        f"a kustomize folder: not rendered: {k / 'kustomization.yaml'}:"
+    )
+    assert problem.message.endswith(f": render it and pipe the output: `{hint(k)}`")

@@ -74,14 +74,17 @@ CLASSES = [
     "Q4",  # --skip-unrelated skips files with no launch, never a launch not understood
     "Q5",  # kv_both with a connector that cannot transfer (CPU offloading): a server
 ]
-#: a stand-in for ``helm`` (not installable here): ``helm template NAME CHART`` prints the
-#: fixed manifest ``CHART/helm-template.out`` (what helm prints for that chart, written by
-#: hand with its ``# Source:`` lines), ``… -f VALUES`` ``CHART/helm-template-STEM.out``;
+#: a stand-in for ``helm`` (not installable here): ``helm template -- NAME CHART`` prints
+#: the fixed manifest ``CHART/helm-template.out`` (what helm prints for that chart, written
+#: by hand with its ``# Source:`` lines), ``helm template --values VALUES -- NAME CHART``
+#: ``CHART/helm-template-STEM.out`` (VALUES: kvalign's copy, of the same file name);
 #: anything else fails.
 FAKE_HELM = (  # shell builtins only: nothing else is on PATH
-    '#!/bin/sh\n[ "$1" = template ] || exit 9\nout="$3/helm-template.out"\n'
-    # `-f VALUES` (a values file beside the chart): CHART/helm-template-VALUES-STEM.out
-    'if [ "$4" = -f ]; then v="${5##*/}"; out="$3/helm-template-${v%.yaml}.out"; fi\n'
+    '#!/bin/sh\n[ "$1" = template ] || exit 9\n'
+    'if [ "$2" = -- ]; then out="$4/helm-template.out"\n'
+    # `--values VALUES` (a values file beside the chart): CHART/helm-template-STEM.out
+    'elif [ "$2" = --values ] && [ "$4" = -- ]; then\n'
+    '  v="${3##*/}"; out="$6/helm-template-${v%.yaml}.out"\nelse exit 9; fi\n'
     'while IFS= read -r line; do printf \'%s\\n\' "$line"; done < "$out"\n'
 )
 
