@@ -145,3 +145,45 @@ def test_every_docs_page_the_code_names_exists() -> None:
     assert "docs/versions.md" in named
     missing = sorted(page for page in named if not (ROOT / page).is_file())
     assert missing == []
+
+
+SECURITY_FILES = {
+    "R": "tests/hostile/test_renderers.py",
+    "O": "tests/hostile/test_outputs.py",
+    "E": "tests/hostile/test_emit_quoting.py",
+    "S": "tests/hostile/test_shell_limits.py",
+    "B": "tests/hostile/test_reader_bounds.py",
+}
+
+
+def _security_rows() -> list[list[str]]:
+    text = (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    table = text[text.index("## Protections and the tests that show them") :]
+    rows = [ln for ln in table.splitlines() if ln.startswith("| ")][1:]
+    # a cell may hold ``O_EXCL|O_NOFOLLOW`` inside backticks: split on `` | `` only
+    return [[c.strip() for c in row.strip("| ").split(" | ")] for row in rows]
+
+
+def _is_module(dotted: str) -> bool:
+    path = ROOT / "kvalign" / Path(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def test_every_test_docs_security_names_exists() -> None:
+    """docs/security.md's protection table names a test for each protection: each named
+    test is defined in the file its prefix stands for, and each "enforced in" name is a
+    kvalign module or a name defined in kvalign/ (a rename makes the table wrong and
+    fails here)."""
+    rows = _security_rows()
+    assert len(rows) >= 30
+    sources = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "kvalign").rglob("*.py"))
+    for protection, enforced, tests in rows:
+        named = re.findall(r"`([A-Z])::(test_\w+)`", tests)
+        assert named, protection
+        for prefix, name in named:
+            body = (ROOT / SECURITY_FILES[prefix]).read_text(encoding="utf-8")
+            assert re.search(rf"^def {name}\(", body, re.M), (prefix, name)
+        for symbol in re.findall(r"`([\w.]+)", enforced):
+            last = symbol.rsplit(".", 1)[-1]
+            defined = rf"\b(def|class) {last}\b|^\s*(self\.)?{last}\b\s*[:=]"
+            assert _is_module(symbol) or re.search(defined, sources, re.M), symbol
