@@ -11,6 +11,7 @@ The role is the block's key; the application's ``name`` ties the two pools toget
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -83,8 +84,6 @@ def _not_data(value: Any, where: str) -> str | None:
 
 def _kind(value: Any) -> str:
     """What YAML built, in YAML's words (``date``, ``timestamp``, ``set``, ``binary``)."""
-    import datetime
-
     if isinstance(value, datetime.datetime):
         return "timestamp"
     if isinstance(value, datetime.date):

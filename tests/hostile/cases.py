@@ -53,6 +53,22 @@ class Case:
     before: Callable[[Path, dict[str, str]], None] | None = None
 
 
+def sandbox_env(folder: Path, **extra: str) -> dict[str, str]:
+    """The whole environment of a ``python -m kvalign`` run on a hostile tree: this
+    checkout on ``PYTHONPATH``, ``PATH``, and every home and cache inside
+    ``folder/.cache`` (which the no-file-changed checks leave out), offline; ``extra``
+    adds or replaces variables (``LANG``, ``COLUMNS``, a stand-in's log, …)."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(folder / ".cache" / "home"),
+        "XDG_CACHE_HOME": str(folder / ".cache"),
+        "HF_HOME": str(folder / ".cache" / "hf"),
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(ROOT),
+        **extra,
+    }
+
+
 def model_copy(folder: Path, model: str, name: str = "model", **changes: object) -> Path:
     """A copy of a bundled model's config.json in ``folder/name`` with ``changes``."""
     config = json.loads((MODELS / model / "config.json").read_text(encoding="utf-8"))

@@ -28,10 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from kvalign.cli.app import app
 from kvalign.emit import TARGETS, comment_text, model_word, shell_word
 from kvalign.safeio import load_yaml_documents
-from tests.hostile.cases import MODELS, ROOT
+from tests.hostile.cases import MODELS, sandbox_env
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
@@ -57,16 +59,7 @@ _SNIPPET_SUFFIX = {target: ".sh" if target == "vllm-args" else ".yaml" for targe
 
 
 def _env(folder: Path, **extra: str) -> dict[str, str]:
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(folder / ".home"),
-        "XDG_CACHE_HOME": str(folder / ".cache"),
-        "HF_HOME": str(folder / ".cache" / "hf"),
-        "HF_HUB_OFFLINE": "1",
-        "PYTHONPATH": str(ROOT),
-        "LANG": "C.UTF-8",
-        **extra,
-    }
+    return sandbox_env(folder, LANG="C.UTF-8", **extra)
 
 
 def _kvalign(folder: Path, *args: str | bytes) -> subprocess.CompletedProcess[bytes]:
@@ -90,11 +83,26 @@ def _model_folder(folder: Path, name: str | bytes) -> bytes:
 
 
 def _emit(folder: Path, raw: bytes, target: str) -> str:
-    """``kvalign plan -- NAME --emit TARGET`` (``--``: a name may start with ``-``)."""
-    done = _kvalign(folder, "plan", "--emit", target, "--", raw)
-    assert done.returncode == 0, done.stderr.decode(errors="replace")
-    assert done.stderr == b""
-    return done.stdout.decode("ascii")  # the snippets are ASCII: no raw control or bidi
+    """``kvalign plan --emit TARGET -- NAME`` (``--``: a name may start with ``-``), run in
+    ``folder``: in this process for a name that is text (a subprocess each would make
+    this file minutes long), in a subprocess for one that is not UTF-8."""
+    try:
+        name = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        done = _kvalign(folder, "plan", "--emit", target, "--", raw)
+        assert done.returncode == 0, done.stderr.decode(errors="replace")
+        assert done.stderr == b""
+        return done.stdout.decode("ascii")  # the snippets are ASCII: no raw control or bidi
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        result = CliRunner().invoke(app, ["plan", "--emit", target, "--", name])
+    finally:
+        os.chdir(here)
+    assert result.exit_code == 0, (result.stderr, result.exception)
+    assert result.stderr == ""
+    result.stdout.encode("ascii")  # the snippets are ASCII: no raw control or bidi
+    return result.stdout
 
 
 def _assert_clean_lines(text: str, comments: int) -> None:

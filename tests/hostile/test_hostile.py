@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile.cases import CASES, ROOT, Case
+from tests.hostile.cases import CASES, Case, sandbox_env
 
 MEMORY_LIMIT = 1 << 30  # bytes of address space
 CPU_SECONDS = 10
@@ -54,16 +54,7 @@ def _run(
     case: Case, folder: Path
 ) -> tuple[subprocess.CompletedProcess[bytes], float, int, dict, dict]:
     folder.mkdir()
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(folder / ".cache" / "home"),
-        "XDG_CACHE_HOME": str(folder / ".cache"),
-        "HF_HOME": str(folder / ".cache" / "hf"),
-        "HF_HUB_OFFLINE": "1",
-        "PYTHONPATH": str(ROOT),
-        "COLUMNS": "160",
-        **case.env,
-    }
+    env = sandbox_env(folder, **{"COLUMNS": "160", **case.env})
     argv = case.build(folder)
     if case.before is not None:
         case.before(folder, env)

@@ -26,7 +26,7 @@ import pytest
 
 from kvalign import safeio
 from kvalign.errors import InvalidSettings
-from tests.hostile.cases import ROOT
+from tests.hostile.cases import ROOT, sandbox_env
 
 FIXTURES = Path(__file__).parent / "fixtures" / "outputs"
 FINDING = (FIXTURES / "finding.yaml").read_text(encoding="utf-8")  # KVA001: exit 1
@@ -45,25 +45,13 @@ ENCODINGS = {
 }
 
 
-def _env(folder: Path, **extra: str) -> dict[str, str]:
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(folder / ".home"),
-        "XDG_CACHE_HOME": str(folder / ".cache"),
-        "HF_HOME": str(folder / ".cache" / "hf"),
-        "HF_HUB_OFFLINE": "1",
-        "PYTHONPATH": str(ROOT),
-        **extra,
-    }
-
-
 def _kvalign(
     cwd: Path, *args: str | bytes, stdout: int | None = None, **env: str
 ) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "kvalign", *args],
         cwd=cwd,
-        env=_env(cwd, **(env or {"LANG": "C.UTF-8"})),
+        env=sandbox_env(cwd, **(env or {"LANG": "C.UTF-8"})),
         stdout=stdout if stdout is not None else subprocess.PIPE,
         stderr=subprocess.PIPE,
         timeout=120,
@@ -352,7 +340,7 @@ def _on_a_terminal(cwd: Path, *args: str | bytes) -> tuple[int, bytes]:
     import pty
 
     master, slave = pty.openpty()
-    env = _env(cwd, LANG="C.UTF-8", NO_COLOR="1", COLUMNS="200", TERM="dumb")
+    env = sandbox_env(cwd, LANG="C.UTF-8", NO_COLOR="1", COLUMNS="200", TERM="dumb")
     process = subprocess.Popen(
         [sys.executable, "-m", "kvalign", *args],
         cwd=cwd, env=env, stdout=slave, stderr=subprocess.DEVNULL,

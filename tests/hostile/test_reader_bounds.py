@@ -29,7 +29,7 @@ from kvalign.deploy.model import Pool
 from kvalign.deploy.rayserve import MAX_APPLICATIONS
 from kvalign.errors import InvalidConfig, InvalidSettings
 from kvalign.grouping import MAX_PAIRS, MAX_PARTNERS, Grouping, check_pair_budget
-from tests.hostile.cases import ROOT
+from tests.hostile.cases import ROOT, sandbox_env
 from tests.hostile.test_hostile import CPU_SECONDS, MEMORY_LIMIT, WALL_SECONDS, _limits, _snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bounds"
@@ -40,15 +40,7 @@ ROLES = (("prefill", "kv_producer"), ("decode", "kv_consumer"))
 def _audit(folder: Path, *argv: str, stdin: bytes | None = None) -> tuple[int, str, str, float]:
     """``python -m kvalign audit ARGV`` in ``folder`` under the hostile limits; returns
     ``(exit code, stdout, stderr, CPU seconds)`` and checks that no file changed."""
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(folder / ".cache" / "home"),
-        "XDG_CACHE_HOME": str(folder / ".cache"),
-        "HF_HOME": str(folder / ".cache" / "hf"),
-        "HF_HUB_OFFLINE": "1",
-        "PYTHONPATH": str(ROOT),
-        "COLUMNS": "160",
-    }
+    env = sandbox_env(folder, COLUMNS="160")
     before = _snapshot(folder)
     import resource
 
