@@ -51,7 +51,7 @@ _HELM_KEYS = (
 #: strings may name what a built-in plugin loads (a ``PatchTransformer``'s ``path``).
 PLUGIN_FIELDS = ("generators", "transformers", "validators")
 
-# what kustomize may take for a remote target (when no local path of that name exists):
+# what kustomize may take for a remote target (even when a local folder of that name exists):
 # a scheme (``https://``, ``git::``, ``ssh:``), a ``user@host:`` Git reference, a
 # ``host.tld/…`` path, a ``//`` subfolder separator or a ``?ref=`` query
 _REMOTE = re.compile(
@@ -149,6 +149,18 @@ def _local(folder: Path, entry: str) -> Path | None:
         return None
 
 
+def _fetched(entry: str, local: Path | None) -> bool:
+    """Whether kustomize would fetch ``entry`` even though ``local`` (the path of that
+    spelling below the kustomization, ``None``: none) exists: it loads an ``http(s)://``
+    entry over HTTP before it looks on disk, and tries a folder entry as a Git
+    repository first. So a remote-looking entry counts as local only when it is an
+    existing file without ``://`` (a file is read from disk first); a planted folder
+    ``github.com/org/repo`` or ``http:/host/x`` never clears it."""
+    if not looks_remote(entry):
+        return False
+    return local is None or "://" in entry or not local.is_file()
+
+
 def _urls_in(text: str, name: str) -> list[str]:
     """URL-like strings of a plugin configuration (inline or a file's text)."""
     docs = load_yaml_documents(text, name)
@@ -201,8 +213,10 @@ def walk(root: Path) -> Walk:
                     remote(url)
                 continue
             local = _local(folder, entry)
-            if local is None:
-                if kind == _REPO or looks_remote(entry):
+            if _fetched(entry, local):
+                remote(entry)
+            elif local is None:
+                if kind == _REPO:
                     remote(entry)
             elif local.is_dir():
                 queue.append(local)
@@ -220,8 +234,9 @@ def walk(root: Path) -> Walk:
 
 def remote_references(root: Path) -> list[str]:
     """The remote entries (URLs, Git references, Helm repositories) that rendering the
-    kustomize root ``root`` would fetch, in the order found (:func:`walk`). An entry that
-    is a path that exists locally is local (``github.com/x`` may be a folder of that name).
+    kustomize root ``root`` would fetch, in the order found (:func:`walk`). A
+    remote-looking entry is local only when it names an existing file and holds no
+    ``://`` (:func:`_fetched`: kustomize tries a folder as a Git repository first).
 
     Raises:
         InvalidConfig / ConfigNotFound: as :func:`walk`.

@@ -38,12 +38,38 @@ def test_remote_entries_are_found_directly_and_through_local_bases(tmp_path: Pat
     ]
 
 
-def test_local_entries_are_local_even_when_named_like_hosts(tmp_path: Path) -> None:
-    root = _kustomization(tmp_path / "o", "resources:\n- github.com/x\n- app.yaml\n- ../b\n")
-    (root / "github.com" / "x").mkdir(parents=True)
+def test_a_local_file_named_like_a_host_is_local(tmp_path: Path) -> None:
+    """kustomize reads a file entry from disk first: ``github.com/x.yaml`` that exists
+    is local; ``app.yaml`` and a base are local as ever (a cycle ends)."""
+    root = _kustomization(tmp_path / "o", "resources:\n- github.com/x.yaml\n- app.yaml\n- ../b\n")
+    (root / "github.com").mkdir()
+    (root / "github.com" / "x.yaml").write_text("kind: Deployment\n")
     (root / "app.yaml").write_text("kind: Deployment\n")
-    _kustomization(tmp_path / "b", "resources:\n- ../o\n")  # a cycle ends
+    _kustomization(tmp_path / "b", "resources:\n- ../o\n")
     assert remote_references(root) == []
+
+
+def test_a_planted_folder_never_clears_a_remote_entry(tmp_path: Path) -> None:
+    """kustomize fetches ``http(s)://`` entries before it looks on disk, and tries a
+    folder entry as a Git repository first: a folder (or file) planted under the same
+    spelling (``Path`` folds ``//`` into ``/``) must not make the entry local."""
+    text = (
+        "resources:\n- github.com/org/repo\n- http://127.0.0.1:8123/x.yaml\n"
+        "- git@github.com:org/repo\npatches:\n- path: https://127.0.0.1/p.yaml\n"
+    )
+    root = _kustomization(tmp_path / "o", text)
+    (root / "github.com" / "org" / "repo").mkdir(parents=True)
+    (root / "http:" / "127.0.0.1:8123").mkdir(parents=True)
+    (root / "http:" / "127.0.0.1:8123" / "x.yaml").write_text("kind: ConfigMap\n")
+    (root / "git@github.com:org" / "repo").mkdir(parents=True)
+    (root / "https:" / "127.0.0.1").mkdir(parents=True)
+    (root / "https:" / "127.0.0.1" / "p.yaml").write_text("kind: ConfigMap\n")
+    assert remote_references(root) == [
+        "github.com/org/repo",
+        "http://127.0.0.1:8123/x.yaml",
+        "git@github.com:org/repo",
+        "https://127.0.0.1/p.yaml",
+    ]
 
 
 def test_audit_does_not_render_a_root_with_remote_resources(tmp_path: Path) -> None:

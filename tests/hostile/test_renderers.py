@@ -426,6 +426,35 @@ def test_a_remote_reference_with_the_real_kubectl(tmp_path: Path, fixture: str, 
     assert f"it names the remote resource {entry}" in result.stdout
 
 
+@pytest.mark.parametrize(
+    ("entry", "planted"),
+    [
+        ("github.com/org/repo", "github.com/org/repo"),
+        ("git@github.com:org/repo", "git@github.com:org/repo"),
+        ("https://github.com/org/repo", "https:/github.com/org/repo"),
+    ],
+)
+def test_a_planted_folder_does_not_make_a_remote_entry_local(
+    tmp_path: Path, entry: str, planted: str
+) -> None:
+    # found by trying the merged tree as an attacker: a local folder spelled like the
+    # entry (``Path`` folds ``//``) made kvalign render it, and kubectl then ran git
+    # (kustomize tries a folder entry as a Git repository before it looks on disk)
+    kubectl = _kubectl()
+    log = tmp_path / "argv.log"
+    _recorder(tmp_path / "bin", "git", log)
+    (tmp_path / "bin" / "kubectl").symlink_to(kubectl)
+    root = tmp_path / "k"
+    (root / planted).mkdir(parents=True)
+    (root / planted / "kustomization.yaml").write_text("resources: []\n")
+    (root / "kustomization.yaml").write_text(f"resources:\n- {entry}\n")
+    env = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}/usr/bin{os.pathsep}/bin"}
+    result = runner.invoke(app, ["audit", str(root)], env=env)
+    assert result.exit_code == 3, result.stdout
+    assert f"it names the remote resource {entry}, which kustomize" in result.stdout
+    assert _calls(log) == []  # git never started
+
+
 # ---- inputs and locations -------------------------------------------------------------
 
 
