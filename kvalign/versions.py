@@ -429,6 +429,17 @@ def first_nixl_release(family: str) -> str | None:
 DEFAULT_PROFILE = PROFILES[-1]
 
 
+def newest() -> Profile:
+    """The newest profile (the last of :data:`PROFILES`), which applies when no
+    ``--vllm-version`` is given.
+
+    Read from the table at call time, so code and tests that mean "the newest release"
+    name it through this function instead of writing a release like ``"0.33"``: adding a
+    profile to :data:`_CHANGES` changes the answer and nothing else has to change.
+    """
+    return PROFILES[-1]
+
+
 #: architectures (``architectures[0]``) whose registration in vLLM's model registry began or
 #: ended inside the profiled range: name → (first release that registers it, first release
 #: that no longer does). ``None``: before every profile / still registered. Read from each

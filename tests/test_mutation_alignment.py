@@ -264,7 +264,7 @@ def test_user_block_raised_by_the_alignment_and_its_padding() -> None:
     # = 96 · 22 = 2,112 (backend lcm 16 keeps it). Padded page 2,112 · 1,024 = 2,162,688 B,
     # padding 100 · (2,162,688 − 2,134,016) / 2,134,016 = 1.3435... %. At TP 1 the TP-stable
     # block is derived from the same pages, so it is the same and not grown.
-    rank = _block_rank(NANO, block_size=96, enable_prefix_caching=False)
+    rank = _block_rank(NANO, block_size=96, enable_prefix_caching=False, vllm_version="0.33.0")
     assert (rank.tp, rank.valid, rank.load_error, rank.profile) == (1, True, "", "0.33")
     assert (rank.block_size, rank.kernel_block_size, rank.base_block_size) == (2112, 2112, 96)
     assert rank.block_size_overridden and rank.prefix_caching is False
@@ -292,7 +292,9 @@ def test_invalid_tp_keeps_the_tp_and_the_profile() -> None:
 def test_attention_free_rank_in_full() -> None:
     # measured (oracle): Mamba-Codestral-7B TP 2, bf16: conv (3, 5,120) + ssm (64, 64, 128),
     # 1,079,296 B; attention-free, so no block size
-    rank = _block_rank("mistralai/Mamba-Codestral-7B-v0.1", 2, enable_prefix_caching=False)
+    rank = _block_rank(
+        "mistralai/Mamba-Codestral-7B-v0.1", 2, enable_prefix_caching=False, vllm_version="0.33.0"
+    )
     assert (rank.tp, rank.valid, rank.load_error, rank.profile) == (2, True, "", "0.33")
     assert rank.attention_free and rank.prefix_caching is False
     assert rank.mamba_page_bytes == 1_079_296
@@ -420,7 +422,7 @@ QWEN27 = "Qwen/Qwen3.5-27B"
 
 
 def test_state_that_does_not_divide_makes_the_tp_invalid() -> None:
-    rank = _block_rank(QWEN27, 3, enable_prefix_caching=False)
+    rank = _block_rank(QWEN27, 3, enable_prefix_caching=False, vllm_version="0.33.0")
     assert (rank.tp, rank.valid, rank.profile) == (3, False, "0.33")
     assert rank.reason.startswith("conv dim 2*Hk*Dk + Hv*Dv = 10240 is not divisible")
 
@@ -739,7 +741,8 @@ def _stage_problem(stage: int, first: int, last: int, kept: int, aligned: int) -
 
 
 def _stages(**settings: object) -> list[tuple[object, ...]]:
-    rank = _block_rank(NANO, 1, **settings)
+    # the stage facts and the message are 0.33's (pp-0.33.0.jsonl)
+    rank = _block_rank(NANO, 1, **{"vllm_version": "0.33.0", **settings})
     return [
         (s.rank, s.start, s.end, s.attention_layers, s.state_layers, s.block_size, s.aligned,
          s.problem)
@@ -790,7 +793,7 @@ def test_pp_stages_with_a_layer_partition_and_a_stage_without_state() -> None:
     # layer 1 (E: neither), stage 2 the rest. With prefix caching stage 0 fails (its Mamba
     # group keeps 16), stage 1 keeps 16 too but has no state to disagree on
     settings = {"pipeline_parallel_size": 3, "pp_layer_partition": "1,1,50",
-                "enable_prefix_caching": True}  # fmt: skip
+                "enable_prefix_caching": True, "vllm_version": "0.33.0"}  # fmt: skip
     got = _stages(**settings)
     assert got == _expected([(0, 1), (1, 2), (2, 52)], 2096, 16, True)
     assert [stage[-1] != "" for stage in got] == [True, False, False]

@@ -340,7 +340,7 @@ def _ssm_step(model: str, **settings: object) -> tuple[tuple[str | None, str | N
          ("bfloat16", "float32"),
          "--mamba-ssm-cache-dtype auto → float32 (model default, vLLM 0.18)"),
         # Qwen3.5: mamba_ssm_dtype float32 (config value; vllm-0.33.0 vectors float32)
-        ("Qwen/Qwen3.5-27B", {}, ("bfloat16", "float32"),
+        ("Qwen/Qwen3.5-27B", {"vllm_version": "0.33.0"}, ("bfloat16", "float32"),
          "--mamba-ssm-cache-dtype auto → float32 (model default, vLLM 0.33)"),
         # KDA before 0.30 keeps its recurrent state float32 whatever the flag says
         # (docs/versions.md 0.30 row; measured: vllm-0.28.0.jsonl bfloat16 flag → float32)
@@ -412,7 +412,7 @@ def test_mamba_cache_mode_errors(settings: dict[str, str], message: str) -> None
         (NANO, {"vllm_version": "0.31.0", "mamba_cache_mode": "none"}, False,
          ("none", "prefix caching is off")),
         # docs/versions.md 0.33 row: the flag is a deprecated no-op, the mode is align
-        (NANO, {"mamba_cache_mode": "align"}, True,
+        (NANO, {"mamba_cache_mode": "align", "vllm_version": "0.33.0"}, True,
          ("align", "vLLM 0.33: prefix caching → align (--mamba-cache-mode align is a "
                    "deprecated no-op)")),
         # docs/versions.md 0.20 row: speculative decoding switches supporting models to align
@@ -539,15 +539,16 @@ FALCON_H1 = "tiiuae/Falcon-H1-0.5B-Base"
         (NANO, {"gpu": "CPU", "vllm_version": "0.21.0"}, "kernel_block_sizes",
          "multiples of 16", "vLLM 0.21: CPU_ATTN get_supported_kernel_block_sizes"),
         # docs/versions.md 0.29 row: FA4's head-256 kernel on 10.x, kernel blocks [128]
-        (QWEN, {"gpu": "B200", "attention_backend": "FLASH_ATTN"}, "kernel_block_sizes",
-         "128", "vLLM 0.33: FlashAttention 4's head-size-256 kernel on capability 10.x"),
+        (QWEN, {"gpu": "B200", "attention_backend": "FLASH_ATTN", "vllm_version": "0.33.0"},
+         "kernel_block_sizes", "128",
+         "vLLM 0.33: FlashAttention 4's head-size-256 kernel on capability 10.x"),
         # docs/versions.md 0.12 row: FLASH_ATTN 16/32/64 for hybrids with a float32 state
         # (Nano's ssm state is float32 from 0.14)
         (NANO, {"gpu": "H100", "attention_backend": "FLASH_ATTN", "vllm_version": "0.14.0",
                 "enable_prefix_caching": True}, "kernel_block_sizes",
          "16, 32, 64",
          "vLLM 0.14: FLASH_ATTN with a float32 Mamba state (flash-attention issue 1974)"),
-        (NANO, {"gpu": "H100"}, "attention_backend", "FLASH_ATTN",
+        (NANO, {"gpu": "H100", "vllm_version": "0.33.0"}, "attention_backend", "FLASH_ATTN",
          "--attention-backend unset → vLLM 0.33's choice on H100"),
         (NANO, {"attention_backend": "FLASH_ATTN"}, "attention_backend", "FLASH_ATTN",
          "--attention-backend FLASH_ATTN on an unspecified CUDA GPU"),
@@ -594,7 +595,8 @@ FALCON_H1 = "tiiuae/Falcon-H1-0.5B-Base"
         (NANO, {"enable_prefix_caching": False}, "prefix_caching", "off",
          "--no-enable-prefix-caching"),
         # docs/versions.md: hybrid prefix caching default on in 0.33, off in 0.27
-        (NANO, {}, "prefix_caching", "on", "vLLM 0.33 default for hybrid models"),
+        (NANO, {"vllm_version": "0.33.0"}, "prefix_caching", "on",
+         "vLLM 0.33 default for hybrid models"),
         (NANO, {"vllm_version": "0.27.1"}, "prefix_caching", "off",
          "vLLM 0.27 default for hybrid models"),
     ],
@@ -805,7 +807,9 @@ def test_restricted_and_fa4_backends_keep_their_name_and_preference() -> None:
 
 
 def test_prefix_caching_step_of_an_attention_only_model_and_the_refusal_note() -> None:
-    llama = create_engine_config(load_model(str(DATA / "llama-pd" / "model")), Settings())
+    llama = create_engine_config(
+        load_model(str(DATA / "llama-pd" / "model")), Settings(vllm_version="0.33.0")
+    )
     steps = [(r.value, r.source) for r in llama.resolutions if r.key == "prefix_caching"]
     assert steps == [("on", "vLLM 0.33 default")]
     # 0.11.1 turns prefix caching off for Qwen3-Next whatever the flag: the note says why
@@ -961,7 +965,9 @@ def test_speculative_method_without_a_token_count() -> None:
         ("24", "--speculative-config method suffix without num_speculative_tokens: vLLM takes "
                "suffix_decoding_max_tree_depth (24)")
     ]  # fmt: skip
-    eagle = create_engine_config(geometry, Settings(speculative_method="eagle3"))
+    eagle = create_engine_config(
+        geometry, Settings(speculative_method="eagle3", vllm_version="0.33.0")
+    )
     assert eagle.num_speculative_tokens == 0
     assert eagle.startup_error == (
         "vLLM 0.33 fails at start-up: --speculative-config method eagle3 needs "
@@ -1009,7 +1015,8 @@ OTHERS_0_33 = ("custom_class, dflash, draft_model, dspark, eagle, eagle3, extrac
 def test_an_unknown_speculative_method_is_refused_with_the_release_list() -> None:
     with pytest.raises(InvalidSettings) as raised:
         create_engine_config(load_model(NANO), Settings(speculative_method="bogus",
-                                                        num_speculative_tokens=1))  # fmt: skip
+                                                        num_speculative_tokens=1,
+                                                        vllm_version="0.33.0"))  # fmt: skip
     assert str(raised.value) == (
         "--speculative-method (--speculative-config method) 'bogus': vLLM 0.33 refuses it at "
         f"start-up (SpeculativeConfig.method is one of {OTHERS_0_33} and 27 *_mtp model types)"
@@ -1035,7 +1042,9 @@ def test_a_long_speculative_method_is_cut_at_80_characters() -> None:
     # sanitize.bounded keeps the first 80 - 40 = 40 (the quote and 39 x's) and counts the
     # 81 - 80 + 40 = 41 left out; at 80 characters (78 x's) it is kept whole
     for width, shown in ((79, "'" + "x" * 39 + "… (41 more characters)"), (78, repr("x" * 78))):
-        settings = Settings(speculative_method="x" * width, num_speculative_tokens=1)
+        settings = Settings(
+            speculative_method="x" * width, num_speculative_tokens=1, vllm_version="0.33.0"
+        )
         with pytest.raises(InvalidSettings) as raised:
             create_engine_config(load_model(NANO), settings)
         assert str(raised.value).startswith(
@@ -1119,7 +1128,7 @@ def test_hidden_state_cache_refusals_in_full() -> None:
 def test_hidden_state_cache_without_layer_ids_fails_at_start_up() -> None:
     # vllm/v1/spec_decode/extract_hidden_states.py (0.33.0): ExtractHiddenStatesProposer
     # raises ValueError for an empty eagle_aux_hidden_state_layer_ids
-    settings = Settings(speculative_method=HIDDEN, num_speculative_tokens=1)
+    settings = Settings(speculative_method=HIDDEN, num_speculative_tokens=1, vllm_version="0.33.0")
     engine = create_engine_config(load_model(NANO), settings)
     assert engine.hidden_state_bytes is None
     assert engine.startup_error == (

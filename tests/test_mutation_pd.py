@@ -364,12 +364,12 @@ def test_no_group_or_stage_notes_where_there_are_none() -> None:
 
 
 def test_check_notes_in_full_for_the_reported_pair() -> None:
-    # Nano TP 8 → TP 1, defaults: the profile, the assumed backend, the economics (module
+    # Nano TP 8 → TP 1, defaults on 0.33: the profile, the assumed backend, the economics (module
     # docstring) and the groups (groups-0.33.0 vector at TP 1; 528 at TP 8), nothing else
     # (no prefix-caching-off, GDN checkpoint, --gdn-prefill-backend or MLA note)
-    report = analyze(load_model(NANO), Settings(), [8], [1])
+    report = analyze(load_model(NANO), Settings(vllm_version="0.33.0"), [8], [1])
     assert list(report.notes) == [
-        "vLLM 0.33 rules (default profile)",
+        "vLLM 0.33 rules (for --vllm-version 0.33.0)",
         "attention backend not given: FLASH_ATTN, what vLLM chooses on an unspecified CUDA "
         "GPU (pass --gpu to match your deployment)",
         "prefix caching at TP 1: smallest prefix that gives a hit 2,096 tokens, worst-case "
@@ -381,8 +381,9 @@ def test_check_notes_in_full_for_the_reported_pair() -> None:
         "KV-cache groups at TP 8: 5: 4 mamba (6/6/6/5 layers, block 528), 1 attention "
         "(6 layers, block 528)",
     ]
-    assert report.geometry.model_id == NANO and report.settings == Settings()
-    assert report.engine.settings == Settings() and report.engine.profile.name == "0.33"
+    pinned = Settings(vllm_version="0.33.0")
+    assert report.geometry.model_id == NANO and report.settings == pinned
+    assert report.engine.settings == pinned and report.engine.profile.name == "0.33"
     rec = report.recommendation
     assert rec.proven_on == (
         "A100 (SM80)", "H100/H200 (SM90)", "B200 (SM100)", "B300 (SM103)",

@@ -56,7 +56,8 @@ STAGE = (
 
 
 def _nano_pp(prefill: str, decode: str) -> tuple[Finding, ...]:
-    doc = f"model: {NANO}\nprefill: {{{prefill}}}\ndecode: {{{decode}}}\n"
+    # the stage rule and STAGE are 0.33's (pp-0.33.0.jsonl): pinned, last so lines stay
+    doc = f"model: {NANO}\nprefill: {{{prefill}}}\ndecode: {{{decode}}}\nvllm_version: '0.33.0'\n"
     deployment = read_text(doc, "x.yaml")
     assert deployment is not None
     return run_audit([deployment]).findings

@@ -21,6 +21,7 @@ from kvalign.versions import (
     architecture_stand_in,
     first_nixl_release,
     hidden_state_rule,
+    newest,
     profile_named,
     resolve,
     skip_layer_rules,
@@ -112,8 +113,9 @@ def test_profile_names_of_a_table_built_afresh() -> None:
     fresh = _build()
     assert [p.name for p in fresh][:3] == ["0.10", "0.11.1", "0.12"]
     assert [p.first for p in fresh][:3] == ["0.10.0", "0.11.1", "0.12.0"]
-    # the newest release line profiled is 0.33 (docs/versions.md profiles table)
-    assert (fresh[-1].name, fresh[-1].first) == ("0.33", "0.33.0")
+    # the table built afresh is the module's, its last row the newest profile (the default)
+    assert fresh == PROFILES and fresh[-1] == newest()
+    assert profile_named("0.33").first == "0.33.0"  # docs/versions.md profiles table
     # every profile after the oldest is a release row of its own, in release order
     firsts = [p.first for p in fresh]
     assert len(set(firsts)) == len(firsts)
@@ -153,9 +155,14 @@ def test_profile_names_and_first_releases() -> None:
     assert [p.name for p in PROFILES][:3] == ["0.10", "0.11.1", "0.12"]
     assert [p.first for p in PROFILES][:3] == ["0.10.0", "0.11.1", "0.12.0"]
     assert profile_named("0.11.1").first == "0.11.1"
-    assert profile_named("0.33") is PROFILES[-1]
+    assert profile_named(newest().name) is PROFILES[-1]
     with pytest.raises(KeyError, match=r"0\.11"):
         profile_named("0.11")
+
+
+#: the newest profile's release line, read from the table (not written: adding a profile
+#: moves the "newer than every profile" boundary with it)
+_NEWEST_MAJOR, _NEWEST_MINOR = (int(part) for part in newest().first.split(".")[:2])
 
 
 @pytest.mark.parametrize(
@@ -168,8 +175,10 @@ def test_profile_names_and_first_releases() -> None:
         (" 0.26.9 ", "0.25", False),
         ("0.33.0", "0.33", False),
         ("0.33.7", "0.33", False),  # a patch of the newest line: no warning
-        ("0.34.0", "0.33", True),  # newer than every profile: the newest, with a warning
-        ("1.0.0", "0.33", True),
+        # newer than every profile: the newest, with a warning
+        (f"{_NEWEST_MAJOR}.{_NEWEST_MINOR + 1}.0", newest().name, True),
+        (f"{_NEWEST_MAJOR + 1}.0.0", newest().name, True),
+        (f"{_NEWEST_MAJOR}.{_NEWEST_MINOR}.7", newest().name, False),  # a patch of the newest
     ],
 )
 def test_resolve_boundaries(asked: str, profile: str, warns: bool) -> None:

@@ -26,6 +26,7 @@ from kvalign.cli.sizing import (
     warn_beyond_newest,
 )
 from kvalign.settings import MAX_BLOCK_SIZE, MAX_SPEC_TOKENS, MAX_TP
+from kvalign.versions import newest
 
 __all__ = [  # the typer-free names are defined in kvalign.cli.sizing
     "AlignmentChoice", "FailOn", "GdnBackendChoice", "MambaBackendChoice",
@@ -260,14 +261,16 @@ GdnOpt = Annotated[
 AlignOpt = Annotated[
     AlignmentChoice,
     typer.Option(
-        "--alignment", help="vllm = 0.33 per-rank rule; tp-stable = the PR 45575 proposal."
+        "--alignment",
+        help="vllm = the release's per-rank rule; tp-stable = the PR 45575 proposal.",
     ),
 ]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Output format.")]
 VersionOpt = Annotated[
     str | None,
     typer.Option(
-        "--vllm-version", help="vLLM release whose rules apply (default: newest profile)."
+        "--vllm-version",
+        help=f"vLLM release whose rules apply (default: the newest profile, {newest().name}).",
     ),
 ]
 RevisionOpt = Annotated[

@@ -15,6 +15,7 @@ from typing import Any
 from kvalign.errors import MissingDependency
 from kvalign.report.cells import VERDICT_LABELS
 from kvalign.survey import ALIGNMENTS, AlignmentStats, ModelSurvey, Survey
+from kvalign.versions import resolve
 
 #: fill colour per verdict, and whether the cell text should be white.
 VERDICT_COLOURS: dict[str, tuple[str, bool]] = {
@@ -52,7 +53,8 @@ def _import_matplotlib() -> tuple[Any, Any, Any]:
     return matplotlib, Figure, (Patch, Rectangle)
 
 
-def _panel(ax: Any, rectangle: Any, row: ModelSurvey, stats: AlignmentStats) -> None:
+def _panel(ax: Any, rectangle: Any, row: ModelSurvey, stats: AlignmentStats, release: str) -> None:
+    """One grid; ``release`` names the profile of the ``vllm`` alignment (e.g. ``"0.33"``)."""
     tps = list(row.valid_tps)
     index = {tp: i for i, tp in enumerate(tps)}
     for pair in stats.grid:
@@ -78,7 +80,7 @@ def _panel(ax: Any, rectangle: Any, row: ModelSurvey, stats: AlignmentStats) -> 
     ax.set_ylabel("prefill TP (Mamba page padding)")
     for spine in ax.spines.values():
         spine.set_visible(False)
-    label = "vLLM 0.33" if stats.alignment == "vllm" else "TP-stable (PR 45575)"
+    label = f"vLLM {release}" if stats.alignment == "vllm" else "TP-stable (PR 45575)"
     ax.set_title(f"{row.model_id}\n{label} alignment", fontsize=9)
 
 
@@ -92,6 +94,8 @@ def survey_svg(result: Survey) -> str:
     from kvalign.errors import InvalidSettings
 
     matplotlib, figure_cls, (patch, rectangle) = _import_matplotlib()
+    # the profile the survey ran under (--vllm-version, else the newest): not a literal
+    release = resolve(result.settings.vllm_version).profile.name
     rows = [m for m in result.models if m.stats and m.stats[0].grid]
     if not rows:
         raise InvalidSettings("--plot: no model in the survey has prefill/decode pairs to draw")
@@ -110,7 +114,7 @@ def survey_svg(result: Survey) -> str:
             for c, alignment in enumerate(ALIGNMENTS):
                 stats = row.by_alignment(alignment)
                 assert stats is not None
-                _panel(axes[r][c], rectangle, row, stats)
+                _panel(axes[r][c], rectangle, row, stats, release)
         handles = [patch(facecolor=VERDICT_COLOURS[v][0], label=text) for v, text in LEGEND]
         fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, fontsize=8)
         fig.tight_layout(rect=(0, 0.6 / (len(rows) * (side + 0.3) + 0.6), 1, 1))

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from kvalign.cli import app
 from kvalign.explain import economics, explain
 from kvalign.settings import Settings
+from kvalign.versions import newest
 from tests.conftest import geometry_for
 
 NANO = "hf-configs/nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16/config.json"
@@ -66,7 +67,7 @@ def test_cli_text_names_profile_default_backend_and_result() -> None:
                                  "--block-size", "32"])  # fmt: skip
     assert result.exit_code == 0, result.stderr
     out = result.stdout
-    assert "Profile: vLLM 0.33 rules (default profile)" in out
+    assert f"Profile: vLLM {newest().name} rules (default profile)" in out
     assert "default: FLASH_ATTN on an unspecified CUDA GPU" in out
     assert "from --block-size = 32" in out
     assert "from H = mamba_num_heads" in out
