@@ -82,6 +82,10 @@ def _model_folder(folder: Path, name: str | bytes) -> bytes:
     return raw
 
 
+#: the release the snippets are planned for (the block size 800 below is 0.33's).
+RELEASE = ("--vllm-version", "0.33.0")
+
+
 def _emit(folder: Path, raw: bytes, target: str) -> str:
     """``kvalign plan --emit TARGET -- NAME`` (``--``: a name may start with ``-``), run in
     ``folder``: in this process for a name that is text (a subprocess each would make
@@ -89,14 +93,14 @@ def _emit(folder: Path, raw: bytes, target: str) -> str:
     try:
         name = raw.decode("utf-8")
     except UnicodeDecodeError:
-        done = _kvalign(folder, "plan", "--emit", target, "--", raw)
+        done = _kvalign(folder, "plan", "--emit", target, *RELEASE, "--", raw)
         assert done.returncode == 0, done.stderr.decode(errors="replace")
         assert done.stderr == b""
         return done.stdout.decode("ascii")  # the snippets are ASCII: no raw control or bidi
     here = os.getcwd()
     os.chdir(folder)
     try:
-        result = CliRunner().invoke(app, ["plan", "--emit", target, "--", name])
+        result = CliRunner().invoke(app, ["plan", "--emit", target, *RELEASE, "--", name])
     finally:
         os.chdir(here)
     assert result.exit_code == 0, (result.stderr, result.exception)

@@ -59,11 +59,24 @@ def _run(
     if case.before is not None:
         case.before(folder, env)
     before = _snapshot(folder)
+    done, cpu, peak = run_limited(argv, folder, env)
+    return done, cpu, peak, before, _snapshot(folder)
+
+
+def run_limited(
+    argv: list[str], folder: Path, env: dict[str, str], stdin: bytes | None = None
+) -> tuple[subprocess.CompletedProcess[bytes], float, int]:
+    """``python -m kvalign ARGV`` in ``folder`` with ``env`` under the hostile limits
+    (:data:`MEMORY_LIMIT` of address space, :data:`CPU_SECONDS` of CPU,
+    :data:`WALL_SECONDS` of wall clock); ``stdin``: bytes to feed (``None``: none, the
+    child inherits no terminal). Returns the run, its CPU seconds and the peak RSS (bytes)
+    of this process's children so far."""
     start = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
         [sys.executable, "-m", "kvalign", *argv],
         cwd=folder,
         env=env,
+        input=stdin,
         capture_output=True,
         timeout=WALL_SECONDS,
         preexec_fn=_limits,
@@ -71,7 +84,7 @@ def _run(
     )
     end = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (end.ru_utime - start.ru_utime) + (end.ru_stime - start.ru_stime)
-    return done, cpu, end.ru_maxrss * 1024, before, _snapshot(folder)
+    return done, cpu, end.ru_maxrss * 1024
 
 
 @pytest.fixture(scope="module")

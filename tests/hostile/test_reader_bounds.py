@@ -30,7 +30,14 @@ from kvalign.deploy.rayserve import MAX_APPLICATIONS
 from kvalign.errors import InvalidConfig, InvalidSettings
 from kvalign.grouping import MAX_PAIRS, MAX_PARTNERS, Grouping, check_pair_budget
 from tests.hostile.cases import ROOT, sandbox_env
-from tests.hostile.test_hostile import CPU_SECONDS, MEMORY_LIMIT, WALL_SECONDS, _limits, _snapshot
+from tests.hostile.test_hostile import (
+    CPU_SECONDS,
+    MEMORY_LIMIT,
+    WALL_SECONDS,
+    _limits,
+    _snapshot,
+    run_limited,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bounds"
 MODEL = "tiiuae/Falcon-H1-0.5B-Base"
@@ -42,23 +49,9 @@ def _audit(folder: Path, *argv: str, stdin: bytes | None = None) -> tuple[int, s
     ``(exit code, stdout, stderr, CPU seconds)`` and checks that no file changed."""
     env = sandbox_env(folder, COLUMNS="160")
     before = _snapshot(folder)
-    import resource
-
-    start = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(
-        [sys.executable, "-m", "kvalign", "audit", *argv],
-        cwd=folder,
-        env=env,
-        input=stdin if stdin is not None else b"",
-        capture_output=True,
-        timeout=WALL_SECONDS,
-        preexec_fn=_limits,
-        check=False,
-    )
-    end = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (end.ru_utime - start.ru_utime) + (end.ru_stime - start.ru_stime)
+    done, cpu, peak = run_limited(["audit", *argv], folder, env, b"" if stdin is None else stdin)
     assert _snapshot(folder) == before, "an input changed"
-    assert end.ru_maxrss * 1024 < MEMORY_LIMIT
+    assert peak < MEMORY_LIMIT
     stdout = done.stdout.decode("utf-8", "replace")
     stderr = done.stderr.decode("utf-8", "replace")
     assert "Traceback" not in stderr and "internal error" not in stderr, stderr[-800:]
