@@ -383,14 +383,41 @@ def _walk(path: Path, notes: list[Problem] | None) -> list[Path]:
     return [child for child, _, _ in _walk_typed(path, notes)]
 
 
-def _walk_typed(path: Path, notes: list[Problem] | None) -> list[tuple[Path, bool, bool]]:
+def _within(real: str, bounds: tuple[str, ...]) -> bool:
+    """Whether the real path ``real`` is one of ``bounds`` or below one."""
+    return any(real == b or real.startswith(b.rstrip(os.sep) + os.sep) for b in bounds)
+
+
+def _bounds(path: Path) -> tuple[str, ...]:
+    """Where a symbolic link met in a scan of ``path`` may lead: the scanned folder and
+    the working tree (the current folder), as real paths. A link elsewhere (``/etc``,
+    another checkout on the CI machine) is not followed: a hostile tree must not make
+    kvalign read, and quote, a file outside it."""
+    return (os.path.realpath(path), os.path.realpath(os.curdir))
+
+
+def _outside(child: Path) -> Problem:
+    """A scanned symbolic link that leads out of the scanned folder and the working
+    tree, as a path not read."""
+    return Problem(
+        Location(str(child)),
+        "a symbolic link out of the scanned folder and the working tree: not read (a pull "
+        "request must not make kvalign read files elsewhere); --skip-unrelated accepts it",
+    )
+
+
+def _walk_typed(
+    path: Path, notes: list[Problem] | None, outside: list[Path] | None = None
+) -> list[tuple[Path, bool, bool]]:
     """:func:`_walk`'s entries, each with whether it is a symbolic link and (for one that
     is not) whether it is a regular file, as the folder listing tells (``os.scandir``:
     no ``stat`` per file). Lists the folders as ``os.walk`` does (top-down, a folder that
     cannot be listed is left out, links to folders not entered but followed afterwards);
     a folder that is not a link is at its parent's real path joined with its name, so
-    no ``realpath`` per folder either."""
+    no ``realpath`` per folder either. A link to a folder out of :func:`_bounds` is not
+    followed: it goes to ``outside`` (when given)."""
     entries: list[tuple[str, bool, bool]] = []
+    bounds = _bounds(path)
     seen: set[str] = set()
     pending = [path]
     while pending:
@@ -431,7 +458,10 @@ def _walk_typed(path: Path, notes: list[Problem] | None) -> list[tuple[Path, boo
                 if name in _NOT_SCANNED or Path(child, "pyvenv.cfg").is_file():
                     continue
                 if entry.is_symlink():
-                    links.append(Path(child))
+                    if _within(os.path.realpath(child), bounds):
+                        links.append(Path(child))
+                    elif outside is not None:
+                        outside.append(Path(child))
                 else:
                     real_child = os.path.join(real_top, name)
                     seen.add(real_child)
@@ -463,11 +493,17 @@ def _scanned(
     symbolic link that loops (whatever its name: a loop names no file to judge by), one
     with those suffixes that dangles, a FIFO, socket or device of any name but
     documentation's (a ``serve.sh``, a ``Justfile`` or a ``*.json`` alike: never skipped
-    silently). ``notes`` receives one
+    silently), and a symbolic link (to a file or a folder) that leads out of the scanned
+    folder and the working tree (:func:`_bounds`). ``notes`` receives one
     note per symbolic link to a folder read already."""
     files: list[Path] = []
-    for child, link, regular in _walk_typed(path, notes):
+    outside: list[Path] = []
+    bounds = _bounds(path)
+    for child, link, regular in _walk_typed(path, notes, outside):
         loop = link and _loops(child)
+        if link and not loop and child.exists() and not _within(os.path.realpath(child), bounds):
+            outside.append(child)
+            continue
         suffix = child.suffix.lower()
         wanted = suffix in SUFFIXES or justfile.is_justfile(child.name)
         if not wanted and not loop:
@@ -493,6 +529,8 @@ def _scanned(
                 )
         elif not child.is_dir() and unread is not None:
             unread.append(_not_regular(child))
+    if unread is not None:
+        unread.extend(_outside(child) for child in sorted(outside))
     return files
 
 

@@ -111,7 +111,9 @@ def values_beside(root: Path) -> list[Path]:
     """Helm values files kept beside a chart folder (``deploy/values-prod.yaml`` next to
     ``deploy/falcon-pd/``: a name with ``values`` in it, ``.yaml`` / ``.yml``), when the
     chart is the only one in that folder (else which chart a file is for is unknown, and
-    the files are read as they are)."""
+    the files are read as they are). A values file that is a symbolic link out of that
+    folder and the working tree is not one: helm would be handed a file from elsewhere on
+    the host (the scan lists it as not read)."""
     if not is_chart(root) or root.parent == root:
         return []
     folder = root.parent
@@ -121,7 +123,10 @@ def values_beside(root: Path) -> list[Path]:
     return sorted(
         p
         for p in folder.iterdir()
-        if p.is_file() and p.suffix in (".yaml", ".yml") and "values" in p.stem.lower()
+        if p.is_file()
+        and p.suffix in (".yaml", ".yml")
+        and "values" in p.stem.lower()
+        and (confined(folder, p.name) is not None or confined(Path.cwd(), os.path.relpath(p)))
     )
 
 

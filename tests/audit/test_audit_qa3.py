@@ -48,10 +48,12 @@ def test_a_symlink_loop_without_suffix_is_a_path_not_read(tmp_path: Path) -> Non
 
 
 def test_a_symlink_to_a_folder_is_followed_and_each_real_folder_read_once(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a file under a symlinked folder is not skipped silently: the link is followed (the
-    # scan once listed real folders only and dropped other/more.yaml with a note)
+    # scan once listed real folders only and dropped other/more.yaml with a note); the
+    # link stays inside the working tree (tmp_path), the bound of a scan's links
+    monkeypatch.chdir(tmp_path)
     folder = _folder(tmp_path)
     (folder / "self").symlink_to(folder, target_is_directory=True)
     other = tmp_path / "other"
@@ -68,6 +70,34 @@ def test_a_symlink_to_a_folder_is_followed_and_each_real_folder_read_once(
         and "read once" in line
         for line in result.stderr.splitlines()
     ), result.stderr
+
+
+def test_a_symlink_out_of_the_scanned_folder_and_the_tree_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # #31's threat model: a pull request is hostile. A link planted in the tree to a file
+    # or a folder elsewhere on the CI machine is listed as not read (exit 3), and nothing
+    # of the file it points to is read or quoted (an attacker run found a line of such a
+    # file quoted in a "not evaluated" message)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    monkeypatch.chdir(tree)
+    folder = _folder(tree)
+    secret = tmp_path / "host" / "secret.yaml"
+    secret.parent.mkdir()
+    secret.write_text("token: hf_SECRET\nvllm serve x --kv-transfer-config '{'\n")
+    (folder / "leak.yaml").symlink_to(secret)
+    (folder / "hostdir").symlink_to(secret.parent, target_is_directory=True)
+    result = runner.invoke(app, ["audit", str(folder), "--format", "json"])
+    assert result.exit_code == 3, result.stdout
+    report = json.loads(result.stdout)
+    assert [f["file"] for f in report["files"]] == [str(folder / "good.yaml")]
+    why = "a symbolic link out of the scanned folder and the working tree: not read"
+    assert sorted((u["file"], u["message"].split(" (")[0]) for u in report["not_read"]) == [
+        (str(folder / "hostdir"), why),
+        (str(folder / "leak.yaml"), why),
+    ]
+    assert "SECRET" not in result.stdout + result.stderr
 
 
 #: a model id carrying a CSI "clear screen", an OSC "set title" and a BEL, as real bytes.

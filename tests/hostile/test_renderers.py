@@ -478,6 +478,30 @@ def _helm(tmp_path: Path, chart: Path, sources: tuple[str, str]) -> None:
     _tool(tmp_path / "bin", "helm", f"#!/bin/sh\ncat {tmp_path / 'rendered.yaml'}\n")
 
 
+def test_a_values_file_linked_out_of_the_tree_never_reaches_helm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # found by an attacker run on the merged tree: values-prod.yaml -> a file elsewhere on
+    # the host was copied into helm's private values file; now it is no values file of
+    # the chart, and the scan lists the link as not read (exit 3)
+    tree = tmp_path / "tree"
+    chart = _chart(tree)
+    secret = tmp_path / "host" / "cred.yaml"
+    secret.parent.mkdir()
+    secret.write_text("apiKey: sk-HOSTSECRET\n")
+    (chart.parent / "values-prod.yaml").symlink_to(secret)
+    log = tmp_path / "argv.log"
+    _recorder(tmp_path / "bin", "helm", log, (chart / "templates" / "prefill.yaml").read_text())
+    monkeypatch.chdir(tree)
+    env = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}/usr/bin{os.pathsep}/bin"}
+    result = runner.invoke(app, ["audit", str(chart.parent), "--format", "json"], env=env)
+    report = json.loads(result.stdout)
+    assert [u["file"] for u in report["not_read"]] == [str(chart.parent / "values-prod.yaml")]
+    assert all("--values" not in call for call in _calls(log))  # rendered without it
+    assert result.exit_code == 3
+    assert "HOSTSECRET" not in result.stdout + result.stderr
+
+
 @pytest.mark.parametrize(
     "target",
     ["templates/_helpers.tpl", "values.schema.json", "../values-prod.yaml", "Chart.yaml"],
