@@ -61,6 +61,7 @@ def _workflows() -> list[dict[str, Any]]:
 
 
 SPLIT_GOOD = ROOT / "configs" / "deployments" / "kubernetes" / "split-good"
+SPLIT_BAD = ROOT / "configs" / "deployments" / "kubernetes" / "split-bad"
 #: an aggregated vLLM server (no --kv-transfer-config): a standalone server, exit 0.
 SERVER = """apiVersion: apps/v1
 kind: Deployment
@@ -95,7 +96,9 @@ def work(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, bool]:
     """A checkout-like folder with a realistic ``deploy/``: a kvalign pair, the
     prefill and decode halves of one deployment in sibling folders, one aggregated
     server, a Service, one Helm chart and one kustomize overlay; ``True`` when it also
-    holds the broken pair."""
+    holds a broken pair: ``bad``, one file holding both pools; ``split-bad``, the prefill
+    and decode of one deployment in two files of sibling folders (what a hook that splits
+    the file list across processes would pass)."""
     deploy = tmp_path / "work" / "deploy"
     deploy.mkdir(parents=True)
     shutil.copy(EXAMPLES / "nemotron-nano-good.yaml", deploy / "nano.yaml")
@@ -122,9 +125,14 @@ def work(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, bool]:
     tools = tmp_path / "bin"
     tools.mkdir()
     _helm_stand_in(tools, chart)
-    broken = request.param == "bad"
-    if broken:
+    broken = request.param != "good"
+    if request.param == "bad":
         shutil.copy(EXAMPLES / "nemotron-nano-bad.yaml", deploy / "nano-tp8-tp1.yaml")
+    if request.param == "split-bad":
+        for role in ("prefill", "decode"):
+            text = (SPLIT_BAD / f"{role}.yaml").read_text().replace("ms-qwen35", "sb-qwen35")
+            (deploy / f"{role}-b").mkdir()
+            (deploy / f"{role}-b" / f"{role}.yaml").write_text(text, encoding="utf-8")
     return tmp_path / "work", broken
 
 
@@ -227,6 +235,7 @@ def test_shell_gate(work: tuple[Path, bool]) -> None:
     assert (int(suite.get("failures", "-1")) > 0) is broken
 
 
+@pytest.mark.parametrize("work", ["good", "bad", "split-bad"], indirect=True)
 @pytest.mark.parametrize("index", [0, 1])
 def test_pre_commit_snippet(index: int, work: tuple[Path, bool]) -> None:
     cwd, broken = work
@@ -247,15 +256,21 @@ def test_pre_commit_snippet(index: int, work: tuple[Path, bool]) -> None:
         ]
         assert "deploy/service.yaml" in chosen  # the hook sees the unrelated file too
         command = shlex.split(hook["entry"]) + list(hook.get("args", []))
-        if hook.get("pass_filenames", True):
-            command += chosen
-        result = subprocess.run(
-            command, cwd=cwd, env=_env_in(cwd), capture_output=True, text=True, timeout=300,
-            check=False,
-        )  # fmt: skip
-        assert result.returncode == (1 if broken else 0), result.stderr
+        # without require_serial pre-commit may split the files across processes (one
+        # run per CPU): the worst split, one file a run, is what such a hook must survive
+        serial = hook.get("require_serial") is True
+        batches = [chosen] if serial else [[f] for f in chosen]
+        results = [
+            subprocess.run(
+                command + (batch if hook.get("pass_filenames", True) else []), cwd=cwd,
+                env=_env_in(cwd), capture_output=True, text=True, timeout=300, check=False,
+            )
+            for batch in batches
+        ]  # fmt: skip
+        code = max(r.returncode for r in results)
+        assert code == (1 if broken else 0), [r.stderr for r in results]
         if broken:
-            assert "KVA003" in result.stdout
+            assert any("KVA003" in r.stdout for r in results)
 
 
 def test_github_actions_workflow(work: tuple[Path, bool]) -> None:
