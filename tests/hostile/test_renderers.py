@@ -321,15 +321,22 @@ def test_a_renderer_is_stopped_at_the_limit_with_its_children(
     assert [pid for pid in map(int, pids.read_text().split()) if _alive(pid)] == []
 
 
-def test_output_past_the_cap_is_not_evaluated(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    assert render_module.MAX_OUTPUT == 8 * 1024 * 1024
-    _tool(tmp_path / "bin", "kustomize", "#!/bin/sh\nexec yes 'kind: ConfigMap'\n")  # endless
+def _stand_in_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> Path:
+    """A kustomize root with nothing in it, rendered by a stand-in ``kustomize`` running
+    ``script`` (first on PATH)."""
+    _tool(tmp_path / "bin", "kustomize", script)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}/usr/bin{os.pathsep}/bin")
     root = tmp_path / "k"
     root.mkdir()
     (root / "kustomization.yaml").write_text("resources: []\n")
+    return root
+
+
+def test_output_past_the_cap_is_not_evaluated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert render_module.MAX_OUTPUT == 8 * 1024 * 1024
+    root = _stand_in_root(tmp_path, monkeypatch, "#!/bin/sh\nexec yes 'kind: ConfigMap'\n")
     result = runner.invoke(app, ["audit", str(root)])
     assert result.exit_code == 3, result.stdout
     assert f"a kustomize folder: `kustomize build -- {root}` printed more than 8 MiB (stopped" in (
@@ -345,11 +352,7 @@ def test_output_past_the_cap_is_not_evaluated(
 
 
 def test_non_utf8_output_is_not_evaluated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _tool(tmp_path / "bin", "kustomize", "#!/bin/sh\nprintf 'kind: Pod\\n\\377\\376\\n'\n")
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}/usr/bin{os.pathsep}/bin")
-    root = tmp_path / "k"
-    root.mkdir()
-    (root / "kustomization.yaml").write_text("resources: []\n")
+    root = _stand_in_root(tmp_path, monkeypatch, "#!/bin/sh\nprintf 'kind: Pod\\n\\377\\376\\n'\n")
     result = runner.invoke(app, ["audit", str(root)])
     assert result.exit_code == 3, result.stdout
     assert (
